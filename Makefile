@@ -1,0 +1,52 @@
+# ggprof: `make` builds build/bin/ggprof and build/lib/libggprof.so; `make test` runs every test;
+# `make demo` goes from a fresh machine to a printed report of a profiled llama-completion run.
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+# snprintf truncating a path or a name is the intended, checked behaviour: gcc 12 warns on every such call.
+WARN    := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -D_GNU_SOURCE
+BUILD   := build
+INC     := -Ischema -Iengine -Iengine/include -Ikernels/cpu -Icollector -Ianalyzer
+
+SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c
+ENGINE_SRC := engine/engine.c engine/interpose.c kernels/cpu/cpu_ticks.c $(SCHEMA_ENGINE_SRC)
+GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c
+
+LIB     := $(BUILD)/lib/libggprof.so
+BIN     := $(BUILD)/bin/ggprof
+
+ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(ENGINE_SRC))
+GGPROF_OBJ := $(patsubst %.c,$(BUILD)/obj/bin/%.o,$(GGPROF_SRC))
+
+.PHONY: all test demo clean
+all: $(LIB) $(BIN)
+
+# The engine is injected into programs we did not build: hidden visibility keeps everything but the wrappers
+# and the public API out of their symbol namespace, and it never links ggml (FINDINGS: a program whose loader
+# cannot find libggml first would not start at all).
+$(BUILD)/obj/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(INC) -c $< -o $@
+
+$(BUILD)/obj/bin/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -MMD -MP $(INC) -c $< -o $@
+
+$(LIB): $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
+
+$(BIN): $(GGPROF_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ -lsqlite3 -lz -lcjson -lm -lpthread
+
+test: all
+	@bash tests/run.sh
+
+demo: all
+	@bash tests/demo.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(ENGINE_OBJ:.o=.d) $(GGPROF_OBJ:.o=.d)

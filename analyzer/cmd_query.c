@@ -1,0 +1,54 @@
+/* ggprof query: SQL on a trace, rows printed as the sqlite3 shell prints them by default. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "trace.h"
+
+const char ggprof_usage_query[] =
+    "usage: ggprof query TRACE \"SQL\"\n"
+    "\n"
+    "Runs SQL on the trace database and prints each row with its columns separated by '|' (as the sqlite3\n"
+    "shell does by default; NULL prints as nothing). Views for scripts: backends, graphs, splits, records;\n"
+    "see docs/trace-database.md. A JSON profile given as TRACE is read into a temporary database first.\n";
+
+int ggprof_cmd_query(int argc, char **argv) {
+    if (argc != 3) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "%s; usage: ggprof query TRACE \"SQL\"",
+                           argc < 3 ? "needs a trace and an SQL statement" : "too many arguments (quote the SQL)");
+    }
+    sqlite3 *db;
+    char why[512];
+    int rc = ggprof_trace_open(argv[1], &db, why, sizeof(why));
+    if (rc) return ggprof_fail(rc, "%s", why);
+    const char *sql = argv[2];
+    while (sql && *sql) {
+        sqlite3_stmt *st = NULL;
+        const char *tail = NULL;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK) {
+            rc = ggprof_fail(GGPROF_EXIT_USAGE, "SQL error: %s", sqlite3_errmsg(db));
+            break;
+        }
+        if (!st) break; /* only whitespace or comments left */
+        int step;
+        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+            int n = sqlite3_column_count(st);
+            for (int i = 0; i < n; i++) {
+                const unsigned char *v = sqlite3_column_text(st, i);
+                if (i) putchar('|');
+                if (v) fwrite(v, 1, (size_t) sqlite3_column_bytes(st, i), stdout);
+            }
+            putchar('\n');
+        }
+        if (step != SQLITE_DONE) {
+            rc = ggprof_fail(GGPROF_EXIT_USAGE, "SQL error: %s", sqlite3_errmsg(db));
+            sqlite3_finalize(st);
+            break;
+        }
+        sqlite3_finalize(st);
+        sql = tail;
+    }
+    sqlite3_close(db);
+    if (fflush(stdout) != 0 && !rc) rc = GGPROF_EXIT_INTERNAL;
+    return rc;
+}

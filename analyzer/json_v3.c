@@ -1,0 +1,573 @@
+/* Version-3 JSON: the seed's writer layout for export, and a streaming reader for import. */
+#include "json_v3.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "store.h"
+
+/* ---------------------------------------------------------------- export */
+
+typedef struct {
+    gzFile f;
+    int    err;
+} out_t;
+
+static void put(out_t *o, const char *s) {
+    if (!o->err && gzputs(o->f, s) < 0) o->err = 1;
+}
+
+static void putf(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(out_t *o, const char *fmt, ...) {
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n >= (int) sizeof(buf)) n = (int) sizeof(buf) - 1;
+    if (!o->err && gzwrite(o->f, buf, (unsigned) n) != n) o->err = 1;
+}
+
+/* A JSON string, or null for NULL. Every string is escaped, whatever a tensor was named. */
+static void put_str(out_t *o, const unsigned char *s) {
+    if (!s) {
+        put(o, "null");
+        return;
+    }
+    char buf[1024];
+    size_t p = 0;
+    buf[p++] = '"';
+    for (; *s && p < sizeof(buf) - 8; s++) {
+        unsigned char c = *s;
+        if (c == '"' || c == '\\') {
+            buf[p++] = '\\';
+            buf[p++] = (char) c;
+        } else if (c < 0x20) {
+            p += (size_t) snprintf(buf + p, sizeof(buf) - p, "\\u%04x", c);
+        } else {
+            buf[p++] = (char) c;
+        }
+    }
+    buf[p++] = '"';
+    buf[p]   = '\0';
+    put(o, buf);
+}
+
+static const unsigned char *col_text(sqlite3_stmt *st, int i) { return sqlite3_column_text(st, i); }
+
+int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_len) {
+    size_t n  = strlen(path);
+    int    gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
+    out_t  o  = { gzopen(path, gz ? "wb6" : "wT"), 0 };
+    if (!o.f) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    sqlite3_stmt *st = NULL;
+    int64_t total_records = 0, total_ns = 0;
+    if (sqlite3_prepare_v2(db, "SELECT count(*), COALESCE(sum(duration_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        total_records = (int64_t) sqlite3_column_int64(st, 0);
+        total_ns      = (int64_t) sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    putf(&o, "{\n  \"version\": 3,\n  \"profiler\": \"ggml\",\n  \"total_records\": %" PRId64 ",\n  \"total_ns\": %" PRId64
+             ",\n", total_records, total_ns);
+    put(&o, "  \"backends\": [\n");
+    sqlite3_prepare_v2(db, "SELECT id, name, device, device_type, pid, sched_id FROM backends ORDER BY pid, sched_id, id",
+                       -1, &st, NULL);
+    int first = 1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (!first) put(&o, ",\n");
+        first = 0;
+        putf(&o, "    {\"id\": %d, \"name\": ", sqlite3_column_int(st, 0));
+        put_str(&o, col_text(st, 1));
+        put(&o, ", \"device\": ");
+        put_str(&o, col_text(st, 2));
+        putf(&o, ", \"device_type\": %d, \"pid\": %d, \"sched_id\": %d}", sqlite3_column_int(st, 3),
+             sqlite3_column_int(st, 4), sqlite3_column_int(st, 5));
+    }
+    sqlite3_finalize(st);
+    put(&o, first ? "  ],\n" : "\n  ],\n");
+    put(&o, "  \"records\": [\n");
+    sqlite3_prepare_v2(db,
+                       "SELECT type, name, backend_id, split_id, start_ns, duration_ns, bytes, extra, tensor_name, ne,"
+                       " out_type, n_src, ne_src, nb_src, type_src, op_params, sub_op, graph_id, node_index, pid, tid,"
+                       " sched_id, timing, wait_ns FROM records ORDER BY seq",
+                       -1, &st, NULL);
+    first = 1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (!first) put(&o, ",\n");
+        first = 0;
+        putf(&o, "    {\"type\": %d, \"name\": ", sqlite3_column_int(st, 0));
+        put_str(&o, col_text(st, 1) ? col_text(st, 1) : (const unsigned char *) "unknown");
+        putf(&o, ", \"backend_id\": %d, \"split_id\": %d, \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
+                 ", \"bytes\": %" PRId64 ", \"extra\": ",
+             sqlite3_column_int(st, 2), sqlite3_column_int(st, 3), (int64_t) sqlite3_column_int64(st, 4),
+             (int64_t) sqlite3_column_int64(st, 5), (int64_t) sqlite3_column_int64(st, 6));
+        put_str(&o, col_text(st, 7));
+        put(&o, ", \"tensor_name\": ");
+        put_str(&o, col_text(st, 8));
+        putf(&o, ", \"ne\": %s, \"out_type\": %d, \"n_src\": %d, \"ne_src\": %s, \"nb_src\": %s, \"type_src\": %s"
+                 ", \"op_params\": %s, \"sub_op\": %d",
+             col_text(st, 9), sqlite3_column_int(st, 10), sqlite3_column_int(st, 11), col_text(st, 12),
+             col_text(st, 13), col_text(st, 14), col_text(st, 15), sqlite3_column_int(st, 16));
+        /* ggprof's keys come after the seed's, so that readers of the seed's format find theirs in place. */
+        if (sqlite3_column_type(st, 17) == SQLITE_NULL) {
+            put(&o, ", \"graph_id\": null");
+        } else {
+            putf(&o, ", \"graph_id\": %" PRId64, (int64_t) sqlite3_column_int64(st, 17));
+        }
+        putf(&o, ", \"node_index\": %d, \"pid\": %d, \"tid\": %d, \"sched_id\": %d, \"timing\": %d, \"wait_ns\": %" PRId64
+                 "}",
+             sqlite3_column_int(st, 18), sqlite3_column_int(st, 19), sqlite3_column_int(st, 20),
+             sqlite3_column_int(st, 21), sqlite3_column_int(st, 22), (int64_t) sqlite3_column_int64(st, 23));
+    }
+    sqlite3_finalize(st);
+    put(&o, first ? "  ]\n}\n" : "\n  ]\n}\n");
+    int close_rc = gzclose(o.f);
+    if (o.err || close_rc != Z_OK) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- import */
+
+/* A byte reader over gzip or plain input (gzread passes plain files through) that knows its offset. */
+typedef struct {
+    gzFile        f;
+    unsigned char buf[1 << 16];
+    int           len, pos;
+    uint64_t      base; /* offset of buf[0] in the uncompressed stream */
+    int           gz_error;
+} reader;
+
+static int rd_peek(reader *r) {
+    if (r->pos == r->len) {
+        if (r->gz_error) return -1;
+        r->base += (uint64_t) r->len;
+        r->len = gzread(r->f, r->buf, sizeof(r->buf));
+        r->pos = 0;
+        if (r->len < 0) {
+            r->len      = 0;
+            r->gz_error = 1;
+        }
+        if (r->len == 0) return -1;
+    }
+    return r->buf[r->pos];
+}
+
+static int rd_get(reader *r) {
+    int c = rd_peek(r);
+    if (c >= 0) r->pos++;
+    return c;
+}
+
+static uint64_t rd_offset(const reader *r) { return r->base + (uint64_t) r->pos; }
+
+static int rd_skip_ws(reader *r) {
+    int c;
+    while ((c = rd_peek(r)) == ' ' || c == '\n' || c == '\r' || c == '\t') r->pos++;
+    return c;
+}
+
+typedef struct {
+    char  *p;
+    size_t n, cap;
+} dynbuf;
+
+static int db_push(dynbuf *b, char c) {
+    if (b->n + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        char  *p   = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p   = p;
+        b->cap = cap;
+    }
+    b->p[b->n++] = c;
+    b->p[b->n]   = '\0';
+    return 0;
+}
+
+typedef struct {
+    const char *path;
+    reader      r;
+    char       *why;
+    size_t      why_len;
+    int         failed;
+} import_ctx;
+
+static void fail_at(import_ctx *x, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail_at(import_ctx *x, uint64_t off, const char *fmt, ...) {
+    if (x->failed) return;
+    x->failed = 1;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(x->why, x->why_len, "'%s' at byte %" PRIu64 ": %s", x->path, off, msg);
+}
+
+static void fail_eof(import_ctx *x) {
+    int zerr = 0;
+    const char *zmsg = gzerror(x->r.f, &zerr);
+    fail_at(x, rd_offset(&x->r), "truncated: the file ends inside the JSON document%s%s", zerr ? " (gzip: " : "",
+            zerr ? zmsg : "");
+    if (zerr) strncat(x->why, ")", x->why_len - strlen(x->why) - 1);
+}
+
+/* Copies one complete JSON value's text into b, tracking strings so that brackets inside them do not count. */
+static int capture_value(import_ctx *x, dynbuf *b) {
+    reader *r = &x->r;
+    b->n = 0;
+    int c = rd_skip_ws(r);
+    if (c < 0) {
+        fail_eof(x);
+        return -1;
+    }
+    if (c == '{' || c == '[' || c == '"') {
+        int depth = 0, in_str = 0, esc = 0;
+        do {
+            c = rd_get(r);
+            if (c < 0) {
+                fail_eof(x);
+                return -1;
+            }
+            if (db_push(b, (char) c)) return -1;
+            if (in_str) {
+                if (esc) {
+                    esc = 0;
+                } else if (c == '\\') {
+                    esc = 1;
+                } else if (c == '"') {
+                    in_str = 0;
+                }
+            } else if (c == '"') {
+                in_str = 1;
+            } else if (c == '{' || c == '[') {
+                depth++;
+            } else if (c == '}' || c == ']') {
+                depth--;
+            }
+        } while (depth > 0 || in_str);
+        return 0;
+    }
+    while ((c = rd_peek(r)) >= 0 && !strchr(",}] \t\r\n", c)) {
+        if (db_push(b, (char) rd_get(r))) return -1;
+    }
+    if (c < 0) {
+        fail_eof(x);
+        return -1;
+    }
+    return 0;
+}
+
+static int expect(import_ctx *x, char want) {
+    int c = rd_skip_ws(&x->r);
+    if (c < 0) {
+        fail_eof(x);
+        return -1;
+    }
+    if (c != want) {
+        fail_at(x, rd_offset(&x->r), "expected '%c', found '%c'", want, c);
+        return -1;
+    }
+    x->r.pos++;
+    return 0;
+}
+
+/* Node descriptions are deduplicated by content, as the engine does. */
+typedef struct {
+    uint64_t key;
+    uint32_t id;
+} node_slot;
+
+typedef struct {
+    ggprof_store *store;
+    node_slot    *nodes;
+    size_t        cap, n;
+    uint32_t      next_id;
+    int64_t       n_records;
+} import_state;
+
+static uint64_t hash_mem(const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static uint32_t node_id_for(import_state *s, int32_t pid, ggprof_msg_node *m) {
+    uint64_t key = hash_mem(m, sizeof(*m)) ^ ((uint64_t) (uint32_t) pid << 17);
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        node_slot *t = calloc(cap, sizeof(*t));
+        if (!t) return 0;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->nodes[i].key) continue;
+            size_t p = s->nodes[i].key & (cap - 1);
+            while (t[p].key) p = (p + 1) & (cap - 1);
+            t[p] = s->nodes[i];
+        }
+        free(s->nodes);
+        s->nodes = t;
+        s->cap   = cap;
+    }
+    size_t p = key & (s->cap - 1);
+    while (s->nodes[p].key && s->nodes[p].key != key) p = (p + 1) & (s->cap - 1);
+    if (s->nodes[p].key) return s->nodes[p].id;
+    s->nodes[p].key = key;
+    s->nodes[p].id  = m->node_id = ++s->next_id;
+    s->n++;
+    ggprof_store_msg(s->store, pid, 0, &m->h);
+    return m->node_id;
+}
+
+static const char *const k_required[] = { "type",   "name",     "backend_id", "split_id", "start_ns", "duration_ns",
+                                          "bytes",  "extra",    "tensor_name", "ne",      "out_type", "n_src",
+                                          "ne_src", "nb_src",   "type_src",    "op_params", "sub_op" };
+
+static int get_i64s(const cJSON *a, int64_t *out, int max) {
+    int n = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, a) {
+        if (n < max) out[n] = (int64_t) v->valuedouble;
+        n++;
+    }
+    return n;
+}
+
+static int64_t num(const cJSON *o, const char *key, int64_t dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? (int64_t) v->valuedouble : dflt;
+}
+
+/* 64-bit values such as start_ns do not fit a double exactly: read their digits. */
+static uint64_t u64_of(const char *text, const char *key) {
+    char pat[40];
+    snprintf(pat, sizeof(pat), "\"%s\"", key);
+    const char *p = strstr(text, pat);
+    if (!p) return 0;
+    p = strchr(p + strlen(pat), ':');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static int import_record(import_ctx *x, import_state *s, const char *text, uint64_t off) {
+    int64_t idx = s->n_records++;
+    cJSON *o = cJSON_Parse(text);
+    if (!o || !cJSON_IsObject(o)) {
+        fail_at(x, off, "record %" PRId64 " is not a JSON object", idx);
+        cJSON_Delete(o);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof(k_required) / sizeof(k_required[0]); k++) {
+        if (!cJSON_GetObjectItemCaseSensitive(o, k_required[k])) {
+            fail_at(x, off, "record %" PRId64 " has no '%s'", idx, k_required[k]);
+            cJSON_Delete(o);
+            return -1;
+        }
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(o, "extra");
+    const cJSON *tname = cJSON_GetObjectItemCaseSensitive(o, "tensor_name");
+    int type  = (int) num(o, "type", 0);
+    int32_t pid = (int32_t) num(o, "pid", 0);
+
+    ggprof_msg_node m;
+    memset(&m, 0, sizeof(m));
+    m.h        = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_NODE, 0 };
+    m.out_type = (int32_t) num(o, "out_type", -1);
+    m.sub_op   = (int32_t) num(o, "sub_op", -1);
+    m.n_src    = (int32_t) num(o, "n_src", 0);
+    if (m.n_src < 0 || m.n_src > GGPROF_MAX_SRC) {
+        fail_at(x, off, "record %" PRId64 " has n_src %d; expected 0 to %d", idx, m.n_src, GGPROF_MAX_SRC);
+        cJSON_Delete(o);
+        return -1;
+    }
+    get_i64s(cJSON_GetObjectItemCaseSensitive(o, "ne"), m.ne, 4);
+    const cJSON *a;
+    int i = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(o, "ne_src")) if (i < GGPROF_MAX_SRC) get_i64s(a, m.ne_src[i++], 4);
+    i = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(o, "nb_src")) if (i < GGPROF_MAX_SRC) get_i64s(a, m.nb_src[i++], 4);
+    int64_t tmp[GGPROF_N_OP_PARAMS];
+    for (int k = 0; k < GGPROF_MAX_SRC; k++) m.type_src[k] = -1;
+    int nt = get_i64s(cJSON_GetObjectItemCaseSensitive(o, "type_src"), tmp, GGPROF_MAX_SRC);
+    for (int k = 0; k < nt && k < GGPROF_MAX_SRC; k++) m.type_src[k] = (int32_t) tmp[k];
+    int np = get_i64s(cJSON_GetObjectItemCaseSensitive(o, "op_params"), tmp, GGPROF_N_OP_PARAMS);
+    for (int k = 0; k < np && k < GGPROF_N_OP_PARAMS; k++) m.op_params[k] = (int32_t) tmp[k];
+    if (type == 0 && cJSON_IsString(name)) snprintf(m.op, sizeof(m.op), "%s", name->valuestring);
+    if (cJSON_IsString(tname)) snprintf(m.tensor_name, sizeof(m.tensor_name), "%s", tname->valuestring);
+
+    ggprof_msg_event e;
+    memset(&e, 0, sizeof(e));
+    e.type        = (uint16_t) type;
+    e.timing      = (uint16_t) num(o, "timing", 0);
+    e.backend_id  = (int16_t) num(o, "backend_id", -1);
+    e.node_id     = node_id_for(s, pid, &m);
+    e.sched_id    = (uint32_t) num(o, "sched_id", 1);
+    const cJSON *gid = cJSON_GetObjectItemCaseSensitive(o, "graph_id");
+    e.graph_id    = cJSON_IsNumber(gid) ? u64_of(text, "graph_id") : GGPROF_GRAPH_NONE;
+    e.split_id    = (int32_t) num(o, "split_id", -1);
+    e.node_index  = (int32_t) num(o, "node_index", -1);
+    e.fused_index = -1;
+    e.start_ns    = u64_of(text, "start_ns");
+    e.duration_ns = u64_of(text, "duration_ns");
+    e.bytes       = u64_of(text, "bytes");
+    e.wait_ns     = u64_of(text, "wait_ns");
+    ggprof_store_event(s->store, pid, (int32_t) num(o, "tid", 0), &e,
+                       cJSON_IsString(name) ? name->valuestring : "unknown",
+                       cJSON_IsString(extra) ? extra->valuestring : NULL);
+    cJSON_Delete(o);
+    if (s->n_records % 100000 == 0) ggprof_store_commit(s->store);
+    return 0;
+}
+
+static int import_backend(import_ctx *x, import_state *s, const char *text, uint64_t off) {
+    cJSON *o = cJSON_Parse(text);
+    if (!o || !cJSON_IsObject(o)) {
+        fail_at(x, off, "a backend entry is not a JSON object");
+        cJSON_Delete(o);
+        return -1;
+    }
+    ggprof_msg_backend b;
+    memset(&b, 0, sizeof(b));
+    b.h           = (ggprof_msg_hdr){ sizeof(b), GGPROF_MSG_BACKEND, 0 };
+    b.sched_id    = (uint32_t) num(o, "sched_id", 1);
+    b.backend_id  = (int32_t) num(o, "id", 0);
+    b.device_type = (int32_t) num(o, "device_type", 0);
+    b.is_host     = b.device_type == 0;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "device");
+    snprintf(b.name, sizeof(b.name), "%s", cJSON_IsString(n) ? n->valuestring : "unknown");
+    snprintf(b.device, sizeof(b.device), "%s", cJSON_IsString(d) ? d->valuestring : "unknown");
+    ggprof_store_msg(s->store, (int32_t) num(o, "pid", 0), 0, &b.h);
+    cJSON_Delete(o);
+    return 0;
+}
+
+sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
+    import_ctx *x = calloc(1, sizeof(*x));
+    if (!x) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    x->path    = path;
+    x->why     = why;
+    x->why_len = why_len;
+    x->r.f     = gzopen(path, "rb");
+    if (!x->r.f) {
+        snprintf(why, why_len, "cannot open '%s': %s", path, strerror(errno));
+        free(x);
+        return NULL;
+    }
+    gzbuffer(x->r.f, 1 << 17);
+    import_state s = { 0 };
+    if (ggprof_store_create(&s.store, "", why, why_len) != 0) {
+        gzclose(x->r.f);
+        free(x);
+        return NULL;
+    }
+    dynbuf key = { 0 }, val = { 0 };
+    int64_t version = -1;
+    if (expect(x, '{') != 0) goto out;
+    for (;;) {
+        int c = rd_skip_ws(&x->r);
+        if (c == '}') {
+            x->r.pos++;
+            break;
+        }
+        if (capture_value(x, &key) != 0) goto out;
+        if (key.n < 2 || key.p[0] != '"') {
+            fail_at(x, rd_offset(&x->r), "expected a key, found '%.20s'", key.p);
+            goto out;
+        }
+        key.p[key.n - 1] = '\0';
+        const char *k = key.p + 1;
+        if (expect(x, ':') != 0) goto out;
+        if (strcmp(k, "records") == 0 || strcmp(k, "backends") == 0) {
+            int is_rec = k[0] == 'r';
+            if (is_rec && version != 3) {
+                fail_at(x, rd_offset(&x->r), "%s", version < 0 ? "records come before a \"version\" key" : "bad version");
+                goto out;
+            }
+            if (expect(x, '[') != 0) goto out;
+            if (rd_skip_ws(&x->r) == ']') {
+                x->r.pos++;
+            } else {
+                for (;;) {
+                    uint64_t off = rd_offset(&x->r);
+                    if (rd_skip_ws(&x->r) < 0 || capture_value(x, &val) != 0) {
+                        if (!x->failed) fail_eof(x);
+                        goto out;
+                    }
+                    if ((is_rec ? import_record(x, &s, val.p, off) : import_backend(x, &s, val.p, off)) != 0) goto out;
+                    c = rd_skip_ws(&x->r);
+                    if (c == ',') {
+                        x->r.pos++;
+                        continue;
+                    }
+                    if (c == ']') {
+                        x->r.pos++;
+                        break;
+                    }
+                    if (c < 0) {
+                        fail_eof(x);
+                    } else {
+                        fail_at(x, rd_offset(&x->r), "expected ',' or ']' after record %" PRId64, s.n_records - 1);
+                    }
+                    goto out;
+                }
+            }
+        } else {
+            uint64_t off = rd_offset(&x->r);
+            if (capture_value(x, &val) != 0) goto out;
+            if (strcmp(k, "version") == 0) {
+                version = strtoll(val.p, NULL, 10);
+                if (version != 3) {
+                    fail_at(x, off, "JSON profile version %s; ggprof reads version 3", val.p);
+                    goto out;
+                }
+            }
+        }
+        c = rd_skip_ws(&x->r);
+        if (c == ',') {
+            x->r.pos++;
+        } else if (c != '}') {
+            if (c < 0) {
+                fail_eof(x);
+            } else {
+                fail_at(x, rd_offset(&x->r), "expected ',' or '}', found '%c'", c);
+            }
+            goto out;
+        }
+    }
+    if (version != 3) fail_at(x, rd_offset(&x->r), "no \"version\" key; expected a version-3 profile");
+    if (!x->failed && rd_skip_ws(&x->r) >= 0) fail_at(x, rd_offset(&x->r), "data after the end of the JSON document");
+    if (!x->failed && x->r.gz_error) fail_eof(x);
+out:;
+    int failed = x->failed;
+    gzclose(x->r.f);
+    free(key.p);
+    free(val.p);
+    free(s.nodes);
+    free(x);
+    char fwhy[256];
+    sqlite3 *db = ggprof_store_finish(s.store, fwhy, sizeof(fwhy));
+    if (failed || !db) {
+        if (!failed) snprintf(why, why_len, "%s", fwhy);
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}

@@ -1,0 +1,37 @@
+/* What every ggprof subcommand shares: the command table entry, error reporting and exit codes. */
+#ifndef GGPROF_CLI_H
+#define GGPROF_CLI_H
+
+#include <stdio.h>
+
+/* A user's mistake exits 2 with one line naming the bad value; an internal failure exits 1 and says where. */
+#define GGPROF_EXIT_OK       0
+#define GGPROF_EXIT_INTERNAL 1
+#define GGPROF_EXIT_USAGE    2
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+    const char *usage; /* printed by `ggprof CMD --help` and `ggprof help CMD` */
+} ggprof_cmd;
+
+extern const char *ggprof_cmd_name; /* the subcommand being run, for messages */
+
+void ggprof_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "ggprof: CMD: message" and returns code, so that a command can `return ggprof_fail(2, ...)`. */
+int ggprof_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when argv[i] asks for help; commands print their usage then. */
+int ggprof_is_help(const char *arg);
+/* Closes an output stream, reporting a write error that would otherwise be lost. Returns 0 or -1. */
+int ggprof_close_output(FILE *f, const char *path);
+
+int ggprof_cmd_record(int argc, char **argv);
+int ggprof_cmd_report(int argc, char **argv);
+int ggprof_cmd_query(int argc, char **argv);
+
+extern const char ggprof_usage_record[];
+extern const char ggprof_usage_report[];
+extern const char ggprof_usage_query[];
+
+#endif

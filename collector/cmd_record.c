@@ -1,0 +1,269 @@
+/* ggprof record: runs a command with libggprof.so injected, drains the ring while it runs, stores the trace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json_v3.h"
+#include "ring.h"
+#include "store.h"
+
+const char ggprof_usage_record[] =
+    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
+    "CPU op it computes. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
+    "the upstream profiler, one record per line). Exits with CMD's exit status (128+N if signal N ended it).\n"
+    "\n"
+    "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists\n"
+    "  --level LEVEL         graph: one record per graph compute; split: also splits and copies;\n"
+    "                        op: also every CPU op and the barrier waits between them (default)\n"
+    "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 1024);\n"
+    "                        when the workload outruns the collector, records are dropped and counted\n"
+    "  -q, --quiet           print nothing but errors\n"
+    "\n"
+    "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n";
+
+static volatile sig_atomic_t g_child;
+
+static void forward_signal(int sig) {
+    if (g_child > 0) kill((pid_t) g_child, sig);
+}
+
+static int parse_level(const char *s) {
+    if (strcmp(s, "graph") == 0) return GGPROF_LEVEL_GRAPH;
+    if (strcmp(s, "split") == 0) return GGPROF_LEVEL_SPLIT;
+    if (strcmp(s, "op") == 0) return GGPROF_LEVEL_OP;
+    return -1;
+}
+
+static const char *level_name(int level) { return level == 0 ? "graph" : level == 1 ? "split" : "op"; }
+
+/* libggprof.so beside the binary (build/bin/ggprof -> build/lib/libggprof.so), unless GGPROF_LIB says where. */
+static int find_engine(char *out, size_t len) {
+    const char *env = getenv("GGPROF_LIB");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+    } else {
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n < 0) return -1;
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        snprintf(out, len, "%s/../lib/libggprof.so", exe);
+    }
+    return access(out, R_OK);
+}
+
+typedef struct {
+    ggprof_store *store;
+} drain_ctx;
+
+static void on_msg(const ggprof_ring_slot *slot, const ggprof_msg_hdr *m, void *user) {
+    drain_ctx *d = user;
+    ggprof_store_msg(d->store, slot->pid, slot->tid, m);
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* OUT.db -> OUT.json.gz; any other name gets .json.gz appended. */
+static void json_path_for(const char *db, char *out, size_t len) {
+    size_t n = strlen(db);
+    if (n > 3 && strcmp(db + n - 3, ".db") == 0) n -= 3;
+    snprintf(out, len, "%.*s.json.gz", (int) n, db);
+}
+
+int ggprof_cmd_record(int argc, char **argv) {
+    const char *out   = "ggprof.db";
+    int         level = GGPROF_LEVEL_OP;
+    uint64_t    ring_kib = 1024;
+    int         quiet = 0;
+    int         i     = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (++i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a file name", a);
+            out = argv[i];
+        } else if (strcmp(a, "--level") == 0) {
+            if (++i >= argc || (level = parse_level(argv[i])) < 0) {
+                return ggprof_fail(GGPROF_EXIT_USAGE, "--level '%s' is not a level; expected graph, split or op",
+                                   i < argc ? argv[i] : "");
+            }
+        } else if (strcmp(a, "--ring-kib") == 0) {
+            char *end = NULL;
+            if (++i < argc) ring_kib = strtoull(argv[i], &end, 10);
+            if (i >= argc || !end || *end || ring_kib < 4 || ring_kib > (1u << 20) || (ring_kib & (ring_kib - 1))) {
+                return ggprof_fail(GGPROF_EXIT_USAGE, "--ring-kib '%s' is not a power of two from 4 to 1048576",
+                                   i < argc ? argv[i] : "");
+            }
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (a[0] == '-') {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof record --help'", a);
+        } else {
+            break;
+        }
+    }
+    if (i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "no command to run; usage: ggprof record [OPTIONS] -- CMD [ARGS...]");
+    char **cmd = argv + i;
+
+    char engine[PATH_MAX];
+    if (find_engine(engine, sizeof(engine)) != 0) {
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot find the engine '%s' (set GGPROF_LIB or run 'make')", engine);
+    }
+
+    /* Create the output first: a bad -o is a user mistake, reported before anything runs. */
+    char json[PATH_MAX];
+    json_path_for(out, json, sizeof(json));
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", out);
+    }
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", out, strerror(errno));
+    close(fd);
+    unlink(out);
+    char why[512];
+    ggprof_store *store;
+    if (ggprof_store_create(&store, out, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+
+    char ring_path[PATH_MAX];
+    const char *shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(ring_path, sizeof(ring_path), "%s/ggprof-%d-%" PRIu64 ".ring", shm, (int) getpid(), now_ms());
+    ggprof_ring ring = { 0 };
+    if (ggprof_ring_create(&ring, ring_path, 64, ring_kib * 1024, (uint32_t) level) != 0) {
+        int e = errno;
+        sqlite3_close(ggprof_store_finish(store, why, sizeof(why)));
+        unlink(out);
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", ring_path, strerror(e));
+    }
+
+    if (getenv("GGML_PROFILE") && !quiet) {
+        ggprof_err("note: GGML_PROFILE=%s is ignored under 'ggprof record'", getenv("GGML_PROFILE"));
+    }
+
+    /* A pipe that closes on exec tells the parent whether the command started. */
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "pipe: %s", strerror(errno));
+    struct sigaction sa = { 0 };
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+    for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) sigaction(sigs[k], &sa, NULL);
+
+    uint64_t wall_start = (uint64_t) time(NULL);
+    pid_t child = fork();
+    if (child < 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "fork: %s", strerror(errno));
+    if (child == 0) {
+        close(pfd[0]);
+        const char *pre = getenv("LD_PRELOAD");
+        char preload[PATH_MAX * 2];
+        snprintf(preload, sizeof(preload), "%s%s%s", engine, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("GGPROF_RING", ring_path, 1);
+        unsetenv("GGML_PROFILE");
+        execvp(cmd[0], cmd);
+        int e = errno;
+        if (write(pfd[1], &e, sizeof(e)) < 0) _exit(127);
+        _exit(127);
+    }
+    g_child = child;
+    close(pfd[1]);
+    int exec_errno = 0;
+    ssize_t got = read(pfd[0], &exec_errno, sizeof(exec_errno));
+    close(pfd[0]);
+    int status = 0;
+    if (got == (ssize_t) sizeof(exec_errno)) {
+        waitpid(child, &status, 0);
+        sqlite3_close(ggprof_store_finish(store, why, sizeof(why)));
+        ggprof_ring_unmap(&ring);
+        unlink(ring_path);
+        unlink(out);
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot run '%s': %s", cmd[0], strerror(exec_errno));
+    }
+
+    drain_ctx d = { store };
+    uint64_t last_commit = now_ms();
+    for (;;) {
+        pid_t w = waitpid(child, &status, WNOHANG);
+        if (w == child || (w < 0 && errno != EINTR)) break;
+        size_t n = ggprof_ring_drain(&ring, on_msg, &d);
+        uint64_t t = now_ms();
+        if (t - last_commit >= 200) {
+            ggprof_store_commit(store);
+            last_commit = t;
+        }
+        if (n == 0) {
+            struct timespec ts = { 0, 2 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    g_child = 0;
+    /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
+    while (ggprof_ring_drain(&ring, on_msg, &d) > 0) {}
+
+    int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    uint64_t dropped = ggprof_ring_dropped(&ring);
+    uint32_t n_attached = atomic_load(&ring.file->n_processes);
+    ggprof_ring_unmap(&ring);
+    unlink(ring_path);
+
+    char buf[64];
+    size_t cmdlen = 0;
+    char cmdline[4096] = "";
+    for (char **a = cmd; *a && cmdlen < sizeof(cmdline); a++) {
+        cmdlen += (size_t) snprintf(cmdline + cmdlen, sizeof(cmdline) - cmdlen, "%s%s", a == cmd ? "" : " ", *a);
+    }
+    ggprof_store_meta(store, "command", cmdline);
+    ggprof_store_meta(store, "level", level_name(level));
+    snprintf(buf, sizeof(buf), "%d", exit_code);
+    ggprof_store_meta(store, "exit_status", buf);
+    snprintf(buf, sizeof(buf), "%" PRIu64, dropped);
+    ggprof_store_meta(store, "dropped_records", buf);
+    snprintf(buf, sizeof(buf), "%" PRIu64, wall_start);
+    ggprof_store_meta(store, "started_unix", buf);
+    ggprof_store_counts c = ggprof_store_get_counts(store);
+    sqlite3 *db = ggprof_store_finish(store, why, sizeof(why));
+    if (!db) {
+        ggprof_err("%s", why);
+        return exit_code ? exit_code : GGPROF_EXIT_INTERNAL;
+    }
+    int json_ok = ggprof_json_v3_export(db, json, why, sizeof(why));
+    sqlite3_close(db);
+    if (json_ok != 0) ggprof_err("%s", why);
+
+    if (!quiet) {
+        if (c.processes == 0) {
+            ggprof_err("no ggml activity was seen in '%s'%s; '%s' holds an empty trace", cmd[0],
+                       n_attached ? "" : " (no process loaded ggml)", out);
+        } else {
+            ggprof_err("%" PRIu64 " records, %" PRIu64 " graphs, %" PRIu64 " splits from %" PRIu64
+                       " process%s in '%s' and '%s'",
+                       c.events, c.graphs, c.splits, c.processes, c.processes == 1 ? "" : "es", out, json);
+        }
+        if (dropped) {
+            ggprof_err("warning: %" PRIu64 " records were dropped because the ring was full; try --ring-kib %" PRIu64,
+                       dropped, ring_kib * 4);
+        }
+    }
+    return exit_code;
+}

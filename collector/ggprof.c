@@ -1,0 +1,57 @@
+/* ggprof: one binary, one table of subcommands; each lives in its own file and prints its own usage. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const ggprof_cmd k_cmds[] = {
+    { "record", ggprof_cmd_record, "run a command with the engine injected and store its trace", ggprof_usage_record },
+    { "report", ggprof_cmd_report, "print the per-op and per-backend summary of a trace", ggprof_usage_report },
+    { "query", ggprof_cmd_query, "run SQL on a trace database", ggprof_usage_query },
+};
+#define N_CMDS (sizeof(k_cmds) / sizeof(k_cmds[0]))
+
+static const ggprof_cmd *find(const char *name) {
+    for (size_t i = 0; i < N_CMDS; i++) {
+        if (strcmp(k_cmds[i].name, name) == 0) return &k_cmds[i];
+    }
+    return NULL;
+}
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: ggprof COMMAND [ARGS]\n\n"
+                 "Profiles unmodified ggml programs (llama.cpp, whisper.cpp, node-llama-cpp...) from outside.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < N_CMDS; i++) fprintf(out, "  %-14s %s\n", k_cmds[i].name, k_cmds[i].summary);
+    fprintf(out, "\n'ggprof help COMMAND' or 'ggprof COMMAND --help' shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || ggprof_is_help(argv[1])) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? GGPROF_EXIT_USAGE : GGPROF_EXIT_OK;
+    }
+    if (strcmp(argv[1], "help") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return GGPROF_EXIT_OK;
+        }
+        const ggprof_cmd *c = find(argv[2]);
+        if (!c) return ggprof_fail(GGPROF_EXIT_USAGE, "unknown command '%s'; see 'ggprof help'", argv[2]);
+        fputs(c->usage, stdout);
+        return GGPROF_EXIT_OK;
+    }
+    const ggprof_cmd *c = find(argv[1]);
+    if (!c) {
+        fprintf(stderr, "ggprof: unknown command '%s'; commands are:", argv[1]);
+        for (size_t i = 0; i < N_CMDS; i++) fprintf(stderr, " %s", k_cmds[i].name);
+        fputc('\n', stderr);
+        return GGPROF_EXIT_USAGE;
+    }
+    ggprof_cmd_name = c->name;
+    if (argc >= 3 && ggprof_is_help(argv[2])) {
+        fputs(c->usage, stdout);
+        return GGPROF_EXIT_OK;
+    }
+    return c->fn(argc - 1, argv + 1);
+}

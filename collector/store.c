@@ -1,0 +1,347 @@
+/* Trace database writer: one prepared statement per table, batched in transactions. */
+#include "store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_db.h"
+
+enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_COUNT };
+
+static const char *const k_sql[ST_COUNT] = {
+    [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
+    [ST_TYPE]    = "INSERT OR REPLACE INTO ggml_types VALUES(?,?,?,?,?)",
+    [ST_BACKEND] = "INSERT OR REPLACE INTO backend_list VALUES(?,?,?,?,?,?,?,?)",
+    [ST_NODE]    = "INSERT OR REPLACE INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_GRAPH]   = "INSERT INTO graph_list VALUES(?,?,?,?,?,?,?)",
+    [ST_SPLIT]   = "INSERT INTO split_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_EVENT]   = "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_NOTE]    = "INSERT INTO notes VALUES(?,?)",
+    [ST_META]    = "INSERT OR REPLACE INTO meta VALUES(?,?)",
+};
+
+/* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
+typedef struct {
+    uint64_t key;
+    char     op[32];
+} node_name;
+
+struct ggprof_store {
+    sqlite3      *db;
+    sqlite3_stmt *st[ST_COUNT];
+    node_name    *names;
+    size_t        names_cap, names_n;
+    ggprof_store_counts counts;
+};
+
+static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
+
+int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t why_len) {
+    ggprof_store *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+        snprintf(why, why_len, "cannot create '%s': %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        sqlite3_close(s->db);
+        free(s);
+        return -1;
+    }
+    char *err = NULL;
+    /* synchronous=OFF: a killed collector still leaves every committed batch (the OS has the pages); only
+     * a power cut could lose them, which a profile can afford. */
+    exec(s->db, "PRAGMA synchronous=OFF");
+    if (ggprof_db_create_schema(s->db, &err) != SQLITE_OK) {
+        snprintf(why, why_len, "cannot create '%s': %s", *path ? path : "temporary trace", err ? err : "?");
+        sqlite3_free(err);
+        sqlite3_close(s->db);
+        free(s);
+        return -1;
+    }
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (sqlite3_prepare_v2(s->db, k_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {
+            snprintf(why, why_len, "internal: store: %s: %s", k_sql[i], sqlite3_errmsg(s->db));
+            sqlite3_close(s->db);
+            free(s);
+            return -1;
+        }
+    }
+    exec(s->db, "BEGIN");
+    *out = s;
+    return 0;
+}
+
+static void run(ggprof_store *s, sqlite3_stmt *st) {
+    if (sqlite3_step(st) != SQLITE_DONE) fprintf(stderr, "ggprof: internal: store: %s\n", sqlite3_errmsg(s->db));
+    sqlite3_reset(st);
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s, size_t max) {
+    sqlite3_bind_text(st, i, s, (int) strnlen(s, max), SQLITE_TRANSIENT);
+}
+
+static void bind_id(sqlite3_stmt *st, int i, uint64_t v, uint64_t none) {
+    if (v == none) {
+        sqlite3_bind_null(st, i);
+    } else {
+        sqlite3_bind_int64(st, i, (sqlite3_int64) v);
+    }
+}
+
+/* JSON arrays as the seed writes them: "[a, b, c, d]". */
+static void json_i64s(char *buf, size_t len, const int64_t *v, int n) {
+    size_t p = (size_t) snprintf(buf, len, "[");
+    for (int i = 0; i < n && p < len; i++) p += (size_t) snprintf(buf + p, len - p, "%s%" PRId64, i ? ", " : "", v[i]);
+    if (p < len) snprintf(buf + p, len - p, "]");
+}
+
+static void json_i32s(char *buf, size_t len, const int32_t *v, int n) {
+    int64_t w[GGPROF_N_OP_PARAMS > GGPROF_MAX_SRC ? GGPROF_N_OP_PARAMS : GGPROF_MAX_SRC];
+    for (int i = 0; i < n; i++) w[i] = v[i];
+    json_i64s(buf, len, w, n);
+}
+
+static void json_shapes(char *buf, size_t len, const int64_t (*v)[4], int n) {
+    size_t p = (size_t) snprintf(buf, len, "[");
+    for (int i = 0; i < n && p < len; i++) {
+        char one[128];
+        json_i64s(one, sizeof(one), v[i], 4);
+        p += (size_t) snprintf(buf + p, len - p, "%s%s", i ? ", " : "", one);
+    }
+    if (p < len) snprintf(buf + p, len - p, "]");
+}
+
+static node_name *name_slot(ggprof_store *s, uint64_t key, int insert) {
+    if (insert && (s->names_n + 1) * 2 > s->names_cap) {
+        size_t cap = s->names_cap ? s->names_cap * 2 : 1024;
+        node_name *n = calloc(cap, sizeof(*n));
+        if (!n) return NULL;
+        for (size_t i = 0; i < s->names_cap; i++) {
+            if (!s->names[i].key) continue;
+            size_t p = (s->names[i].key * 0x9e3779b97f4a7c15ull) >> 20 & (cap - 1);
+            while (n[p].key) p = (p + 1) & (cap - 1);
+            n[p] = s->names[i];
+        }
+        free(s->names);
+        s->names     = n;
+        s->names_cap = cap;
+    }
+    if (!s->names_cap) return NULL;
+    size_t p = (key * 0x9e3779b97f4a7c15ull) >> 20 & (s->names_cap - 1);
+    while (s->names[p].key && s->names[p].key != key) p = (p + 1) & (s->names_cap - 1);
+    if (!s->names[p].key) {
+        if (!insert) return NULL;
+        s->names[p].key = key;
+        s->names_n++;
+    }
+    return &s->names[p];
+}
+
+static uint64_t node_key(int32_t pid, uint32_t node_id) { return ((uint64_t) (uint32_t) pid << 32 | node_id) + 1; }
+
+static void store_node(ggprof_store *s, int32_t pid, const ggprof_msg_node *n) {
+    sqlite3_stmt *st = s->st[ST_NODE];
+    char buf[1024];
+    int  nsrc = n->n_src < 0 ? 0 : n->n_src > GGPROF_MAX_SRC ? GGPROF_MAX_SRC : n->n_src;
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, n->node_id);
+    bind_text(st, 3, n->op, sizeof(n->op));
+    sqlite3_bind_int(st, 4, n->sub_op);
+    bind_text(st, 5, n->sub_op_name, sizeof(n->sub_op_name));
+    bind_text(st, 6, n->tensor_name, sizeof(n->tensor_name));
+    sqlite3_bind_int(st, 7, n->out_type);
+    json_i64s(buf, sizeof(buf), n->ne, 4);
+    sqlite3_bind_text(st, 8, buf, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 9, nsrc);
+    json_shapes(buf, sizeof(buf), n->ne_src, nsrc);
+    sqlite3_bind_text(st, 10, buf, -1, SQLITE_TRANSIENT);
+    json_shapes(buf, sizeof(buf), n->nb_src, nsrc);
+    sqlite3_bind_text(st, 11, buf, -1, SQLITE_TRANSIENT);
+    json_i32s(buf, sizeof(buf), n->type_src, nsrc);
+    sqlite3_bind_text(st, 12, buf, -1, SQLITE_TRANSIENT);
+    json_i32s(buf, sizeof(buf), n->op_params, GGPROF_N_OP_PARAMS);
+    sqlite3_bind_text(st, 13, buf, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 14, (sqlite3_int64) n->nbytes);
+    run(s, st);
+    node_name *slot = name_slot(s, node_key(pid, n->node_id), 1);
+    if (slot) snprintf(slot->op, sizeof(slot->op), "%s", n->op);
+    s->counts.nodes++;
+}
+
+void ggprof_store_event(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_event *e, const char *name,
+                        const char *extra) {
+    sqlite3_stmt *st = s->st[ST_EVENT];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, tid);
+    sqlite3_bind_int(st, 3, e->type);
+    sqlite3_bind_text(st, 4, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 5, e->timing);
+    sqlite3_bind_int(st, 6, e->backend_id);
+    sqlite3_bind_int64(st, 7, e->sched_id);
+    bind_id(st, 8, e->graph_id, GGPROF_GRAPH_NONE);
+    sqlite3_bind_int(st, 9, e->split_id);
+    sqlite3_bind_int(st, 10, e->node_index);
+    sqlite3_bind_int64(st, 11, e->node_id);
+    sqlite3_bind_int(st, 12, e->fused_index);
+    sqlite3_bind_int64(st, 13, e->fused_node_id);
+    sqlite3_bind_int64(st, 14, (sqlite3_int64) e->start_ns);
+    sqlite3_bind_int64(st, 15, (sqlite3_int64) e->duration_ns);
+    sqlite3_bind_int64(st, 16, (sqlite3_int64) e->bytes);
+    sqlite3_bind_int64(st, 17, (sqlite3_int64) e->wait_ns);
+    if (extra) {
+        sqlite3_bind_text(st, 18, extra, -1, SQLITE_TRANSIENT);
+    } else {
+        sqlite3_bind_null(st, 18);
+    }
+    run(s, st);
+    s->counts.events++;
+}
+
+static const char *event_name(ggprof_store *s, int32_t pid, const ggprof_msg_event *e) {
+    switch (e->type) {
+    case GGPROF_REC_OP: {
+        node_name *n = name_slot(s, node_key(pid, e->node_id), 0);
+        return n ? n->op : "unknown";
+    }
+    case GGPROF_REC_COPY: return e->sub < 4 ? ggprof_copy_names[e->sub] : "copy";
+    case GGPROF_REC_SYNC: return e->sub < GGPROF_SYNC_COUNT ? ggprof_sync_names[e->sub] : "sync";
+    }
+    return "unknown";
+}
+
+void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    sqlite3_stmt *st;
+    switch (m->kind) {
+    case GGPROF_MSG_PROCESS: {
+        const ggprof_msg_process *p = (const void *) m;
+        st = s->st[ST_PROC];
+        sqlite3_bind_int(st, 1, p->pid);
+        sqlite3_bind_int(st, 2, p->ppid);
+        bind_text(st, 3, p->exe, sizeof(p->exe));
+        bind_text(st, 4, p->ggml_version, sizeof(p->ggml_version));
+        bind_text(st, 5, p->ggml_commit, sizeof(p->ggml_commit));
+        bind_text(st, 6, p->ggml_lib, sizeof(p->ggml_lib));
+        sqlite3_bind_int64(st, 7, (sqlite3_int64) p->start_ns);
+        run(s, st);
+        s->counts.processes++;
+        break;
+    }
+    case GGPROF_MSG_TYPE: {
+        const ggprof_msg_type *t = (const void *) m;
+        st = s->st[ST_TYPE];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int(st, 2, t->type);
+        bind_text(st, 3, t->name, sizeof(t->name));
+        sqlite3_bind_int64(st, 4, (sqlite3_int64) t->type_size);
+        sqlite3_bind_int(st, 5, t->blck_size);
+        run(s, st);
+        break;
+    }
+    case GGPROF_MSG_BACKEND: {
+        const ggprof_msg_backend *b = (const void *) m;
+        st = s->st[ST_BACKEND];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, b->sched_id);
+        sqlite3_bind_int(st, 3, b->backend_id);
+        bind_text(st, 4, b->name, sizeof(b->name));
+        bind_text(st, 5, b->device, sizeof(b->device));
+        sqlite3_bind_int(st, 6, b->device_type);
+        sqlite3_bind_int(st, 7, b->is_host);
+        bind_text(st, 8, b->description, sizeof(b->description));
+        run(s, st);
+        break;
+    }
+    case GGPROF_MSG_NODE: store_node(s, pid, (const void *) m); break;
+    case GGPROF_MSG_GRAPH: {
+        const ggprof_msg_graph *g = (const void *) m;
+        st = s->st[ST_GRAPH];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64) g->graph_id);
+        sqlite3_bind_int64(st, 3, g->sched_id);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64) g->start_ns);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64) g->duration_ns);
+        sqlite3_bind_int(st, 6, g->n_nodes);
+        sqlite3_bind_int(st, 7, g->n_splits);
+        run(s, st);
+        s->counts.graphs++;
+        break;
+    }
+    case GGPROF_MSG_SPLIT: {
+        const ggprof_msg_split *p = (const void *) m;
+        st = s->st[ST_SPLIT];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64) p->graph_id);
+        sqlite3_bind_int(st, 3, p->split_id);
+        sqlite3_bind_int(st, 4, p->backend_id);
+        sqlite3_bind_int64(st, 5, p->sched_id);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64) p->start_ns);
+        sqlite3_bind_int64(st, 7, (sqlite3_int64) p->duration_ns);
+        sqlite3_bind_int(st, 8, p->n_nodes);
+        sqlite3_bind_int(st, 9, p->node_start);
+        if (p->ticks_matched < 0) {
+            sqlite3_bind_null(st, 10);
+        } else {
+            sqlite3_bind_int(st, 10, p->ticks_matched);
+        }
+        sqlite3_bind_int(st, 11, p->n_ticks);
+        sqlite3_bind_int(st, 12, p->n_expected);
+        run(s, st);
+        s->counts.splits++;
+        break;
+    }
+    case GGPROF_MSG_EVENT: {
+        const ggprof_msg_event *e = (const void *) m;
+        ggprof_store_event(s, pid, tid, e, event_name(s, pid, e), NULL);
+        break;
+    }
+    case GGPROF_MSG_NOTE: {
+        const ggprof_msg_note *n = (const void *) m;
+        st = s->st[ST_NOTE];
+        sqlite3_bind_int(st, 1, pid);
+        bind_text(st, 2, n->text, sizeof(n->text));
+        run(s, st);
+        s->counts.notes++;
+        break;
+    }
+    default: break; /* a newer engine's message: skipped, the rest stays readable */
+    }
+}
+
+void ggprof_store_meta(ggprof_store *s, const char *key, const char *value) {
+    sqlite3_stmt *st = s->st[ST_META];
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
+    run(s, st);
+}
+
+int ggprof_store_commit(ggprof_store *s) {
+    if (exec(s->db, "COMMIT") != SQLITE_OK) return -1;
+    return exec(s->db, "BEGIN") == SQLITE_OK ? 0 : -1;
+}
+
+ggprof_store_counts ggprof_store_get_counts(const ggprof_store *s) { return s->counts; }
+
+sqlite3 *ggprof_store_db(ggprof_store *s) { return s->db; }
+
+sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
+    sqlite3 *db = s->db;
+    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+    free(s->names);
+    free(s);
+    char *err = NULL;
+    if (sqlite3_exec(db,
+                     "COMMIT;"
+                     "CREATE INDEX events_graph ON events(pid, graph_id, split_id);"
+                     "CREATE INDEX splits_graph ON split_list(pid, graph_id);",
+                     NULL, NULL, &err) != SQLITE_OK) {
+        snprintf(why, why_len, "cannot finish the trace database: %s", err ? err : "?");
+        sqlite3_free(err);
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}

@@ -1,0 +1,390 @@
+/* libggprof.so core: attaching to the ring, checking the ggml found, describing nodes once, emitting. */
+#include "engine.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+ggprof_engine ggprof_eng;
+__thread int  ggprof_busy;
+
+static ggprof_ring     g_ring;
+static pthread_once_t  g_init_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_lock      = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t   g_slot_key;
+static __thread ggprof_ring_slot *t_slot;
+static __thread int               t_slot_tried;
+static const void     *g_base_fn; /* a real function inside libggml-base, to find its library */
+static bool            g_ring_wanted;
+
+/* ---- notes: one line on stderr, and into the trace when there is one ---- */
+
+void ggprof_note(const char *fmt, ...) {
+    ggprof_msg_note m;
+    memset(&m, 0, sizeof(m));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m.text, sizeof(m.text), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "ggprof: %s\n", m.text);
+    if (g_ring.file) {
+        m.h = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_NOTE, 0 };
+        ggprof_emit(&m.h);
+    }
+}
+
+/* ---- per-thread ring slots ---- */
+
+static void slot_destructor(void *p) {
+    (void) p;
+    ggprof_ring_release(t_slot);
+    t_slot = NULL;
+}
+
+int ggprof_emit(const ggprof_msg_hdr *msg) {
+    if (g_ring.file == NULL) return -1;
+    if (!atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) && msg->kind >= GGPROF_MSG_GRAPH &&
+        msg->kind <= GGPROF_MSG_EVENT) {
+        return 0;
+    }
+    if (t_slot == NULL && !t_slot_tried) {
+        t_slot_tried = 1;
+        t_slot = ggprof_ring_claim(&g_ring, ggprof_eng.pid, (int32_t) syscall(SYS_gettid));
+        if (t_slot) pthread_setspecific(g_slot_key, t_slot);
+    }
+    return ggprof_ring_write(&g_ring, t_slot, msg);
+}
+
+/* ---- node descriptions: sent once per distinct content, referenced by id ---- */
+
+#define NODE_CACHE_BITS 14
+#define NODE_CACHE_SIZE (1u << NODE_CACHE_BITS)
+static struct { uint64_t key; uint32_t id; } g_nodes[NODE_CACHE_SIZE];
+static uint32_t g_next_node_id = 1;
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t v;
+    for (; n >= 8; n -= 8, b += 8) {
+        memcpy(&v, b, 8);
+        h = mix(h, v);
+    }
+    v = 0;
+    memcpy(&v, b, n);
+    return mix(h, v ^ n);
+}
+
+/* The key covers every field the description carries; a collision of two distinct nodes on 64 bits
+ * would merge their descriptions, which is why the key is this wide. */
+static uint64_t node_key(const struct ggml_tensor *t, int is_copy) {
+    uint64_t h = mix((uint64_t) is_copy + 1, (uint64_t) (uint32_t) t->type);
+    h = mix(h, (uint64_t) (uint32_t) t->op);
+    h = hash_bytes(h, t->ne, sizeof(t->ne));
+    h = hash_bytes(h, t->nb, sizeof(t->nb));
+    h = hash_bytes(h, t->name, strnlen(t->name, GGML_ABI_MAX_NAME));
+    if (!is_copy) {
+        h = hash_bytes(h, t->op_params, sizeof(t->op_params));
+        for (int i = 0; i < GGML_ABI_MAX_SRC; i++) {
+            const struct ggml_tensor *s = t->src[i];
+            if (!s) continue;
+            h = mix(h, (uint64_t) i << 32 | (uint32_t) s->type);
+            h = hash_bytes(h, s->ne, sizeof(s->ne));
+            h = hash_bytes(h, s->nb, sizeof(s->nb));
+        }
+    }
+    return h ? h : 1;
+}
+
+/* Types are described as they are first seen: this ggml's ggml_type_name has no bound to enumerate up to. */
+static uint8_t g_type_sent[256];
+
+static void note_type(int32_t type) {
+    if (type < 0 || type > 255 || g_type_sent[type]) return;
+    const ggprof_ggml *g = &ggprof_eng.g;
+    ggprof_msg_type m;
+    memset(&m, 0, sizeof(m));
+    m.h         = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_TYPE, 0 };
+    m.type      = type;
+    m.blck_size = (int32_t) g->ggml_blck_size(type);
+    m.type_size = g->ggml_type_size(type);
+    snprintf(m.name, sizeof(m.name), "%s", g->ggml_type_name(type));
+    if (ggprof_emit(&m.h) == 0) g_type_sent[type] = 1;
+}
+
+static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_copy) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    memset(m, 0, sizeof(*m));
+    m->h = (ggprof_msg_hdr){ sizeof(*m), GGPROF_MSG_NODE, 0 };
+    snprintf(m->tensor_name, sizeof(m->tensor_name), "%s", t->name);
+    m->sub_op = -1;
+    for (int i = 0; i < GGPROF_MAX_SRC; i++) m->type_src[i] = -1;
+    if (is_copy) {
+        /* The seed describes a copy by its input tensor as source 0 and no output. */
+        m->out_type = -1;
+        m->n_src    = 1;
+        for (int d = 0; d < 4; d++) {
+            m->ne_src[0][d] = t->ne[d];
+            m->nb_src[0][d] = (int64_t) t->nb[d];
+        }
+        m->type_src[0] = t->type;
+        m->nbytes      = g->ggml_nbytes(t);
+        note_type(t->type);
+        return;
+    }
+    snprintf(m->op, sizeof(m->op), "%s", g->ggml_op_name(t->op));
+    m->out_type = t->type;
+    memcpy(m->ne, t->ne, sizeof(m->ne));
+    memcpy(m->op_params, t->op_params, sizeof(m->op_params));
+    m->nbytes = g->ggml_nbytes(t);
+    if (t->op == g->op.unary) {
+        m->sub_op = t->op_params[0];
+        snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_unary_op_name(m->sub_op));
+    } else if (t->op == g->op.glu) {
+        m->sub_op = t->op_params[0];
+        snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_glu_op_name(m->sub_op));
+    }
+    /* n_src counts up to the last present source, as the seed's record does. */
+    for (int i = 0; i < GGPROF_MAX_SRC; i++) {
+        const struct ggml_tensor *s = t->src[i];
+        if (!s) continue;
+        m->n_src = i + 1;
+        for (int d = 0; d < 4; d++) {
+            m->ne_src[i][d] = s->ne[d];
+            m->nb_src[i][d] = (int64_t) s->nb[d];
+        }
+        m->type_src[i] = s->type;
+        note_type(s->type);
+    }
+    note_type(t->type);
+}
+
+static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy) {
+    uint64_t key = node_key(t, is_copy);
+    uint32_t pos = (uint32_t) (key >> (64 - NODE_CACHE_BITS));
+    pthread_mutex_lock(&g_lock);
+    for (uint32_t probe = 0; probe < NODE_CACHE_SIZE; probe++, pos = (pos + 1) & (NODE_CACHE_SIZE - 1)) {
+        if (g_nodes[pos].key == key) {
+            uint32_t id = g_nodes[pos].id;
+            pthread_mutex_unlock(&g_lock);
+            return id;
+        }
+        if (g_nodes[pos].key == 0) break;
+    }
+    ggprof_msg_node m;
+    describe(&m, t, is_copy);
+    m.node_id = g_next_node_id++;
+    /* Cache only what reached the ring, so a dropped description is sent again next time. */
+    bool sent = ggprof_emit(&m.h) == 0;
+    bool full = (g_next_node_id > NODE_CACHE_SIZE * 3 / 4);
+    if (sent && !full && g_nodes[pos].key == 0) {
+        g_nodes[pos].key = key;
+        g_nodes[pos].id  = m.node_id;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return m.node_id;
+}
+
+uint32_t ggprof_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 0); }
+uint32_t ggprof_copy_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 1); }
+
+/* ---- finding ggml and checking that it is the ggml this engine understands ---- */
+
+static bool load_functions(ggprof_ggml *g, void *h) {
+    bool ok = true;
+#define X(ret, name, args)                                                                                     \
+    g->name = (ret(*) args) dlsym(h, #name);                                                                   \
+    if (g->name == NULL && strcmp(#name, "ggml_commit") != 0 && strcmp(#name, "ggml_swiglu") != 0 &&           \
+        strcmp(#name, "ggml_glu_op_name") != 0) {                                                              \
+        ggprof_note("profiling off: %s not found in %s", #name, g->lib);                                       \
+        ok = false;                                                                                            \
+    }
+    GGPROF_GGML_FUNCS(X)
+#undef X
+    g->reg_get_proc_address = (void *(*) (ggml_backend_reg_t, const char *)) dlsym(h, "ggml_backend_reg_get_proc_address");
+    if (g->reg_get_proc_address == NULL) {
+        ggprof_note("profiling off: ggml_backend_reg_get_proc_address not found in %s", g->lib);
+        ok = false;
+    }
+    return ok;
+}
+
+/* Builds a few tensors with ggml's own constructors and reads them back through our struct mirror: a ggml
+ * whose layout differs fails here, before the engine reads a single field of a real graph. */
+static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
+    if (g->ggml_tensor_overhead() < sizeof(struct ggml_tensor)) {
+        snprintf(why, why_len, "ggml_tensor_overhead() %zu < %zu", g->ggml_tensor_overhead(), sizeof(struct ggml_tensor));
+        return false;
+    }
+    struct ggml_init_params ip = { 32 * g->ggml_tensor_overhead() + 4096, NULL, true };
+    struct ggml_context *ctx = g->ggml_init(ip);
+    if (!ctx) {
+        snprintf(why, why_len, "ggml_init failed");
+        return false;
+    }
+    bool ok = false;
+    const int32_t F16 = 1; /* ggml.h: GGML_TYPE_F16 = 1 since the first release */
+    struct ggml_tensor *a = g->ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
+    struct ggml_tensor *b = g->ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
+    struct ggml_tensor *h = g->ggml_new_tensor_2d(ctx, F16, 6, 3);
+    g->ggml_set_name(a, "ggprof_probe_a");
+    g->ggml_set_output(b);
+    if (a->type != GGML_ABI_TYPE_F32 || a->ne[0] != 4 || a->ne[1] != 5 || a->ne[2] != 1 || a->nb[0] != 4 ||
+        a->nb[1] != 16 || h->type != F16 || h->nb[1] != 12 || strcmp(a->name, "ggprof_probe_a") != 0 ||
+        (b->flags & GGML_ABI_FLAG_OUTPUT) == 0 || g->ggml_nbytes(h) != 36) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (type/ne/nb/name/flags)");
+        goto out;
+    }
+    struct ggml_tensor *add = g->ggml_add(ctx, a, b);
+    struct ggml_tensor *mul = g->ggml_mul(ctx, a, b);
+    struct ggml_tensor *rms = g->ggml_rms_norm(ctx, a, 1e-5f);
+    struct ggml_tensor *rsh = g->ggml_reshape_2d(ctx, a, 5, 4);
+    struct ggml_tensor *vw  = g->ggml_view_1d(ctx, a, 3, 4);
+    struct ggml_tensor *prm = g->ggml_permute(ctx, a, 1, 0, 2, 3);
+    struct ggml_tensor *trn = g->ggml_transpose(ctx, a);
+    struct ggml_tensor *un  = g->ggml_relu(ctx, a);
+    if (add->src[0] != a || add->src[1] != b || vw->view_src != a || vw->view_offs != 4 || rms->src[0] != a ||
+        rms->src[1] != NULL) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (src/view_src)");
+        goto out;
+    }
+    float eps;
+    memcpy(&eps, &rms->op_params[0], sizeof(eps));
+    if (eps != 1e-5f) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (op_params)");
+        goto out;
+    }
+    g->op.none      = a->op;
+    g->op.add       = add->op;
+    g->op.mul       = mul->op;
+    g->op.rms_norm  = rms->op;
+    g->op.reshape   = rsh->op;
+    g->op.view      = vw->op;
+    g->op.permute   = prm->op;
+    g->op.transpose = trn->op;
+    g->op.unary     = un->op;
+    g->op.glu       = -1;
+    if (g->ggml_swiglu && g->ggml_glu_op_name) g->op.glu = g->ggml_swiglu(ctx, a)->op;
+    if (strcmp(g->ggml_op_name(add->op), "ADD") != 0 || strcmp(g->ggml_op_name(rms->op), "RMS_NORM") != 0 ||
+        strcmp(g->ggml_op_name(vw->op), "VIEW") != 0) {
+        snprintf(why, why_len, "ggml_op_name disagrees with the probe graph");
+        goto out;
+    }
+    ok = true;
+out:
+    g->ggml_free(ctx);
+    return ok;
+}
+
+static void emit_process(void) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    ggprof_msg_process p;
+    memset(&p, 0, sizeof(p));
+    p.h        = (ggprof_msg_hdr){ sizeof(p), GGPROF_MSG_PROCESS, 0 };
+    p.pid      = ggprof_eng.pid;
+    p.ppid     = (int32_t) getppid();
+    p.start_ns = ggprof_now_ns();
+    ssize_t n  = readlink("/proc/self/exe", p.exe, sizeof(p.exe) - 1);
+    if (n < 0) p.exe[0] = '\0';
+    snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->ggml_version());
+    snprintf(p.ggml_commit, sizeof(p.ggml_commit), "%s", g->ggml_commit ? g->ggml_commit() : "");
+    snprintf(p.ggml_lib, sizeof(p.ggml_lib), "%s", g->lib);
+    ggprof_emit(&p.h);
+}
+
+static void after_fork_child(void) {
+    /* The child must never write into its parent's slot: it claims its own and describes itself anew. */
+    t_slot       = NULL;
+    t_slot_tried = 0;
+    ggprof_eng.pid = (int32_t) getpid();
+    memset(g_nodes, 0, sizeof(g_nodes));
+    memset(g_type_sent, 0, sizeof(g_type_sent));
+    pthread_mutex_init(&g_lock, NULL);
+    if (ggprof_eng.enabled && g_ring.file) {
+        atomic_fetch_add(&g_ring.file->n_processes, 1);
+        emit_process();
+    }
+}
+
+static void engine_init(void) {
+    ggprof_busy++;
+    ggprof_eng.pid = (int32_t) getpid();
+    const char *ring = getenv("GGPROF_RING");
+    g_ring_wanted    = ring && *ring;
+    if (!g_ring_wanted) goto done;
+
+    ggprof_ggml *g = &ggprof_eng.g;
+    Dl_info info;
+    if (!dladdr(g_base_fn, &info) || !info.dli_fname) {
+        ggprof_note("profiling off: cannot locate the ggml library");
+        goto broken;
+    }
+    snprintf(g->lib, sizeof(g->lib), "%s", info.dli_fname);
+    void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h) {
+        ggprof_note("profiling off: cannot reopen %s", info.dli_fname);
+        goto broken;
+    }
+    bool have_all = load_functions(g, h);
+    dlclose(h); /* the program keeps it loaded: RTLD_NOLOAD took a reference only */
+    if (!have_all) goto broken;
+    char why[160];
+    if (!check_abi(g, why, sizeof(why))) {
+        ggprof_note("profiling off: ggml %s at %s is not the ggml this ggprof was built for: %s",
+                    g->ggml_version(), g->lib, why);
+        goto broken;
+    }
+    if (ggprof_ring_attach(&g_ring, ring, why, sizeof(why)) != 0) {
+        fprintf(stderr, "ggprof: profiling off: %s\n", why);
+        goto broken;
+    }
+    const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */
+    ggprof_eng.cpu_fusion = !(fusion && atoi(fusion) == 1);
+    ggprof_eng.level      = (int) g_ring.file->level;
+    pthread_key_create(&g_slot_key, slot_destructor);
+    pthread_atfork(NULL, NULL, after_fork_child);
+    g->ok               = true;
+    ggprof_eng.enabled  = true;
+    emit_process();
+    goto done;
+broken:
+    ggprof_eng.broken = true;
+done:
+    ggprof_busy--;
+}
+
+bool ggprof_engine_ready(const void *real_fn_in_ggml_base) {
+    if (ggprof_eng.broken) return false;
+    if (g_base_fn == NULL) g_base_fn = real_fn_in_ggml_base;
+    pthread_once(&g_init_once, engine_init);
+    return ggprof_eng.enabled && !ggprof_busy;
+}
+
+/* ---- resolving the real functions ---- */
+
+void *ggprof_resolve_real(const char *name, const void *caller, const void *self) {
+    /* The caller's own library sees ggml even when ggml was loaded with RTLD_LOCAL (node-llama-cpp), where
+     * RTLD_NEXT finds nothing; RTLD_NEXT covers callers in the main program. */
+    Dl_info info;
+    if (caller && dladdr(caller, &info) && info.dli_fname && info.dli_fname[0]) {
+        void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+        if (h) {
+            void *p = dlsym(h, name);
+            dlclose(h);
+            if (p && p != self) return p;
+        }
+    }
+    void *p = dlsym(RTLD_NEXT, name);
+    return p != self ? p : NULL;
+}

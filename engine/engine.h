@@ -1,0 +1,61 @@
+/* Internal interface of libggprof.so: state shared by the wrappers, the emitters and kernels/. */
+#ifndef GGPROF_ENGINE_H
+#define GGPROF_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "ggml_abi.h"
+#include "wire.h"
+
+#define GGPROF_API __attribute__((visibility("default")))
+
+/* One ggml found in the process: its functions and the enum values learned from probe graphs. */
+typedef struct {
+#define X(ret, name, args) ret(*name) args;
+    GGPROF_GGML_FUNCS(X)
+#undef X
+    void *(*reg_get_proc_address)(ggml_backend_reg_t, const char *);
+    struct {
+        int32_t none, add, mul, rms_norm, reshape, view, permute, transpose, unary, glu;
+    } op;
+    bool ok;       /* layout verified and every required function found */
+    char lib[256]; /* path of libggml-base */
+} ggprof_ggml;
+
+/* Process-wide engine state. */
+typedef struct {
+    bool     enabled;      /* a ring is attached (or the in-process profile is on) and ggml passed the check */
+    bool     broken;       /* turned off for good, with a note printed once */
+    int      level;        /* enum ggprof_level */
+    bool     cpu_fusion;   /* the CPU backend fuses RMS_NORM+MUL (GGML_CPU_DISABLE_FUSION unset) */
+    int32_t  pid;
+    ggprof_ggml g;
+} ggprof_engine;
+
+extern ggprof_engine ggprof_eng;
+
+static inline uint64_t ggprof_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* Called by every wrapper with the real function it resolved; sets the engine up on first use.
+ * Returns true when the engine records (level permitting). */
+bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
+
+/* Resolves the definition of `name` that the caller would have reached without us. */
+void *ggprof_resolve_real(const char *name, const void *caller, const void *self);
+
+/* Emitters: each writes one message to the calling thread's ring slot; 0 if written, -1 if dropped. */
+int      ggprof_emit(const ggprof_msg_hdr *msg);
+uint32_t ggprof_node_id(const struct ggml_tensor *t);      /* describes a node once, returns its id */
+uint32_t ggprof_copy_node_id(const struct ggml_tensor *t); /* the seed's COPY description of a tensor */
+void     ggprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Thread-local recursion guard: engine code that calls back into ggml never records itself. */
+extern __thread int ggprof_busy;
+
+#endif

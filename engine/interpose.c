@@ -1,0 +1,431 @@
+/* The ggml entry points libggprof.so interposes: scheduler, splits, copies, and the CPU backend's hooks. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ticks.h"
+#include "engine.h"
+
+/* Each wrapper finds the function it stands in for from its caller's library, once. */
+#define REAL(fn)                                                                                               \
+    static void *_Atomic real_##fn##_slot;                                                                     \
+    __typeof__(&fn) real_##fn = (__typeof__(&fn)) atomic_load_explicit(&real_##fn##_slot, memory_order_acquire); \
+    if (!real_##fn) {                                                                                          \
+        real_##fn = (__typeof__(&fn)) ggprof_resolve_real(#fn, __builtin_return_address(0), (void *) fn);      \
+        if (!real_##fn) missing(#fn);                                                                          \
+        atomic_store_explicit(&real_##fn##_slot, (void *) real_##fn, memory_order_release);                   \
+    }
+
+static void missing(const char *fn) {
+    /* Nothing to forward to: the program called a ggml function that its own ggml does not define. */
+    fprintf(stderr, "ggprof: fatal: cannot find the real %s to forward to\n", fn);
+    abort();
+}
+
+/* ---- schedulers and their backends ---- */
+
+#define MAX_BACKENDS 16
+typedef struct {
+    ggml_backend_sched_t sched;   /* NULL for the backends used outside any scheduler */
+    uint32_t             id;
+    int                  n;
+    ggml_backend_t       backends[MAX_BACKENDS];
+    bool                 is_cpu[MAX_BACKENDS];
+} sched_entry;
+
+#define MAX_SCHEDS 64
+static sched_entry     g_scheds[MAX_SCHEDS];
+static sched_entry     g_unscheduled; /* sched_id 0 */
+static uint32_t        g_next_sched_id = 1;
+static pthread_mutex_t g_sched_lock    = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t g_next_graph_id;
+
+static void emit_backend(const sched_entry *se, int i) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    ggml_backend_t     b = se->backends[i];
+    ggml_backend_dev_t d = g->ggml_backend_get_device(b);
+    ggprof_msg_backend m;
+    memset(&m, 0, sizeof(m));
+    m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_BACKEND, 0 };
+    m.sched_id    = se->id;
+    m.backend_id  = i;
+    m.device_type = d ? g->ggml_backend_dev_type(d) : -1;
+    m.is_host     = m.device_type == GGML_ABI_DEV_CPU;
+    snprintf(m.name, sizeof(m.name), "%s", g->ggml_backend_name(b));
+    snprintf(m.device, sizeof(m.device), "%s", d ? g->ggml_backend_dev_name(d) : "unknown");
+    snprintf(m.description, sizeof(m.description), "%s", d ? g->ggml_backend_dev_description(d) : "");
+    ggprof_emit(&m.h);
+}
+
+static void add_backend(sched_entry *se, ggml_backend_t b) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    if (se->n == MAX_BACKENDS) return;
+    ggml_backend_dev_t d = g->ggml_backend_get_device(b);
+    se->backends[se->n] = b;
+    se->is_cpu[se->n]   = d && g->ggml_backend_dev_type(d) == GGML_ABI_DEV_CPU;
+    emit_backend(se, se->n);
+    se->n++;
+}
+
+/* Called with g_sched_lock held. */
+static sched_entry *sched_register(ggml_backend_sched_t sched) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    sched_entry *se = NULL;
+    for (int i = 0; i < MAX_SCHEDS && !se; i++) {
+        if (g_scheds[i].sched == sched || g_scheds[i].sched == NULL) se = &g_scheds[i];
+    }
+    if (!se) return NULL;
+    memset(se, 0, sizeof(*se));
+    se->sched = sched;
+    se->id    = g_next_sched_id++;
+    int n = g->ggml_backend_sched_get_n_backends(sched);
+    for (int i = 0; i < n; i++) add_backend(se, g->ggml_backend_sched_get_backend(sched, i));
+    return se;
+}
+
+static sched_entry *sched_find(ggml_backend_sched_t sched, bool create) {
+    pthread_mutex_lock(&g_sched_lock);
+    sched_entry *se = NULL;
+    for (int i = 0; i < MAX_SCHEDS; i++) {
+        if (g_scheds[i].sched == sched) se = &g_scheds[i];
+    }
+    if (!se && create) se = sched_register(sched);
+    pthread_mutex_unlock(&g_sched_lock);
+    return se;
+}
+
+static int backend_index(sched_entry *se, ggml_backend_t b) {
+    for (int i = 0; i < se->n; i++) {
+        if (se->backends[i] == b) return i;
+    }
+    return -1;
+}
+
+/* ---- one scheduler graph compute on this thread ---- */
+
+#define MAX_PENDING 256
+typedef struct {
+    sched_entry         *se;
+    uint64_t             graph_id;
+    struct ggml_tensor **nodes;
+    int                  n_nodes;
+    int                  split_id, last_backend, last_end;
+    ggprof_msg_event     pending[MAX_PENDING]; /* copies wait for the split they feed */
+    int                  n_pending;
+} graph_ctx;
+
+static __thread graph_ctx *t_graph;
+static __thread int        t_sched_depth;
+static __thread ggprof_use_counts t_uc;
+
+static void flush_pending(graph_ctx *gc, int split_id, int backend_id) {
+    for (int i = 0; i < gc->n_pending; i++) {
+        gc->pending[i].split_id   = split_id;
+        gc->pending[i].backend_id = (int16_t) backend_id;
+        ggprof_emit(&gc->pending[i].h);
+    }
+    gc->n_pending = 0;
+}
+
+static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph,
+                                      enum ggml_status (*real)(ggml_backend_sched_t, struct ggml_cgraph *)) {
+    if (t_sched_depth > 0 || !ggprof_engine_ready((const void *) real)) {
+        t_sched_depth++;
+        enum ggml_status r = real(sched, graph);
+        t_sched_depth--;
+        return r;
+    }
+    const ggprof_ggml *g = &ggprof_eng.g;
+    graph_ctx gc;
+    gc.se           = sched_find(sched, true);
+    gc.graph_id     = atomic_fetch_add(&g_next_graph_id, 1);
+    gc.nodes        = g->ggml_graph_nodes(graph);
+    gc.n_nodes      = g->ggml_graph_n_nodes(graph);
+    gc.split_id     = -1;
+    gc.last_backend = -1;
+    gc.last_end     = -1;
+    gc.n_pending    = 0;
+    ggprof_use_counts_reset(&t_uc);
+
+    uint64_t t0 = ggprof_now_ns();
+    t_graph = &gc;
+    t_sched_depth++;
+    enum ggml_status r = real(sched, graph);
+    t_sched_depth--;
+    t_graph = NULL;
+    uint64_t t1 = ggprof_now_ns();
+
+    ggprof_busy++;
+    flush_pending(&gc, gc.split_id + 1, -1);
+    ggprof_msg_graph m;
+    memset(&m, 0, sizeof(m));
+    m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_GRAPH, 0 };
+    m.graph_id    = gc.graph_id;
+    m.sched_id    = gc.se ? gc.se->id : 0;
+    m.n_nodes     = gc.n_nodes;
+    m.n_splits    = g->ggml_backend_sched_get_n_splits(sched);
+    m.start_ns    = t0;
+    m.duration_ns = t1 - t0;
+    ggprof_emit(&m.h);
+    ggprof_busy--;
+    return r;
+}
+
+GGPROF_API enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched,
+                                                                   struct ggml_cgraph *graph) {
+    REAL(ggml_backend_sched_graph_compute_async);
+    return sched_compute(sched, graph, real_ggml_backend_sched_graph_compute_async);
+}
+
+GGPROF_API enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
+    REAL(ggml_backend_sched_graph_compute);
+    return sched_compute(sched, graph, real_ggml_backend_sched_graph_compute);
+}
+
+/* ---- one backend compute: a split of a scheduler graph, or a graph computed directly ---- */
+
+GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
+    REAL(ggml_backend_graph_compute_async);
+    if (!ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async) ||
+        ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+        return real_ggml_backend_graph_compute_async(backend, cgraph);
+    }
+    const ggprof_ggml *g = &ggprof_eng.g;
+    ggprof_busy++;
+    graph_ctx  *gc = t_graph;
+    sched_entry *se;
+    if (gc && gc->se) {
+        se = gc->se;
+    } else {
+        pthread_mutex_lock(&g_sched_lock);
+        se = &g_unscheduled;
+        if (backend_index(se, backend) < 0) add_backend(se, backend);
+        pthread_mutex_unlock(&g_sched_lock);
+    }
+    struct ggml_tensor **nodes = g->ggml_graph_nodes(cgraph);
+    int n_nodes    = g->ggml_graph_n_nodes(cgraph);
+    int backend_id = backend_index(se, backend);
+    ggprof_split_place where = { 0 };
+    where.sched_id   = se->id;
+    where.backend_id = backend_id;
+    if (gc) {
+        ptrdiff_t off = nodes - gc->nodes;
+        where.node_start = (off >= 0 && off <= gc->n_nodes) ? (int32_t) off : -1;
+        if (where.node_start < 0 || where.node_start != gc->last_end || backend_id != gc->last_backend) gc->split_id++;
+        gc->last_end     = where.node_start >= 0 ? where.node_start + n_nodes : -1;
+        gc->last_backend = backend_id;
+        where.graph_id   = gc->graph_id;
+        where.split_id   = gc->split_id;
+    } else {
+        where.graph_id   = atomic_fetch_add(&g_next_graph_id, 1);
+        where.split_id   = 0;
+        where.node_start = 0;
+    }
+    bool ticked = ggprof_eng.level >= GGPROF_LEVEL_OP && backend_id >= 0 && se->is_cpu[backend_id];
+    if (ticked) {
+        ggprof_cpu_hook_backend(backend);
+        if (gc) {
+            ticked = ggprof_cpu_begin(nodes, n_nodes, gc->nodes, gc->n_nodes, &t_uc) >= 0;
+        } else {
+            ggprof_use_counts_reset(&t_uc);
+            ticked = ggprof_cpu_begin(nodes, n_nodes, nodes, n_nodes, &t_uc) >= 0;
+        }
+    }
+    ggprof_busy--;
+
+    uint64_t t0 = ggprof_now_ns();
+    enum ggml_status r = real_ggml_backend_graph_compute_async(backend, cgraph);
+    uint64_t t1 = ggprof_now_ns();
+
+    ggprof_busy++;
+    if (gc) flush_pending(gc, where.split_id, backend_id);
+    where.start_ns = t0;
+    where.end_ns   = t1;
+    int n_ticks = 0, n_expected = 0;
+    int matched = ticked ? ggprof_cpu_end(&where, &n_ticks, &n_expected) : -1;
+    ggprof_msg_split s;
+    memset(&s, 0, sizeof(s));
+    s.h             = (ggprof_msg_hdr){ sizeof(s), GGPROF_MSG_SPLIT, 0 };
+    s.graph_id      = where.graph_id;
+    s.sched_id      = where.sched_id;
+    s.split_id      = where.split_id;
+    s.backend_id    = backend_id;
+    s.n_nodes       = n_nodes;
+    s.node_start    = where.node_start;
+    s.ticks_matched = matched;
+    s.n_ticks       = n_ticks;
+    s.n_expected    = n_expected;
+    s.start_ns      = t0;
+    s.duration_ns   = t1 - t0;
+    ggprof_emit(&s.h);
+    if (!gc) {
+        ggprof_msg_graph m;
+        memset(&m, 0, sizeof(m));
+        m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_GRAPH, 0 };
+        m.graph_id    = where.graph_id;
+        m.n_nodes     = n_nodes;
+        m.n_splits    = 1;
+        m.start_ns    = t0;
+        m.duration_ns = t1 - t0;
+        ggprof_emit(&m.h);
+    }
+    ggprof_busy--;
+    return r;
+}
+
+/* ---- copies ---- */
+
+static bool buffer_is_host(ggml_backend_buffer_t buf) {
+    return buf == NULL || ggprof_eng.g.ggml_backend_buffer_is_host(buf);
+}
+
+static void record_copy(const struct ggml_tensor *src, int dir, uint64_t t0, uint64_t t1, uint64_t bytes,
+                        uint64_t offset) {
+    ggprof_msg_event e;
+    memset(&e, 0, sizeof(e));
+    e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
+    e.type        = GGPROF_REC_COPY;
+    e.timing      = GGPROF_TIMING_HOST_CALL;
+    e.sub         = (uint16_t) dir;
+    e.backend_id  = -1;
+    e.node_id     = ggprof_copy_node_id(src);
+    e.node_index  = -1;
+    e.fused_index = -1;
+    e.start_ns    = t0;
+    e.duration_ns = t1 - t0;
+    e.bytes       = bytes;
+    e.wait_ns     = offset;
+    graph_ctx *gc = t_graph;
+    if (gc && gc->n_pending < MAX_PENDING) {
+        e.graph_id = gc->graph_id;
+        e.sched_id = gc->se ? gc->se->id : 0;
+        gc->pending[gc->n_pending++] = e;
+        return;
+    }
+    e.graph_id = gc ? gc->graph_id : GGPROF_GRAPH_NONE;
+    e.split_id = gc ? gc->split_id + 1 : -1;
+    ggprof_emit(&e.h);
+}
+
+static int copy_dir(bool src_host, bool dst_host) {
+    if (src_host) return dst_host ? GGPROF_COPY_H2H : GGPROF_COPY_H2D;
+    return dst_host ? GGPROF_COPY_D2H : GGPROF_COPY_D2D;
+}
+
+GGPROF_API void ggml_backend_tensor_copy(const struct ggml_tensor *src, struct ggml_tensor *dst) {
+    REAL(ggml_backend_tensor_copy);
+    if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_copy) || ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+        real_ggml_backend_tensor_copy(src, dst);
+        return;
+    }
+    uint64_t t0 = ggprof_now_ns();
+    real_ggml_backend_tensor_copy(src, dst);
+    uint64_t t1 = ggprof_now_ns();
+    ggprof_busy++;
+    record_copy(src, copy_dir(buffer_is_host(src->buffer), buffer_is_host(dst->buffer)), t0, t1,
+                ggprof_eng.g.ggml_nbytes(src), 0);
+    ggprof_busy--;
+}
+
+GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor *tensor, const void *data,
+                                              size_t offset, size_t size) {
+    REAL(ggml_backend_tensor_set_async);
+    if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_set_async) ||
+        ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+        real_ggml_backend_tensor_set_async(backend, tensor, data, offset, size);
+        return;
+    }
+    uint64_t t0 = ggprof_now_ns();
+    real_ggml_backend_tensor_set_async(backend, tensor, data, offset, size);
+    uint64_t t1 = ggprof_now_ns();
+    ggprof_busy++;
+    /* The source is host memory; only the bytes asked for move (the scheduler's MoE expert copies). */
+    record_copy(tensor, copy_dir(true, buffer_is_host(tensor->buffer)), t0, t1, size, offset);
+    ggprof_busy--;
+}
+
+/* ---- scheduler life ---- */
+
+GGPROF_API ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends, ggml_backend_buffer_type_t *bufts,
+                                                       int n_backends, size_t graph_size, bool parallel,
+                                                       bool op_offload) {
+    REAL(ggml_backend_sched_new);
+    ggml_backend_sched_t s = real_ggml_backend_sched_new(backends, bufts, n_backends, graph_size, parallel, op_offload);
+    if (s && ggprof_engine_ready((const void *) real_ggml_backend_sched_new)) {
+        ggprof_busy++;
+        pthread_mutex_lock(&g_sched_lock);
+        sched_register(s);
+        pthread_mutex_unlock(&g_sched_lock);
+        ggprof_busy--;
+    }
+    return s;
+}
+
+GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
+    REAL(ggml_backend_sched_free);
+    if (ggprof_engine_ready((const void *) real_ggml_backend_sched_free)) {
+        sched_entry *se = sched_find(sched, false);
+        if (se) {
+            pthread_mutex_lock(&g_sched_lock);
+            se->sched = NULL;
+            pthread_mutex_unlock(&g_sched_lock);
+        }
+    }
+    real_ggml_backend_sched_free(sched);
+}
+
+/* ---- the CPU backend: abort-callback setters, barrier, compute entry, thread start ---- */
+
+typedef void (*set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);
+
+static void wrapped_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
+    ggml_backend_reg_t reg = dev ? g->ggml_backend_dev_backend_reg(dev) : NULL;
+    set_abort_fn real = reg ? (set_abort_fn) g->reg_get_proc_address(reg, "ggml_backend_set_abort_callback") : NULL;
+    if (real) ggprof_cpu_set_abort_callback(real, backend, cb, data);
+}
+
+GGPROF_API void *ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char *name) {
+    REAL(ggml_backend_reg_get_proc_address);
+    void *p = real_ggml_backend_reg_get_proc_address(reg, name);
+    /* llama.cpp sets its abort callback through this address: hand out ours so that it chains. */
+    if (p && name && strcmp(name, "ggml_backend_set_abort_callback") == 0 &&
+        ggprof_engine_ready((const void *) real_ggml_backend_reg_get_proc_address) &&
+        ggprof_eng.level >= GGPROF_LEVEL_OP) {
+        return (void *) wrapped_set_abort_callback;
+    }
+    return p;
+}
+
+GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
+    REAL(ggml_backend_cpu_set_abort_callback);
+    /* This may come before the engine knows whether it records (the setter lives in the CPU library, not in
+     * libggml-base): remember the callback anyway; the tick callback only forwards to it when idle. */
+    if (ggprof_eng.broken) {
+        real_ggml_backend_cpu_set_abort_callback(backend, cb, data);
+    } else {
+        ggprof_cpu_set_abort_callback(real_ggml_backend_cpu_set_abort_callback, backend, cb, data);
+    }
+}
+
+GGPROF_API void ggml_barrier(struct ggml_threadpool *tp) {
+    REAL(ggml_barrier);
+    ggprof_cpu_barrier(real_ggml_barrier, tp);
+}
+
+GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struct ggml_cplan *cplan) {
+    REAL(ggml_graph_compute);
+    ggprof_cpu_graph_compute_entry();
+    return real_ggml_graph_compute(cgraph, cplan);
+}
+
+/* OpenMP builds call omp_get_thread_num once per thread, right after the team started (ggml_graph_compute):
+ * on thread 0 that is the end of the kick-off. */
+GGPROF_API int omp_get_thread_num(void) {
+    REAL(omp_get_thread_num);
+    ggprof_cpu_thread_start();
+    return real_omp_get_thread_num();
+}

@@ -1,0 +1,47 @@
+/* Per-op timing on ggml's CPU backend from thread 0's abort-callback ticks and barrier waits. */
+#ifndef GGPROF_CPU_TICKS_H
+#define GGPROF_CPU_TICKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ggml_abi.h"
+
+/* Use counts of the graph's RMS_NORM nodes, built once per graph compute: the CPU fuses RMS_NORM+MUL only
+ * when the norm has exactly one use, and ggml keeps those counts in a private part of the graph. */
+typedef struct {
+    bool     built;
+    int      n, cap;
+    const struct ggml_tensor **keys;
+    int32_t *counts;
+} ggprof_use_counts;
+
+void ggprof_use_counts_reset(ggprof_use_counts *u);
+
+/* Where a split's records belong. */
+typedef struct {
+    uint64_t graph_id;
+    uint32_t sched_id;
+    int32_t  split_id, backend_id, node_start;
+    uint64_t start_ns, end_ns;
+} ggprof_split_place;
+
+/* Installs the tick callback on a CPU backend (once), chaining whatever callback the program sets. */
+void ggprof_cpu_hook_backend(ggml_backend_t backend);
+/* The program's own abort-callback setter, wrapped: remembers its callback and keeps ours in front. */
+void ggprof_cpu_set_abort_callback(void (*real)(ggml_backend_t, ggml_abort_callback, void *), ggml_backend_t backend,
+                                   ggml_abort_callback cb, void *data);
+
+/* Around one CPU graph compute on the calling thread (thread 0 of the compute). begin returns the number of
+ * ticks expected; end emits OP and SYNC events when the ticks matched and returns 1, 0 when they did not,
+ * -1 when no split was active. */
+int  ggprof_cpu_begin(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes,
+                      ggprof_use_counts *uc);
+int  ggprof_cpu_end(const ggprof_split_place *where, int *n_ticks, int *n_expected);
+
+/* Hooks for the interposed CPU-library functions; each is a no-op outside an active CPU compute. */
+void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);
+void ggprof_cpu_graph_compute_entry(void);
+void ggprof_cpu_thread_start(void);
+
+#endif

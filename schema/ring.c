@@ -1,0 +1,186 @@
+/* Shared-memory ring: a pool of single-producer slots in one mapped file (see ring.h). */
+#include "ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static ggprof_ring_slot *slot_at(const ggprof_ring *r, uint32_t i) {
+    char *base = (char *) r->file + GGPROF_RING_HDR;
+    return (ggprof_ring_slot *) (base + (size_t) i * (GGPROF_SLOT_HDR + r->file->slot_cap));
+}
+
+static char *slot_data(ggprof_ring_slot *s) { return (char *) s + GGPROF_SLOT_HDR; }
+
+int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
+    if (slot_cap < 4096 || (slot_cap & (slot_cap - 1)) != 0 || n_slots == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t size = GGPROF_RING_HDR + (size_t) n_slots * (GGPROF_SLOT_HDR + slot_cap);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    /* Sparse: pages are only backed once a producer touches them. */
+    if (ftruncate(fd, (off_t) size) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        errno = e;
+        return -1;
+    }
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        unlink(path);
+        errno = e;
+        return -1;
+    }
+    ggprof_ring_file *f = p;
+    f->version  = GGPROF_RING_VERSION;
+    f->n_slots  = n_slots;
+    f->slot_cap = slot_cap;
+    f->level    = level;
+    atomic_store(&f->recording, 1);
+    r->file     = f;
+    r->map_size = size;
+    /* The magic goes last: an engine that sees it sees a complete header. */
+    atomic_thread_fence(memory_order_release);
+    memcpy(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC));
+    return 0;
+}
+
+int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_len) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_len, "cannot open ring '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t) st.st_size < GGPROF_RING_HDR) {
+        snprintf(why, why_len, "ring '%s' is too small to be a ggprof ring", path);
+        close(fd);
+        return -1;
+    }
+    void *p = mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(why, why_len, "cannot map ring '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    ggprof_ring_file *f = p;
+    if (memcmp(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC)) != 0) {
+        snprintf(why, why_len, "'%s' is not a ggprof ring (bad magic)", path);
+        munmap(p, (size_t) st.st_size);
+        return -1;
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (f->version != GGPROF_RING_VERSION) {
+        snprintf(why, why_len, "ring '%s' has version %u, this engine writes version %u", path, f->version,
+                 GGPROF_RING_VERSION);
+        munmap(p, (size_t) st.st_size);
+        return -1;
+    }
+    size_t need = GGPROF_RING_HDR + (size_t) f->n_slots * (GGPROF_SLOT_HDR + f->slot_cap);
+    if ((size_t) st.st_size < need) {
+        snprintf(why, why_len, "ring '%s' is truncated (%zu of %zu bytes)", path, (size_t) st.st_size, need);
+        munmap(p, (size_t) st.st_size);
+        return -1;
+    }
+    r->file     = f;
+    r->map_size = (size_t) st.st_size;
+    atomic_fetch_add(&f->n_processes, 1);
+    return 0;
+}
+
+ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid) {
+    for (uint32_t i = 0; i < r->file->n_slots; i++) {
+        ggprof_ring_slot *s = slot_at(r, i);
+        uint32_t expect = GGPROF_SLOT_FREE;
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) != GGPROF_SLOT_FREE) continue;
+        if (atomic_compare_exchange_strong(&s->state, &expect, GGPROF_SLOT_CLAIMED)) {
+            s->pid = pid;
+            s->tid = tid;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg) {
+    const uint64_t cap  = r->file->slot_cap;
+    const uint64_t size = msg->size;
+    if (s == NULL) {
+        atomic_fetch_add_explicit(&r->file->dropped_noslot, 1, memory_order_relaxed);
+        return -1;
+    }
+    uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+    uint64_t pos  = head & (cap - 1);
+    uint64_t pad  = (pos + size > cap) ? cap - pos : 0; /* a message never wraps: pad to the end first */
+    if (head + pad + size - tail > cap) {
+        atomic_fetch_add_explicit(&s->dropped_msgs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->dropped_bytes, size, memory_order_relaxed);
+        return -1;
+    }
+    char *data = slot_data(s);
+    if (pad) {
+        ggprof_msg_hdr filler = { (uint32_t) pad, GGPROF_MSG_PAD, 0 };
+        memcpy(data + pos, &filler, sizeof(filler));
+        pos = 0;
+    }
+    memcpy(data + pos, msg, size);
+    atomic_store_explicit(&s->head, head + pad + size, memory_order_release);
+    return 0;
+}
+
+void ggprof_ring_release(ggprof_ring_slot *s) {
+    if (s) atomic_store_explicit(&s->state, GGPROF_SLOT_DONE, memory_order_release);
+}
+
+size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user) {
+    size_t n = 0;
+    const uint64_t cap = r->file->slot_cap;
+    for (uint32_t i = 0; i < r->file->n_slots; i++) {
+        ggprof_ring_slot *s = slot_at(r, i);
+        uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (state == GGPROF_SLOT_FREE) continue;
+        uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+        uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+        char *data = slot_data(s);
+        while (tail < head) {
+            const ggprof_msg_hdr *m = (const ggprof_msg_hdr *) (data + (tail & (cap - 1)));
+            if (m->size < sizeof(*m) || (m->size & 7) != 0 || m->size > head - tail) break; /* corrupt: stop */
+            if (m->kind != GGPROF_MSG_PAD) {
+                fn(s, m, user);
+                n++;
+            }
+            tail += m->size;
+        }
+        atomic_store_explicit(&s->tail, tail, memory_order_release);
+        if (state == GGPROF_SLOT_DONE && tail == head) {
+            /* The thread is gone and all it wrote is read: the slot can serve another thread. */
+            atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+            atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
+            atomic_fetch_add(&r->file->dropped_freed, atomic_exchange(&s->dropped_msgs, 0));
+            atomic_store_explicit(&s->dropped_bytes, 0, memory_order_relaxed);
+            atomic_store_explicit(&s->state, GGPROF_SLOT_FREE, memory_order_release);
+        }
+    }
+    return n;
+}
+
+uint64_t ggprof_ring_dropped(const ggprof_ring *r) {
+    uint64_t n = atomic_load(&r->file->dropped_noslot) + atomic_load(&r->file->dropped_freed);
+    for (uint32_t i = 0; i < r->file->n_slots; i++) n += atomic_load(&slot_at(r, i)->dropped_msgs);
+    return n;
+}
+
+void ggprof_ring_unmap(ggprof_ring *r) {
+    if (r->file) munmap(r->file, r->map_size);
+    r->file = NULL;
+}

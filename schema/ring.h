@@ -1,0 +1,68 @@
+/* The shared-memory ring between the engine (producers) and the collector (consumer). */
+#ifndef GGPROF_RING_H
+#define GGPROF_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+/* The ring is a file (in /dev/shm) of fixed size: a header page, then n_slots single-producer rings.
+ * Each producing thread claims a slot of its own, so a producer never waits for another and a process
+ * killed mid-write leaves only its unpublished message behind: the head moves after the bytes are in. */
+#define GGPROF_RING_MAGIC   "GGPRING"
+#define GGPROF_RING_VERSION 1
+#define GGPROF_RING_HDR     4096
+#define GGPROF_SLOT_HDR     256
+
+enum { GGPROF_SLOT_FREE = 0, GGPROF_SLOT_CLAIMED = 1, GGPROF_SLOT_DONE = 2 };
+
+typedef struct {
+    char     magic[8];
+    uint32_t version;
+    uint32_t n_slots;
+    uint64_t slot_cap;          /* data bytes per slot, a power of two */
+    uint32_t level;             /* enum ggprof_level, chosen by the collector */
+    uint32_t pad0;
+    _Atomic uint64_t dropped_noslot; /* messages lost because every slot was taken */
+    _Atomic uint32_t n_processes;    /* processes that attached */
+    _Atomic uint32_t recording;      /* 0 pauses producers (ggprof_pause / ggprof_resume) */
+    uint32_t pad1;
+    _Atomic uint64_t dropped_freed;  /* drops counted in slots that were recycled */
+} ggprof_ring_file;
+
+typedef struct {
+    _Atomic uint32_t state;
+    int32_t  pid, tid;
+    uint32_t pad0;
+    char     line0_pad[64 - 16];
+    _Atomic uint64_t head;            /* bytes published, written by the producer only */
+    _Atomic uint64_t dropped_msgs;    /* messages that did not fit */
+    _Atomic uint64_t dropped_bytes;
+    char     line1_pad[64 - 24];
+    _Atomic uint64_t tail;            /* bytes consumed, written by the collector only */
+    char     line2_pad[GGPROF_SLOT_HDR - 128 - 8];
+} ggprof_ring_slot;
+
+typedef struct {
+    ggprof_ring_file *file;
+    size_t            map_size;
+} ggprof_ring;
+
+/* Collector side. Errors return -1 with errno set. */
+int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level);
+typedef void (*ggprof_ring_msg_fn)(const ggprof_ring_slot *slot, const ggprof_msg_hdr *msg, void *user);
+/* Hands every published message to fn and frees the slots of threads that finished; returns messages read. */
+size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user);
+uint64_t ggprof_ring_dropped(const ggprof_ring *r);
+
+/* Engine side. attach returns 0, or -1 with a reason in why (the ring is missing or of another version). */
+int  ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_len);
+ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid);
+/* Copies one message (size a multiple of 8, header filled) and publishes it; 0 if written, -1 if dropped. */
+int  ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg);
+void ggprof_ring_release(ggprof_ring_slot *s);
+void ggprof_ring_unmap(ggprof_ring *r);
+
+#endif

@@ -1,0 +1,82 @@
+/* Trace database DDL (version GGPROF_DB_VERSION) and the version check every reader makes. */
+#include "trace_db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tables hold what the engine sent, in compact form; views are the contract for users and scripts. Views
+ * keep their documented columns first and in order; new columns only ever go after them. */
+static const char k_ddl[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);\n"
+    "CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT, ggml_version TEXT,\n"
+    "  ggml_commit TEXT, ggml_lib TEXT, start_ns INTEGER);\n"
+    "CREATE TABLE ggml_types(pid INTEGER, type INTEGER, name TEXT, type_size INTEGER, blck_size INTEGER,\n"
+    "  PRIMARY KEY(pid, type));\n"
+    "CREATE TABLE backend_list(pid INTEGER, sched_id INTEGER, id INTEGER, name TEXT, device TEXT,\n"
+    "  device_type INTEGER, is_host INTEGER, description TEXT, PRIMARY KEY(pid, sched_id, id));\n"
+    "CREATE TABLE nodes(pid INTEGER, node_id INTEGER, op TEXT, sub_op INTEGER, sub_op_name TEXT,\n"
+    "  tensor_name TEXT, out_type INTEGER, ne TEXT, n_src INTEGER, ne_src TEXT, nb_src TEXT, type_src TEXT,\n"
+    "  op_params TEXT, nbytes INTEGER, PRIMARY KEY(pid, node_id));\n"
+    "CREATE TABLE graph_list(pid INTEGER, graph_id INTEGER, sched_id INTEGER, start_ns INTEGER,\n"
+    "  duration_ns INTEGER, n_nodes INTEGER, n_splits INTEGER);\n"
+    "CREATE TABLE split_list(pid INTEGER, graph_id INTEGER, split_id INTEGER, backend_id INTEGER,\n"
+    "  sched_id INTEGER, start_ns INTEGER, duration_ns INTEGER, n_nodes INTEGER, node_start INTEGER,\n"
+    "  ticks_matched INTEGER, n_ticks INTEGER, n_expected INTEGER);\n"
+    "CREATE TABLE events(pid INTEGER, tid INTEGER, type INTEGER, name TEXT, timing INTEGER,\n"
+    "  backend_id INTEGER, sched_id INTEGER, graph_id INTEGER, split_id INTEGER, node_index INTEGER,\n"
+    "  node_id INTEGER, fused_index INTEGER, fused_node_id INTEGER, start_ns INTEGER, duration_ns INTEGER,\n"
+    "  bytes INTEGER, wait_ns INTEGER, extra TEXT);\n"
+    "CREATE TABLE notes(pid INTEGER, text TEXT);\n"
+    "CREATE VIEW backends AS SELECT id, name, device, device_type, pid, sched_id, is_host, description\n"
+    "  FROM backend_list;\n"
+    "CREATE VIEW graphs AS SELECT graph_id, sched_id, start_ns, duration_ns, n_nodes, n_splits, pid\n"
+    "  FROM graph_list;\n"
+    "CREATE VIEW splits AS SELECT graph_id, split_id, backend_id, start_ns, duration_ns, n_nodes,\n"
+    "  ticks_matched, pid, sched_id, node_start, n_ticks, n_expected FROM split_list;\n"
+    "CREATE VIEW records AS SELECT e.type AS type, e.name AS name, e.backend_id AS backend_id,\n"
+    "  e.split_id AS split_id, e.start_ns AS start_ns, e.duration_ns AS duration_ns, e.bytes AS bytes,\n"
+    "  COALESCE(e.extra, CASE WHEN e.type = 0 AND e.fused_node_id > 0 THEN n.op || '+' || f.op\n"
+    "       WHEN e.type = 1 THEN NULLIF(n.tensor_name, '') END) AS extra,\n"
+    "  NULLIF(n.tensor_name, '') AS tensor_name, e.graph_id AS graph_id, e.node_index AS node_index,\n"
+    "  e.pid AS pid, e.tid AS tid, COALESCE(n.ne, '[0, 0, 0, 0]') AS ne, COALESCE(n.out_type, -1) AS out_type,\n"
+    "  COALESCE(n.n_src, 0) AS n_src, COALESCE(n.ne_src, '[]') AS ne_src, COALESCE(n.nb_src, '[]') AS nb_src,\n"
+    "  COALESCE(n.type_src, '[]') AS type_src,\n"
+    "  COALESCE(n.op_params, '[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]') AS op_params,\n"
+    "  COALESCE(n.sub_op, -1) AS sub_op, e.sched_id AS sched_id, e.timing AS timing, e.wait_ns AS wait_ns,\n"
+    "  e.fused_index AS fused_index, n.sub_op_name AS sub_op_name, n.nbytes AS out_bytes, e.rowid AS seq\n"
+    "  FROM events e LEFT JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id\n"
+    "  LEFT JOIN nodes f ON f.pid = e.pid AND f.node_id = e.fused_node_id;\n";
+
+int ggprof_db_create_schema(sqlite3 *db, char **err) {
+    int rc = sqlite3_exec(db, k_ddl, NULL, NULL, err);
+    if (rc != SQLITE_OK) return rc;
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO meta VALUES('format', '%s'), ('schema_version', '%d');", GGPROF_DB_FORMAT, GGPROF_DB_VERSION);
+    return sqlite3_exec(db, sql, NULL, NULL, err);
+}
+
+int ggprof_db_check(sqlite3 *db, const char *path, char *why, size_t why_len) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, NULL) != SQLITE_OK) {
+        const char *msg = sqlite3_errmsg(db);
+        if (strstr(msg, "no such table")) {
+            snprintf(why, why_len, "'%s' is not a ggprof trace (no table 'meta'); expected a file written by 'ggprof record'",
+                     path);
+        } else {
+            snprintf(why, why_len, "'%s' is not a ggprof trace (%s); expected a file written by 'ggprof record'", path, msg);
+        }
+        sqlite3_finalize(st);
+        return -1;
+    }
+    int version = -1;
+    if (sqlite3_step(st) == SQLITE_ROW) version = atoi((const char *) sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (version < GGPROF_DB_VERSION_MIN || version > GGPROF_DB_VERSION) {
+        snprintf(why, why_len, "'%s' has trace schema version %d; this ggprof reads versions %d to %d", path, version,
+                 GGPROF_DB_VERSION_MIN, GGPROF_DB_VERSION);
+        return -1;
+    }
+    return 0;
+}

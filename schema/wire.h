@@ -1,0 +1,159 @@
+/* The messages the engine writes into the ring and the collector reads: one definition for both sides. */
+#ifndef GGPROF_WIRE_H
+#define GGPROF_WIRE_H
+
+#include <stdint.h>
+
+/* Limits of the ggml ABI that the records mirror (ggml.h: GGML_MAX_SRC, GGML_MAX_NAME, GGML_MAX_OP_PARAMS). */
+#define GGPROF_MAX_SRC        10
+#define GGPROF_MAX_NAME       64
+#define GGPROF_N_OP_PARAMS    16 /* GGML_MAX_OP_PARAMS / sizeof(int32_t) */
+#define GGPROF_MAX_STR        256
+
+/* v3 record types: 0 and 1 as in the seed; 2 is ours, for time that belongs to no op. */
+enum ggprof_record_type {
+    GGPROF_REC_OP   = 0,
+    GGPROF_REC_COPY = 1,
+    GGPROF_REC_SYNC = 2,
+};
+
+/* What a SYNC record stands for; the names are what the records carry in `name`. */
+enum ggprof_sync_kind {
+    GGPROF_SYNC_CPU_PLAN    = 0, /* backend graph_compute before ggml_graph_compute: plan and work buffer */
+    GGPROF_SYNC_CPU_KICKOFF = 1, /* thread 0 waiting for the team to start (OpenMP builds) */
+    GGPROF_SYNC_CPU_BARRIER = 2, /* thread 0 in the barrier between two nodes: waiting for the slowest thread */
+    GGPROF_SYNC_CPU_JOIN    = 3, /* after the last tick: final barrier and thread join */
+    GGPROF_SYNC_COUNT
+};
+extern const char *const ggprof_sync_names[GGPROF_SYNC_COUNT];
+
+/* How a record's time was measured, so that nobody mistakes one method for another. */
+enum ggprof_timing {
+    GGPROF_TIMING_NONE       = 0,
+    GGPROF_TIMING_HOST_CALL  = 1, /* host clock around one call (split launch, copy) */
+    GGPROF_TIMING_CPU_TICK   = 2, /* thread-0 ticks from the CPU backend's abort callback */
+};
+
+/* Copy directions, by whether each side's buffer is host memory. */
+enum ggprof_copy_dir { GGPROF_COPY_H2D = 0, GGPROF_COPY_D2H = 1, GGPROF_COPY_D2D = 2, GGPROF_COPY_H2H = 3 };
+extern const char *const ggprof_copy_names[4];
+
+/* Recording levels: each includes the ones before it. */
+enum ggprof_level { GGPROF_LEVEL_GRAPH = 0, GGPROF_LEVEL_SPLIT = 1, GGPROF_LEVEL_OP = 2 };
+
+/* Every message starts with this header; size includes it and is a multiple of 8. */
+typedef struct {
+    uint32_t size;
+    uint16_t kind;
+    uint16_t flags;
+} ggprof_msg_hdr;
+
+enum ggprof_msg_kind {
+    GGPROF_MSG_PAD     = 0, /* filler up to the end of the ring */
+    GGPROF_MSG_PROCESS = 1, /* once per process: who it is and which ggml it found */
+    GGPROF_MSG_TYPE    = 2, /* one ggml type: id, name, sizes (all types, once per process) */
+    GGPROF_MSG_BACKEND = 3, /* a scheduler's backend */
+    GGPROF_MSG_NODE    = 4, /* a node description, sent once, referenced by id afterwards */
+    GGPROF_MSG_GRAPH   = 5, /* one graph compute */
+    GGPROF_MSG_SPLIT   = 6, /* one split compute */
+    GGPROF_MSG_EVENT   = 7, /* OP, COPY or SYNC record */
+    GGPROF_MSG_NOTE    = 8, /* a line the engine wants the user to see (feature off, version mismatch) */
+};
+
+typedef struct {
+    ggprof_msg_hdr h;
+    int32_t  pid, ppid;
+    uint64_t start_ns;                 /* CLOCK_MONOTONIC when the engine attached */
+    char     exe[GGPROF_MAX_STR];
+    char     ggml_version[32];
+    char     ggml_commit[32];
+    char     ggml_lib[GGPROF_MAX_STR]; /* path of the libggml-base the engine resolved */
+} ggprof_msg_process;
+
+typedef struct {
+    ggprof_msg_hdr h;
+    int32_t  type;
+    int32_t  blck_size;
+    uint64_t type_size;
+    char     name[32];
+} ggprof_msg_type;
+
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t sched_id;   /* 0: backends used outside any scheduler */
+    int32_t  backend_id; /* the scheduler's index (0 = highest priority) */
+    int32_t  device_type;
+    int32_t  is_host;
+    char     name[GGPROF_MAX_NAME];
+    char     device[GGPROF_MAX_NAME];
+    char     description[GGPROF_MAX_STR];
+} ggprof_msg_backend;
+
+/* A node as the seed describes it: op, output and sources. Names are strings so that readers never
+ * depend on one ggml version's enum values. */
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t node_id;
+    int32_t  out_type;
+    int32_t  sub_op;
+    int32_t  n_src;
+    int64_t  ne[4];
+    int64_t  ne_src[GGPROF_MAX_SRC][4];
+    int64_t  nb_src[GGPROF_MAX_SRC][4];
+    int32_t  type_src[GGPROF_MAX_SRC];
+    int32_t  op_params[GGPROF_N_OP_PARAMS];
+    uint64_t nbytes;                 /* ggml_nbytes of the output */
+    char     op[32];                 /* ggml_op_name */
+    char     sub_op_name[32];        /* unary or glu op name, "" if none */
+    char     tensor_name[GGPROF_MAX_NAME];
+} ggprof_msg_node;
+
+typedef struct {
+    ggprof_msg_hdr h;
+    uint64_t graph_id;
+    uint32_t sched_id;
+    int32_t  n_nodes;
+    int32_t  n_splits;
+    int32_t  pad;
+    uint64_t start_ns, duration_ns;
+} ggprof_msg_graph;
+
+typedef struct {
+    ggprof_msg_hdr h;
+    uint64_t graph_id;
+    uint32_t sched_id;
+    int32_t  split_id;
+    int32_t  backend_id;
+    int32_t  n_nodes;
+    int32_t  node_start;    /* index in the scheduler's graph of this split's first node */
+    int32_t  ticks_matched; /* 1 matched, 0 mismatched (no op times given), -1 not a ticked split */
+    int32_t  n_ticks, n_expected;
+    uint64_t start_ns, duration_ns;
+} ggprof_msg_split;
+
+typedef struct {
+    ggprof_msg_hdr h;
+    uint16_t type;       /* enum ggprof_record_type */
+    uint16_t timing;     /* enum ggprof_timing */
+    uint16_t sub;        /* SYNC: enum ggprof_sync_kind; COPY: enum ggprof_copy_dir */
+    int16_t  backend_id;
+    uint32_t node_id;    /* OP: the node; COPY: the source tensor; 0: none */
+    uint32_t sched_id;
+    uint64_t graph_id;   /* UINT64_MAX: outside any graph compute */
+    int32_t  split_id;
+    int32_t  node_index; /* -1: none */
+    int32_t  fused_index;/* OP: node index of a second node computed with this one, else -1 */
+    uint32_t fused_node_id;
+    uint64_t start_ns, duration_ns;
+    uint64_t bytes;
+    uint64_t wait_ns;    /* OP: thread 0's barrier wait inside the op; COPY: offset of a partial copy */
+} ggprof_msg_event;
+
+typedef struct {
+    ggprof_msg_hdr h;
+    char text[GGPROF_MAX_STR];
+} ggprof_msg_note;
+
+#define GGPROF_GRAPH_NONE UINT64_MAX
+
+#endif

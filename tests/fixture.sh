@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds (once) everything the end-to-end tests and the demo run against, and prints KEY=VALUE lines.
+# Idempotent: each step leaves a stamp in the cache; a second run only prints the keys.
+# Cache: ${GGPROF_CACHE:-$HOME/.cache/ggprof}, keyed by the pinned versions below.
+set -euo pipefail
+
+NLC_VERSION=3.21.1            # npm node-llama-cpp: ships llama.cpp v0.4.0 as a git bundle
+LLAMA_TAG=v0.4.0
+BUILD_KEY=cpu-openblas-rpc-1  # bump when the CMake options change
+CACHE=${GGPROF_CACHE:-$HOME/.cache/ggprof}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NODE_DIR=$CACHE/node-$NLC_VERSION
+SRC=$CACHE/llama.cpp-$LLAMA_TAG-src
+BUILD=$CACHE/llama.cpp-$LLAMA_TAG-$BUILD_KEY
+MODELS=$CACHE/models-$LLAMA_TAG
+JOBS=${GGPROF_JOBS:-$(nproc)}
+
+log() { printf 'fixture: %s\n' "$*" >&2; }
+die() { printf 'fixture: %s\n' "$*" >&2; exit 1; }
+
+# 1. Debian packages (only those missing; apt-get update only when something is).
+need_pkgs=()
+for p in build-essential cmake git pkg-config libopenblas-dev libsqlite3-dev libcjson-dev zlib1g-dev nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
+done
+# node and npm may come from outside Debian's packages on this image: accept any working pair.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+    tmp=(); for p in "${need_pkgs[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
+    need_pkgs=("${tmp[@]+"${tmp[@]}"}")
+fi
+if ((${#need_pkgs[@]})); then
+    log "installing Debian packages: ${need_pkgs[*]}"
+    [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_pkgs[*]}"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
+fi
+
+# 2. node-llama-cpp with its prebuilt linux-x64 libraries (CPU and Vulkan; the CUDA ones are 159 MB+).
+if [ ! -f "$NODE_DIR/.stamp" ]; then
+    log "installing node-llama-cpp@$NLC_VERSION into $NODE_DIR"
+    mkdir -p "$NODE_DIR"
+    printf '{"name":"ggprof-node-fixture","private":true,"type":"module"}\n' > "$NODE_DIR/package.json"
+    (cd "$NODE_DIR" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --omit=optional \
+        "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" \
+        "@node-llama-cpp/linux-x64-vulkan@$NLC_VERSION" >&2)
+    touch "$NODE_DIR/.stamp"
+fi
+BUNDLE=$NODE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle
+[ -f "$BUNDLE" ] || die "missing $BUNDLE (node-llama-cpp@$NLC_VERSION changed layout?)"
+
+# 3. llama.cpp source from the bundle.
+if [ ! -f "$SRC/.stamp" ]; then
+    log "cloning llama.cpp $LLAMA_TAG from the npm bundle"
+    rm -rf "$SRC"
+    git clone -q "$BUNDLE" "$SRC" 2>/dev/null
+    touch "$SRC/.stamp"
+fi
+
+# 4. llama.cpp build: CPU + OpenBLAS + RPC, shared libraries (so the engine interposes across them).
+if [ ! -f "$BUILD/.stamp" ]; then
+    log "building llama.cpp $LLAMA_TAG in $BUILD (about 25 minutes on 2 cores)"
+    cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+        -DGGML_BLAS=ON -DGGML_BLAS_VENDOR=OpenBLAS -DGGML_RPC=ON \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=ON \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+    cmake --build "$BUILD" -j "$JOBS" --target llama-completion llama-bench test-backend-ops ggml-rpc-server >&2
+    touch "$BUILD/.stamp"
+fi
+BIN=$BUILD/bin
+for t in llama-completion llama-bench test-backend-ops ggml-rpc-server; do
+    [ -x "$BIN/$t" ] || die "build did not produce $BIN/$t"
+done
+
+# 5. mkmodel (our C program on the public gguf.h API) and the two random-weight models.
+MKMODEL=$MODELS/mkmodel
+if [ ! -x "$MKMODEL" ] || [ "$ROOT/samples/mkmodel.c" -nt "$MKMODEL" ]; then
+    mkdir -p "$MODELS"
+    cc -std=c11 -O2 -Wall -Wextra -Werror -o "$MKMODEL" "$ROOT/samples/mkmodel.c" \
+        -I"$SRC/ggml/include" -L"$BIN" -Wl,-rpath,"$BIN" -lggml-base -lm
+    rm -f "$MODELS"/*.gguf
+fi
+VOCAB=$SRC/models/ggml-vocab-llama-spm.gguf
+DENSE=$MODELS/dense-llama-512x4.gguf
+MOE=$MODELS/moe-llama-8x2.gguf
+[ -f "$DENSE" ] || "$MKMODEL" --vocab "$VOCAB" --n-embd 512 --n-layer 4 --out "$DENSE" >&2
+[ -f "$MOE" ] || "$MKMODEL" --vocab "$VOCAB" --n-embd 256 --n-layer 2 --n-expert 8 --n-expert-used 2 --out "$MOE" >&2
+
+echo "LLAMA_SRC_DIR=$SRC"
+echo "LLAMA_BIN_DIR=$BIN"
+echo "GGUF_DENSE=$DENSE"
+echo "GGUF_MOE=$MOE"
+echo "NODE_PROJECT_DIR=$NODE_DIR"
