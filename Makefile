@@ -18,7 +18,7 @@ BIN     := $(BUILD)/bin/ggprof
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(ENGINE_SRC))
 GGPROF_OBJ := $(patsubst %.c,$(BUILD)/obj/bin/%.o,$(GGPROF_SRC))
 
-.PHONY: all test demo clean
+.PHONY: all test unit demo clean
 all: $(LIB) $(BIN)
 
 # The engine is injected into programs we did not build: hidden visibility keeps everything but the wrappers
@@ -36,11 +36,25 @@ $(LIB): $(ENGINE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 
+LIBS    := -lsqlite3 -lz -lcjson -lm -lpthread
 $(BIN): $(GGPROF_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lsqlite3 -lz -lcjson -lm -lpthread
+	$(CC) -o $@ $^ $(LIBS)
 
-test: all
+# Unit tests link the ggprof objects (all but main) as an archive, so each takes only what it uses.
+CORE    := $(BUILD)/libggprof-core.a
+UNIT    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+$(CORE): $(filter-out $(BUILD)/obj/bin/collector/ggprof.o,$(GGPROF_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(CORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/unit -o $@ $< $(CORE) $(LIBS)
+
+unit: $(UNIT)
+
+test: all unit
 	@bash tests/run.sh
 
 demo: all

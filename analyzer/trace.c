@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "json_v3.h"
@@ -23,7 +24,10 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
     size_t ws = 0;
     while (ws < n && (head[ws] == ' ' || head[ws] == '\n' || head[ws] == '\r' || head[ws] == '\t')) ws++;
     if (n == 16 && memcmp(head, "SQLite format 3", 16) == 0) {
-        if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        /* Read-write when allowed: a collector that was killed mid-batch leaves a hot journal, which only a
+         * writer can roll back; the trace is then readable up to its last committed batch. */
+        int mode = access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+        if (sqlite3_open_v2(path, db, mode, NULL) != SQLITE_OK) {
             snprintf(why, why_len, "cannot open '%s': %s", path, sqlite3_errmsg(*db));
             sqlite3_close(*db);
             return GGPROF_EXIT_USAGE;

@@ -2,6 +2,7 @@
 #include "engine.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -373,6 +374,27 @@ bool ggprof_engine_ready(const void *real_fn_in_ggml_base) {
 
 /* ---- resolving the real functions ---- */
 
+struct find_ctx {
+    const char *name;
+    const void *self;
+    void       *found;
+};
+
+static int find_in_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void) size;
+    struct find_ctx *f = data;
+    if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h) return 0;
+    void *p = dlsym(h, f->name);
+    dlclose(h);
+    if (p && p != f->self) {
+        f->found = p;
+        return 1;
+    }
+    return 0;
+}
+
 void *ggprof_resolve_real(const char *name, const void *caller, const void *self) {
     /* The caller's own library sees ggml even when ggml was loaded with RTLD_LOCAL (node-llama-cpp), where
      * RTLD_NEXT finds nothing; RTLD_NEXT covers callers in the main program. */
@@ -386,5 +408,11 @@ void *ggprof_resolve_real(const char *name, const void *caller, const void *self
         }
     }
     void *p = dlsym(RTLD_NEXT, name);
-    return p != self ? p : NULL;
+    if (p && p != self) return p;
+    /* Last resort, for a caller that reached us through a function pointer (a backend's proc address points
+     * at our wrapper, since its GOT entry is interposed too) while the definer was loaded RTLD_LOCAL: ask
+     * every loaded object. */
+    struct find_ctx f = { name, self, NULL };
+    dl_iterate_phdr(find_in_object, &f);
+    return f.found;
 }

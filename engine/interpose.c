@@ -380,22 +380,48 @@ GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
 
 typedef void (*set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);
 
+/* Setters handed out by backends' proc addresses that do not already lead to our wrapper below (a backend
+ * built with hidden symbols): the program gets wrapped_set_abort_callback instead, which finds the real one
+ * here by the backend's registry. */
+#define MAX_SETTERS 16
+static struct {
+    ggml_backend_reg_t reg;
+    set_abort_fn       real;
+} g_setters[MAX_SETTERS];
+static int g_n_setters;
+
 static void wrapped_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
     ggml_backend_reg_t reg = dev ? g->ggml_backend_dev_backend_reg(dev) : NULL;
-    set_abort_fn real = reg ? (set_abort_fn) g->reg_get_proc_address(reg, "ggml_backend_set_abort_callback") : NULL;
+    pthread_mutex_lock(&g_sched_lock);
+    set_abort_fn real = NULL;
+    for (int i = 0; i < g_n_setters; i++) {
+        if (g_setters[i].reg == reg) real = g_setters[i].real;
+    }
+    pthread_mutex_unlock(&g_sched_lock);
     if (real) ggprof_cpu_set_abort_callback(real, backend, cb, data);
 }
+
+GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data);
 
 GGPROF_API void *ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const char *name) {
     REAL(ggml_backend_reg_get_proc_address);
     void *p = real_ggml_backend_reg_get_proc_address(reg, name);
-    /* llama.cpp sets its abort callback through this address: hand out ours so that it chains. */
+    /* llama.cpp sets its abort callback through this address. The CPU backend's already points at our
+     * ggml_backend_cpu_set_abort_callback (its GOT entry is interposed); any other gets a wrapper. */
     if (p && name && strcmp(name, "ggml_backend_set_abort_callback") == 0 &&
-        ggprof_engine_ready((const void *) real_ggml_backend_reg_get_proc_address) &&
-        ggprof_eng.level >= GGPROF_LEVEL_OP) {
-        return (void *) wrapped_set_abort_callback;
+        p != (void *) ggml_backend_cpu_set_abort_callback && !ggprof_eng.broken) {
+        pthread_mutex_lock(&g_sched_lock);
+        bool known = false;
+        for (int i = 0; i < g_n_setters; i++) known |= g_setters[i].reg == reg;
+        if (!known && g_n_setters < MAX_SETTERS) {
+            g_setters[g_n_setters].reg    = reg;
+            g_setters[g_n_setters++].real = (set_abort_fn) p;
+            known = true;
+        }
+        pthread_mutex_unlock(&g_sched_lock);
+        if (known) return (void *) wrapped_set_abort_callback;
     }
     return p;
 }

@@ -1,0 +1,37 @@
+# llama-completion (our fixture build: CPU + OpenBLAS + RPC) on the dense and the MoE model, recorded at
+# level op: every computed CPU node gets an OP record, ticks match, OP+SYNC cover the split.
+. "$(dirname "$0")/../lib.sh"
+
+for model in dense moe; do
+    gguf=$GGUF_DENSE
+    [ "$model" = moe ] && gguf=$GGUF_MOE
+    db="$OUT/$model.db"
+    "$GGPROF" record -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$gguf" -p "The quick brown fox" -n 12 \
+        -t 2 --no-warmup -no-cnv -s 1 > "$OUT/$model.log" 2>&1
+    expect "$model: record exits with llama-completion's status" "$?" 0
+    check_cpu_trace "$db" "$model"
+    check_json "$OUT/$model.json.gz" "$db" "$model"
+    expect "$model: one graph per decoded batch (prompt + 11 tokens)" \
+        "$(q "$db" "SELECT count(*) FROM graphs WHERE sched_id = (SELECT max(sched_id) FROM graphs)")" 12
+    for op in GET_ROWS RMS_NORM MUL_MAT ROPE FLASH_ATTN_EXT GLU ADD; do
+        expect_ge "$model: has $op on the CPU" "$(q "$db" "SELECT count(*) FROM records r JOIN backends b
+            ON b.pid = r.pid AND b.sched_id = r.sched_id AND b.id = r.backend_id
+            WHERE r.type = 0 AND r.name = '$op' AND b.name = 'CPU'")" 1
+    done
+    expect_ge "$model: RMS_NORM+MUL fusion seen and attributed" \
+        "$(q "$db" "SELECT count(*) FROM records WHERE extra = 'RMS_NORM+MUL' AND fused_index = node_index + 1")" 1
+    expect_ge "$model: barrier waits between nodes recorded" \
+        "$(q "$db" "SELECT count(*) FROM records WHERE type = 2 AND name = 'cpu_barrier'")" 1
+    n_layer=4
+    [ "$model" = moe ] && n_layer=2
+    expect "$model: one Qcur tensor name per layer" \
+        "$(q "$db" "SELECT count(DISTINCT tensor_name) FROM records WHERE tensor_name LIKE 'Qcur-%'")" "$n_layer"
+done
+
+expect_ge "moe: MUL_MAT_ID recorded with 8 experts in src0" "$(q "$OUT/moe.db" "SELECT count(*) FROM records
+    WHERE name = 'MUL_MAT_ID' AND json_extract(ne_src, '\$[0][2]') = 8")" 1
+"$GGPROF" report "$OUT/dense.db" > "$OUT/dense.report"
+expect "report: prints the summary" "$(grep -c '=== Profiling Summary ===' "$OUT/dense.report")" 1
+expect "report: MUL_MAT on the CPU backend listed" "$(grep -c '\[OP  \] backend 1 MUL_MAT ' "$OUT/dense.report")" 1
+expect "report: reads the .json.gz alike" "$("$GGPROF" report "$OUT/dense.json.gz" | sed -n '/=== Profiling Summary/,/^  Total:/p' | md5sum)" \
+    "$(sed -n '/=== Profiling Summary/,/^  Total:/p' "$OUT/dense.report" | md5sum)"

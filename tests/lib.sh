@@ -1,0 +1,65 @@
+# Helpers for the end-to-end tests (sourced). Tests assert on structure and invariants, never on durations.
+set -u
+: "${GGPROF:?run through tests/run.sh}"
+T=$(basename "$0" .sh)
+OUT="$GGPROF_TEST_OUT/$T"
+mkdir -p "$OUT"
+
+ok() { echo "ok - $T: $1"; }
+not_ok() { echo "not ok - $T: $1: $2"; }
+
+# expect NAME ACTUAL EXPECTED
+expect() {
+    if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got '$2', expected '$3'"; fi
+}
+
+# expect_ge NAME ACTUAL MIN (integers)
+expect_ge() {
+    if [ -n "$2" ] && [ "$2" -ge "$3" ] 2>/dev/null; then ok "$1"; else not_ok "$1" "got '$2', expected >= $3"; fi
+}
+
+q() { "$GGPROF" query "$@"; }
+
+# The structural invariants of a CPU trace (see docs/trace-database.md).
+check_cpu_trace() { # DB LABEL
+    local db=$1 l=$2
+    expect_ge "$l: CPU splits recorded" "$(q "$db" "SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid
+        AND b.sched_id = s.sched_id AND b.id = s.backend_id WHERE b.device_type = 0")" 1
+    expect "$l: every CPU split has its ticks matched" "$(q "$db" "SELECT count(*) FROM splits s JOIN backends b
+        ON b.pid = s.pid AND b.sched_id = s.sched_id AND b.id = s.backend_id
+        WHERE b.device_type = 0 AND (s.ticks_matched IS NOT 1 OR s.n_ticks != s.n_expected)")" 0
+    expect "$l: one OP record per computed node (ggml's tick count)" "$(q "$db" "SELECT count(*) FROM splits s
+        WHERE s.ticks_matched = 1 AND s.n_ticks != (SELECT count(*) FROM events e WHERE e.pid = s.pid
+        AND e.graph_id = s.graph_id AND e.split_id = s.split_id AND e.type = 0)")" 0
+    expect "$l: OP node indices lie in their split" "$(q "$db" "SELECT count(*) FROM events e JOIN split_list s
+        ON s.pid = e.pid AND s.graph_id = e.graph_id AND s.split_id = e.split_id WHERE e.type = 0
+        AND (e.node_index < s.node_start OR e.node_index >= s.node_start + s.n_nodes)")" 0
+    expect "$l: no node timed twice in a graph" "$(q "$db" "SELECT count(*) FROM (SELECT pid, graph_id, node_index
+        FROM events WHERE type = 0 GROUP BY 1, 2, 3 HAVING count(*) > 1)")" 0
+    expect "$l: OP+SYNC cover >= 99% of each CPU split" "$(q "$db" "SELECT count(*) FROM splits s
+        WHERE s.ticks_matched = 1 AND (SELECT COALESCE(sum(duration_ns), 0) FROM events e WHERE e.pid = s.pid
+        AND e.graph_id = s.graph_id AND e.split_id = s.split_id AND e.type IN (0, 2)) < 0.99 * s.duration_ns")" 0
+    expect "$l: records lie inside their split" "$(q "$db" "SELECT count(*) FROM events e JOIN split_list s
+        ON s.pid = e.pid AND s.graph_id = e.graph_id AND s.split_id = e.split_id WHERE e.type IN (0, 2)
+        AND (e.start_ns < s.start_ns OR e.start_ns + e.duration_ns > s.start_ns + s.duration_ns)")" 0
+    expect "$l: OP tensor names and shapes filled" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0
+        AND (tensor_name IS NULL OR json_extract(ne, '\$[0]') <= 0 OR n_src = 0)")" 0
+    expect "$l: OP bytes are the output tensor's size" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0
+        AND bytes != out_bytes")" 0
+}
+
+# Every record line of the .json.gz parses on its own, the whole file parses, and counts agree with the db.
+check_json() { # JSON_GZ DB LABEL
+    local n
+    n=$(gzip -dc "$1" | node -e '
+        const lines = require("fs").readFileSync(0, "utf8").split("\n");
+        const doc = JSON.parse(lines.join("\n"));
+        let inRecords = false, n = 0;
+        for (const line of lines) {
+            if (line.startsWith("  \"records\": [")) { inRecords = true; continue; }
+            if (inRecords && line.startsWith("    {")) { JSON.parse(line.replace(/,$/, "")); n++; }
+        }
+        if (doc.version !== 3 || doc.records.length !== n || doc.total_records !== n) throw new Error("count");
+        console.log(n);' 2>&1)
+    expect "$3: every JSON record line parses, counts agree" "$n" "$(q "$2" "SELECT count(*) FROM events")"
+}
