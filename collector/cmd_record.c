@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,19 +17,21 @@
 #include "cli.h"
 #include "json_v3.h"
 #include "ring.h"
+#include "spill.h"
 #include "store.h"
 
 const char ggprof_usage_record[] =
     "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
-    "CPU op it computes. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
+    "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
+    "database is built when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
     "the upstream profiler, one record per line). Exits with CMD's exit status (128+N if signal N ended it).\n"
     "\n"
     "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists\n"
     "  --level LEVEL         graph: one record per graph compute; split: also splits and copies;\n"
     "                        op: also every CPU op and the barrier waits between them (default)\n"
-    "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 1024);\n"
+    "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
     "                        when the workload outruns the collector, records are dropped and counted\n"
     "  -q, --quiet           print nothing but errors\n"
     "\n"
@@ -66,15 +69,6 @@ static int find_engine(char *out, size_t len) {
     return access(out, R_OK);
 }
 
-typedef struct {
-    ggprof_store *store;
-} drain_ctx;
-
-static void on_msg(const ggprof_ring_slot *slot, const ggprof_msg_hdr *m, void *user) {
-    drain_ctx *d = user;
-    ggprof_store_msg(d->store, slot->pid, slot->tid, m);
-}
-
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -91,7 +85,7 @@ static void json_path_for(const char *db, char *out, size_t len) {
 int ggprof_cmd_record(int argc, char **argv) {
     const char *out   = "ggprof.db";
     int         level = GGPROF_LEVEL_OP;
-    uint64_t    ring_kib = 1024;
+    uint64_t    ring_kib = 4096;
     int         quiet = 0;
     int         i     = 1;
     for (; i < argc; i++) {
@@ -188,6 +182,8 @@ int ggprof_cmd_record(int argc, char **argv) {
     }
     g_child = child;
     close(pfd[1]);
+    /* Below the workload: the collector's wake-ups should not preempt threads that spin in ggml's barriers. */
+    if (setpriority(PRIO_PROCESS, 0, 10) != 0) { /* not fatal: only the overhead is higher */ }
     int exec_errno = 0;
     ssize_t got = read(pfd[0], &exec_errno, sizeof(exec_errno));
     close(pfd[0]);
@@ -201,25 +197,32 @@ int ggprof_cmd_record(int argc, char **argv) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot run '%s': %s", cmd[0], strerror(exec_errno));
     }
 
-    drain_ctx d = { store };
-    uint64_t last_commit = now_ms();
+    /* The spill file sits beside the output: if the collector itself dies, what it had drained is there. */
+    char spill_path[PATH_MAX];
+    snprintf(spill_path, sizeof(spill_path), "%s.spill", out);
+    ggprof_spill spill;
+    if (ggprof_spill_open(&spill, spill_path) != 0) {
+        int e = errno;
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", spill_path, strerror(e));
+    }
     for (;;) {
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child || (w < 0 && errno != EINTR)) break;
-        size_t n = ggprof_ring_drain(&ring, on_msg, &d);
-        uint64_t t = now_ms();
-        if (t - last_commit >= 200) {
-            ggprof_store_commit(store);
-            last_commit = t;
-        }
-        if (n == 0) {
-            struct timespec ts = { 0, 2 * 1000 * 1000 };
-            nanosleep(&ts, NULL);
-        }
+        /* Poll slowly while little arrives (each wake-up can preempt a ggml thread that spins in a barrier),
+         * quickly when the ring fills fast. */
+        size_t n = ggprof_spill_drain(&spill, &ring);
+        long ms = n > 256 * 1024 ? 5 : n > 32 * 1024 ? 20 : 50;
+        struct timespec ts = { 0, ms * 1000 * 1000 };
+        nanosleep(&ts, NULL);
     }
     g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
-    while (ggprof_ring_drain(&ring, on_msg, &d) > 0) {}
+    while (ggprof_spill_drain(&spill, &ring) > 0) {}
+    if (ggprof_spill_replay(&spill, store) != 0) ggprof_err("internal: cannot read back '%s'", spill_path);
+    ggprof_spill_close(&spill);
+    unlink(spill_path);
 
     int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     uint64_t dropped = ggprof_ring_dropped(&ring);

@@ -16,7 +16,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_BACKEND] = "INSERT OR REPLACE INTO backend_list VALUES(?,?,?,?,?,?,?,?)",
     [ST_NODE]    = "INSERT OR REPLACE INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_GRAPH]   = "INSERT INTO graph_list VALUES(?,?,?,?,?,?,?)",
-    [ST_SPLIT]   = "INSERT INTO split_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_SPLIT]   = "INSERT INTO split_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_EVENT]   = "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_NOTE]    = "INSERT INTO notes VALUES(?,?)",
     [ST_META]    = "INSERT OR REPLACE INTO meta VALUES(?,?)",
@@ -25,6 +25,7 @@ static const char *const k_sql[ST_COUNT] = {
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
 typedef struct {
     uint64_t key;
+    uint64_t nbytes;
     char     op[32];
 } node_name;
 
@@ -168,7 +169,10 @@ static void store_node(ggprof_store *s, int32_t pid, const ggprof_msg_node *n) {
     sqlite3_bind_int64(st, 14, (sqlite3_int64) n->nbytes);
     run(s, st);
     node_name *slot = name_slot(s, node_key(pid, n->node_id), 1);
-    if (slot) snprintf(slot->op, sizeof(slot->op), "%s", n->op);
+    if (slot) {
+        snprintf(slot->op, sizeof(slot->op), "%s", n->op);
+        slot->nbytes = n->nbytes;
+    }
     s->counts.nodes++;
 }
 
@@ -211,6 +215,52 @@ static const char *event_name(ggprof_store *s, int32_t pid, const ggprof_msg_eve
     case GGPROF_REC_SYNC: return e->sub < GGPROF_SYNC_COUNT ? ggprof_sync_names[e->sub] : "sync";
     }
     return "unknown";
+}
+
+/* A CPU split's compact ops become the OP and SYNC records the rest of ggprof reads: between the split's
+ * start and the first op (plan, kick-off), each op up to its tick, the barrier after it, the join. */
+static void store_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_cpu_ops *m) {
+    if (m->h.size < sizeof(*m) + (size_t) m->n_ops * sizeof(ggprof_cpu_op)) return;
+    ggprof_msg_event e;
+    memset(&e, 0, sizeof(e));
+    e.timing     = GGPROF_TIMING_CPU_TICK;
+    e.backend_id = (int16_t) m->backend_id;
+    e.sched_id   = m->sched_id;
+    e.graph_id   = m->graph_id;
+    e.split_id   = m->split_id;
+    uint64_t prev = m->start_ns;
+#define SYNC_TO(kind, end)                                                                                     \
+    do {                                                                                                       \
+        if ((end) > prev) {                                                                                    \
+            e.type = GGPROF_REC_SYNC, e.sub = (kind), e.node_id = 0, e.fused_node_id = 0, e.node_index = -1;   \
+            e.fused_index = -1, e.start_ns = prev, e.duration_ns = (end) - prev, e.bytes = 0, e.wait_ns = 0;   \
+            ggprof_store_event(s, pid, tid, &e, ggprof_sync_names[kind], NULL);                                \
+            prev = (end);                                                                                      \
+        }                                                                                                      \
+    } while (0)
+    if (m->h.flags & GGPROF_CPU_OPS_FIRST) {
+        if (m->plan_end_ns) SYNC_TO(GGPROF_SYNC_CPU_PLAN, m->plan_end_ns);
+        if (m->kickoff_end_ns) SYNC_TO(GGPROF_SYNC_CPU_KICKOFF, m->kickoff_end_ns);
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const ggprof_cpu_op *op = &m->ops[i];
+        node_name *n  = name_slot(s, node_key(pid, op->node_id), 0);
+        e.type          = GGPROF_REC_OP;
+        e.sub           = 0;
+        e.node_id       = op->node_id;
+        e.fused_node_id = op->fused_node_id;
+        e.node_index    = op->node_index;
+        e.fused_index   = op->fused_index;
+        e.start_ns      = prev;
+        e.duration_ns   = op->tick_ns > prev ? op->tick_ns - prev : 0;
+        e.bytes         = n ? n->nbytes : 0;
+        e.wait_ns       = op->wait_ns;
+        ggprof_store_event(s, pid, tid, &e, n ? n->op : "unknown", NULL);
+        prev = op->tick_ns > prev ? op->tick_ns : prev;
+        SYNC_TO(GGPROF_SYNC_CPU_BARRIER, op->tick_ns + op->barrier_ns);
+    }
+    if (m->h.flags & GGPROF_CPU_OPS_LAST) SYNC_TO(GGPROF_SYNC_CPU_JOIN, m->end_ns);
+#undef SYNC_TO
 }
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -289,6 +339,7 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
         }
         sqlite3_bind_int(st, 11, p->n_ticks);
         sqlite3_bind_int(st, 12, p->n_expected);
+        sqlite3_bind_int64(st, 13, (sqlite3_int64) p->engine_ns);
         run(s, st);
         s->counts.splits++;
         break;
@@ -298,6 +349,7 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
         ggprof_store_event(s, pid, tid, e, event_name(s, pid, e), NULL);
         break;
     }
+    case GGPROF_MSG_CPU_OPS: store_cpu_ops(s, pid, tid, (const void *) m); break;
     case GGPROF_MSG_NOTE: {
         const ggprof_msg_note *n = (const void *) m;
         st = s->st[ST_NOTE];

@@ -67,13 +67,15 @@ int ggprof_emit(const ggprof_msg_hdr *msg) {
 
 #define NODE_CACHE_BITS 14
 #define NODE_CACHE_SIZE (1u << NODE_CACHE_BITS)
-static struct { uint64_t key; uint32_t id; } g_nodes[NODE_CACHE_SIZE];
+/* Lookups take no lock: an entry's id is written before its key is published. */
+static struct {
+    _Atomic uint64_t key;
+    uint32_t         id;
+} g_nodes[NODE_CACHE_SIZE];
 static uint32_t g_next_node_id = 1;
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
+/* One multiply per 8 bytes: this runs for every node of every split, on the thread that computes. */
+static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x9e3779b97f4a7c15ull; }
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -85,6 +87,13 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
     v = 0;
     memcpy(&v, b, n);
     return mix(h, v ^ n);
+}
+
+static uint64_t finish(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h ? h : 1;
 }
 
 /* The key covers every field the description carries; a collision of two distinct nodes on 64 bits
@@ -105,7 +114,7 @@ static uint64_t node_key(const struct ggml_tensor *t, int is_copy) {
             h = hash_bytes(h, s->nb, sizeof(s->nb));
         }
     }
-    return h ? h : 1;
+    return finish(h);
 }
 
 /* Types are described as they are first seen: this ggml's ggml_type_name has no bound to enumerate up to. */
@@ -171,27 +180,39 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     note_type(t->type);
 }
 
+static int find_slot(uint64_t key, uint32_t *pos_out) {
+    uint32_t pos = (uint32_t) (key >> (64 - NODE_CACHE_BITS));
+    for (uint32_t probe = 0; probe < NODE_CACHE_SIZE; probe++, pos = (pos + 1) & (NODE_CACHE_SIZE - 1)) {
+        uint64_t k = atomic_load_explicit(&g_nodes[pos].key, memory_order_acquire);
+        if (k == key) {
+            *pos_out = pos;
+            return 1;
+        }
+        if (k == 0) break;
+    }
+    *pos_out = pos;
+    return 0;
+}
+
 static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy) {
     uint64_t key = node_key(t, is_copy);
-    uint32_t pos = (uint32_t) (key >> (64 - NODE_CACHE_BITS));
+    uint32_t pos;
+    if (find_slot(key, &pos)) return g_nodes[pos].id;
     pthread_mutex_lock(&g_lock);
-    for (uint32_t probe = 0; probe < NODE_CACHE_SIZE; probe++, pos = (pos + 1) & (NODE_CACHE_SIZE - 1)) {
-        if (g_nodes[pos].key == key) {
-            uint32_t id = g_nodes[pos].id;
-            pthread_mutex_unlock(&g_lock);
-            return id;
-        }
-        if (g_nodes[pos].key == 0) break;
+    if (find_slot(key, &pos)) { /* another thread described it meanwhile */
+        pthread_mutex_unlock(&g_lock);
+        return g_nodes[pos].id;
     }
     ggprof_msg_node m;
     describe(&m, t, is_copy);
     m.node_id = g_next_node_id++;
-    /* Cache only what reached the ring, so a dropped description is sent again next time. */
+    /* Cache only what reached the ring, so a dropped description is sent again next time. Past 3/4 full the
+     * table stops growing and new descriptions are sent each time: correct, only larger. */
     bool sent = ggprof_emit(&m.h) == 0;
-    bool full = (g_next_node_id > NODE_CACHE_SIZE * 3 / 4);
-    if (sent && !full && g_nodes[pos].key == 0) {
-        g_nodes[pos].key = key;
-        g_nodes[pos].id  = m.node_id;
+    if (sent && g_next_node_id <= NODE_CACHE_SIZE * 3 / 4 &&
+        atomic_load_explicit(&g_nodes[pos].key, memory_order_relaxed) == 0) {
+        g_nodes[pos].id = m.node_id;
+        atomic_store_explicit(&g_nodes[pos].key, key, memory_order_release);
     }
     pthread_mutex_unlock(&g_lock);
     return m.node_id;
@@ -309,7 +330,7 @@ static void after_fork_child(void) {
     t_slot       = NULL;
     t_slot_tried = 0;
     ggprof_eng.pid = (int32_t) getpid();
-    memset(g_nodes, 0, sizeof(g_nodes));
+    for (uint32_t i = 0; i < NODE_CACHE_SIZE; i++) atomic_store(&g_nodes[i].key, 0);
     memset(g_type_sent, 0, sizeof(g_type_sent));
     pthread_mutex_init(&g_lock, NULL);
     if (ggprof_eng.enabled && g_ring.file) {

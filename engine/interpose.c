@@ -193,6 +193,7 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
         return real_ggml_backend_graph_compute_async(backend, cgraph);
     }
     const ggprof_ggml *g = &ggprof_eng.g;
+    uint64_t t_in = ggprof_now_ns();
     ggprof_busy++;
     graph_ctx  *gc = t_graph;
     sched_entry *se;
@@ -259,6 +260,7 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     s.n_expected    = n_expected;
     s.start_ns      = t0;
     s.duration_ns   = t1 - t0;
+    s.engine_ns     = (t0 - t_in) + (ggprof_now_ns() - t1);
     ggprof_emit(&s.h);
     if (!gc) {
         ggprof_msg_graph m;

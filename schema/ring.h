@@ -52,9 +52,17 @@ typedef struct {
 
 /* Collector side. Errors return -1 with errno set. */
 int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level);
+/* Hands every published byte to fn, in runs of whole messages (PAD messages included), and frees the slots
+ * of threads that finished; returns the bytes read. Copying runs rather than messages keeps the collector's
+ * share of the CPU small while the workload runs. */
+typedef void (*ggprof_ring_chunk_fn)(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user);
+size_t ggprof_ring_drain_raw(ggprof_ring *r, ggprof_ring_chunk_fn fn, void *user);
+/* The same, message by message (PAD skipped); returns messages read. */
 typedef void (*ggprof_ring_msg_fn)(const ggprof_ring_slot *slot, const ggprof_msg_hdr *msg, void *user);
-/* Hands every published message to fn and frees the slots of threads that finished; returns messages read. */
 size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user);
+/* Walks the messages of a run of bytes; returns messages seen, or -1 if a header is corrupt. */
+typedef void (*ggprof_msg_fn)(const ggprof_msg_hdr *msg, void *user);
+long ggprof_msgs_foreach(const void *bytes, size_t n, ggprof_msg_fn fn, void *user);
 uint64_t ggprof_ring_dropped(const ggprof_ring *r);
 
 /* Engine side. attach returns 0, or -1 with a reason in why (the ring is missing or of another version). */

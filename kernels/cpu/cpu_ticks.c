@@ -12,13 +12,15 @@ typedef struct {
     int       n_exp, cap;
     int32_t  *exp_node;   /* index in the split of each node that ticks */
     int32_t  *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
+    uint32_t *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
+    uint32_t *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
+    uint64_t *exp_bytes;
     uint64_t *tick;       /* thread 0's tick after the node */
     uint64_t *bar_exit;   /* end of the barrier between this node and the next, 0 if none */
     uint64_t *inop_wait;  /* thread 0's barrier waits inside the node */
     int       n_ticks;
     bool      pending_between; /* a tick just came: the next barrier is the one between nodes */
     uint64_t  gc_entry, t0_start;
-    struct ggml_tensor **nodes;
 } cpu_split;
 
 static __thread cpu_split  t_split;
@@ -189,7 +191,13 @@ static bool grow(cpu_split *s, int need) {
     if (d) s->bar_exit = d;
     uint64_t *e = realloc(s->inop_wait, sizeof(uint64_t) * (size_t) cap);
     if (e) s->inop_wait = e;
-    if (!a || !b || !c || !d || !e) return false;
+    uint32_t *f = realloc(s->exp_id, sizeof(uint32_t) * (size_t) cap);
+    if (f) s->exp_id = f;
+    uint32_t *h = realloc(s->exp_fid, sizeof(uint32_t) * (size_t) cap);
+    if (h) s->exp_fid = h;
+    uint64_t *i = realloc(s->exp_bytes, sizeof(uint64_t) * (size_t) cap);
+    if (i) s->exp_bytes = i;
+    if (!a || !b || !c || !d || !e || !f || !h || !i) return false;
     s->cap = cap;
     return true;
 }
@@ -210,9 +218,14 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
         s->exp_node[k]  = i;
         s->exp_fused[k] = -1;
         s->inop_wait[k] = 0;
-        if (fuses(nodes, n, i, graph_nodes, graph_n, uc)) s->exp_fused[k] = ++i;
+        s->exp_id[k]    = ggprof_node_id(t);
+        s->exp_bytes[k] = g->ggml_nbytes(t);
+        s->exp_fid[k]   = 0;
+        if (fuses(nodes, n, i, graph_nodes, graph_n, uc)) {
+            s->exp_fused[k] = ++i;
+            s->exp_fid[k]   = ggprof_node_id(nodes[i]);
+        }
     }
-    s->nodes           = nodes;
     s->n_ticks         = 0;
     s->pending_between = false;
     s->gc_entry        = 0;
@@ -221,32 +234,26 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     return s->n_exp;
 }
 
-static void emit_event(const ggprof_split_place *w, int type, int sub, uint32_t node_id, int32_t node_index,
-                       int32_t fused_index, uint32_t fused_id, uint64_t start, uint64_t end, uint64_t bytes,
-                       uint64_t wait) {
-    ggprof_msg_event e;
-    memset(&e, 0, sizeof(e));
-    e.h             = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
-    e.type          = (uint16_t) type;
-    e.timing        = GGPROF_TIMING_CPU_TICK;
-    e.sub           = (uint16_t) sub;
-    e.backend_id    = (int16_t) w->backend_id;
-    e.node_id       = node_id;
-    e.sched_id      = w->sched_id;
-    e.graph_id      = w->graph_id;
-    e.split_id      = w->split_id;
-    e.node_index    = node_index;
-    e.fused_index   = fused_index;
-    e.fused_node_id = fused_id;
-    e.start_ns      = start;
-    e.duration_ns   = end > start ? end - start : 0;
-    e.bytes         = bytes;
-    e.wait_ns       = wait;
-    ggprof_emit(&e.h);
-}
+/* The ops go out in chunks of at most GGPROF_CPU_OPS_MAX, built in a thread-local buffer that stays cached. */
+static __thread union {
+    ggprof_msg_cpu_ops m;
+    char               bytes[sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op)];
+} t_msg;
 
-static void emit_sync(const ggprof_split_place *w, int kind, uint64_t start, uint64_t end) {
-    if (end > start) emit_event(w, GGPROF_REC_SYNC, kind, 0, -1, -1, 0, start, end, 0, 0);
+static void flush_chunk(const ggprof_split_place *w, uint16_t flags, uint32_t n, uint64_t start, uint64_t plan_end,
+                        uint64_t kickoff_end) {
+    ggprof_msg_cpu_ops *m = &t_msg.m;
+    m->h              = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, flags };
+    m->graph_id       = w->graph_id;
+    m->sched_id       = w->sched_id;
+    m->split_id       = w->split_id;
+    m->backend_id     = w->backend_id;
+    m->n_ops          = n;
+    m->start_ns       = start;
+    m->plan_end_ns    = plan_end;
+    m->kickoff_end_ns = kickoff_end;
+    m->end_ns         = (flags & GGPROF_CPU_OPS_LAST) ? w->end_ns : 0;
+    ggprof_emit(&m->h);
 }
 
 int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected) {
@@ -257,29 +264,28 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected) {
     *n_expected = s->n_exp;
     if (s->n_ticks != s->n_exp) return 0; /* no guessed times: the split is marked instead */
 
-    const ggprof_ggml *g = &ggprof_eng.g;
-    uint64_t prev = w->start_ns;
-    if (s->gc_entry) {
-        emit_sync(w, GGPROF_SYNC_CPU_PLAN, prev, s->gc_entry);
-        prev = s->gc_entry;
-        if (s->t0_start) {
-            emit_sync(w, GGPROF_SYNC_CPU_KICKOFF, prev, s->t0_start);
-            prev = s->t0_start;
-        }
-    }
+    uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
+    uint16_t flags = GGPROF_CPU_OPS_FIRST;
+    uint32_t n     = 0;
     for (int k = 0; k < s->n_exp; k++) {
-        struct ggml_tensor *t = s->nodes[s->exp_node[k]];
-        int32_t  fi  = s->exp_fused[k];
-        uint32_t fid = fi >= 0 ? ggprof_node_id(s->nodes[fi]) : 0;
-        emit_event(w, GGPROF_REC_OP, 0, ggprof_node_id(t), w->node_start + s->exp_node[k],
-                   fi >= 0 ? w->node_start + fi : -1, fid, prev, s->tick[k], g->ggml_nbytes(t), s->inop_wait[k]);
-        prev = s->tick[k];
-        if (s->bar_exit[k]) {
-            emit_sync(w, GGPROF_SYNC_CPU_BARRIER, prev, s->bar_exit[k]);
-            prev = s->bar_exit[k];
+        ggprof_cpu_op *op = &t_msg.m.ops[n++];
+        int32_t fi        = s->exp_fused[k];
+        uint64_t bar      = s->bar_exit[k] > s->tick[k] ? s->bar_exit[k] - s->tick[k] : 0;
+        op->node_id       = s->exp_id[k];
+        op->fused_node_id = s->exp_fid[k];
+        op->node_index    = w->node_start + s->exp_node[k];
+        op->fused_index   = fi >= 0 ? w->node_start + fi : -1;
+        op->tick_ns       = s->tick[k];
+        op->barrier_ns    = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
+        op->wait_ns       = s->inop_wait[k] > UINT32_MAX ? UINT32_MAX : (uint32_t) s->inop_wait[k];
+        if (n == GGPROF_CPU_OPS_MAX && k + 1 < s->n_exp) {
+            flush_chunk(w, flags, n, start, plan_end, kickoff_end);
+            start = op->tick_ns + op->barrier_ns;
+            flags = 0;
+            n     = 0;
         }
     }
-    emit_sync(w, GGPROF_SYNC_CPU_JOIN, prev, w->end_ns);
+    flush_chunk(w, flags | GGPROF_CPU_OPS_LAST, n, start, plan_end, kickoff_end);
     return 1;
 }
 

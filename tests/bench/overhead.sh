@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): token-generation speed of llama-bench plain and under 'ggprof record', alternating
+# runs, medians of each; prints the tokens/s ratio (profiled / plain). Target >= 0.98 at --level op.
+# usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 7 pairs, level op)
+# Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PAIRS=${1:-7}
+LEVEL=${2:-op}
+make -C "$ROOT" -s all
+eval "$(bash "$ROOT/tests/fixture.sh" | sed 's/^/export /')"
+GGPROF=$ROOT/build/bin/ggprof
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+tps() { # prints llama-bench's average tokens/s of one run
+    "$@" -m "$GGUF_DENSE" -p 0 -n 64 -t 2 -r 1 -o jsonl 2> /dev/null | grep -o '"avg_ts": *[0-9.]*' | grep -o '[0-9.]*$'
+}
+
+plain=() prof=()
+for i in $(seq 1 "$PAIRS"); do
+    plain+=("$(tps "$LLAMA_BIN_DIR/llama-bench")")
+    prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" -o "$tmp/bench.db" -- "$LLAMA_BIN_DIR/llama-bench")")
+    echo "pair $i: plain ${plain[-1]} t/s, profiled ${prof[-1]} t/s" >&2
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+mp=$(median "${plain[@]}")
+mr=$(median "${prof[@]}")
+records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
+awk -v p="$mp" -v r="$mr" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" 'BEGIN {
+    printf "llama-bench -p 0 -n 64 -t 2, %d alternating pairs, --level %s (%d records per profiled run)\n", n, l, rec
+    printf "median plain: %.2f t/s   median profiled: %.2f t/s   ratio: %.3f (target >= 0.98)\n", p, r, r / p }'
