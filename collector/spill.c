@@ -31,38 +31,46 @@ struct replay {
     ggprof_store *store;
     frame         fr;
     uint64_t      n;
+    int           pass;
 };
+
+/* Descriptions first, records second: a thread may reference a node that another thread described, and
+ * the ring's slots are drained one after another, so the description can come later in the file. */
+static int is_description(int kind) {
+    return kind == GGPROF_MSG_PROCESS || kind == GGPROF_MSG_TYPE || kind == GGPROF_MSG_BACKEND ||
+           kind == GGPROF_MSG_NODE;
+}
 
 static void replay_msg(const ggprof_msg_hdr *m, void *user) {
     struct replay *r = user;
+    if (is_description(m->kind) != (r->pass == 0)) return;
     ggprof_store_msg(r->store, r->fr.pid, r->fr.tid, m);
     if (++r->n % 200000 == 0) ggprof_store_commit(r->store);
 }
 
+static int replay_pass(ggprof_spill *s, struct replay *r, char **buf, size_t *cap) {
+    rewind(s->f);
+    while (fread(&r->fr, sizeof(r->fr), 1, s->f) == 1) {
+        if (r->fr.n > *cap) {
+            char *b = realloc(*buf, r->fr.n);
+            if (!b) return -1;
+            *buf = b;
+            *cap = r->fr.n;
+        }
+        if (fread(*buf, r->fr.n, 1, s->f) != 1 || ggprof_msgs_foreach(*buf, r->fr.n, replay_msg, r) < 0) return -1;
+    }
+    return ferror(s->f) ? -1 : 0;
+}
+
 int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store) {
     if (fflush(s->f) != 0 || s->err) return -1;
-    rewind(s->f);
-    struct replay r = { store, { 0 }, 0 };
+    struct replay r = { store, { 0 }, 0, 0 };
     char  *buf = NULL;
     size_t cap = 0;
     int    rc  = 0;
-    while (fread(&r.fr, sizeof(r.fr), 1, s->f) == 1) {
-        if (r.fr.n > cap) {
-            char *b = realloc(buf, r.fr.n);
-            if (!b) {
-                rc = -1;
-                break;
-            }
-            buf = b;
-            cap = r.fr.n;
-        }
-        if (fread(buf, r.fr.n, 1, s->f) != 1 || ggprof_msgs_foreach(buf, r.fr.n, replay_msg, &r) < 0) {
-            rc = -1;
-            break;
-        }
-    }
+    for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) rc = replay_pass(s, &r, &buf, &cap);
     free(buf);
-    return rc == 0 && !ferror(s->f) ? 0 : -1;
+    return rc;
 }
 
 void ggprof_spill_close(ggprof_spill *s) {
