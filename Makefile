@@ -54,10 +54,15 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE)
 
 unit: $(UNIT)
 
-test: all unit
+# The two commands of the README: each installs what it needs first (tests/deps.sh, tests/fixture.sh).
+test:
+	@bash tests/deps.sh
+	@$(MAKE) --no-print-directory all unit
 	@bash tests/run.sh
 
-demo: all
+demo:
+	@bash tests/deps.sh
+	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
 clean:

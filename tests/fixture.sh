@@ -18,22 +18,8 @@ JOBS=${GGPROF_JOBS:-$(nproc)}
 log() { printf 'fixture: %s\n' "$*" >&2; }
 die() { printf 'fixture: %s\n' "$*" >&2; exit 1; }
 
-# 1. Debian packages (only those missing; apt-get update only when something is).
-need_pkgs=()
-for p in build-essential cmake git pkg-config libopenblas-dev libsqlite3-dev libcjson-dev zlib1g-dev nodejs npm; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
-done
-# node and npm may come from outside Debian's packages on this image: accept any working pair.
-if command -v node >/dev/null && command -v npm >/dev/null; then
-    tmp=(); for p in "${need_pkgs[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
-    need_pkgs=("${tmp[@]+"${tmp[@]}"}")
-fi
-if ((${#need_pkgs[@]})); then
-    log "installing Debian packages: ${need_pkgs[*]}"
-    [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_pkgs[*]}"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
-fi
+# 1. Debian packages.
+bash "$ROOT/tests/deps.sh"
 
 # 2. node-llama-cpp with its prebuilt linux-x64 libraries (CPU and Vulkan; the CUDA ones are 159 MB+).
 if [ ! -f "$NODE_DIR/.stamp" ]; then

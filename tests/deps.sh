@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs (only if missing) the Debian packages that building and testing ggprof need. Idempotent.
+set -euo pipefail
+pkgs=(build-essential cmake git pkg-config libsqlite3-dev libcjson-dev zlib1g-dev libopenblas-dev)
+command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+((${#missing[@]})) || exit 0
+echo "deps: installing ${missing[*]}" >&2
+[ "$(id -u)" = 0 ] || { echo "deps: need root to apt-get install ${missing[*]}" >&2; exit 1; }
+apt-get update -qq >&2
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
