@@ -5,7 +5,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 # snprintf truncating a path or a name is the intended, checked behaviour: gcc 12 warns on every such call.
 WARN    := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -D_GNU_SOURCE
-BUILD   := build
+BUILD   ?= build
 INC     := -Ischema -Iengine -Iengine/include -Ikernels/cpu -Icollector -Ianalyzer
 
 SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c

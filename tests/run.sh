@@ -6,8 +6,8 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 pattern=${1:-}
-export GGPROF="$ROOT/build/bin/ggprof" GGPROF_ROOT="$ROOT"
-export GGPROF_TEST_OUT=${GGPROF_TEST_OUT:-$ROOT/build/test-out}
+export GGPROF="$ROOT/${GGPROF_BUILD:-build}/bin/ggprof" GGPROF_ROOT="$ROOT"
+export GGPROF_TEST_OUT=${GGPROF_TEST_OUT:-$ROOT/${GGPROF_BUILD:-build}/test-out}
 rm -rf "$GGPROF_TEST_OUT"
 mkdir -p "$GGPROF_TEST_OUT"
 log="$GGPROF_TEST_OUT/results.txt"
@@ -28,7 +28,7 @@ run() { # NAME CMD...: runs one test program, keeps its ok/not ok lines
     fi
 }
 
-for t in build/tests/test_*; do
+for t in "${GGPROF_BUILD:-build}"/tests/test_*; do
     [ -x "$t" ] || continue
     case "$(basename "$t")" in *"$pattern"*) run "$(basename "$t")" "$t" ;; esac
 done

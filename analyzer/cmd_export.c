@@ -1,0 +1,60 @@
+/* ggprof export: writes a trace in other formats; several at once, each named by its option. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "export.h"
+#include "json_v3.h"
+#include "trace.h"
+
+const char ggprof_usage_export[] =
+    "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt]\n"
+    "\n"
+    "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
+    "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
+    "                  the seed's keys in the seed's order, then ggprof's (graph_id, node_index, pid, ...)\n"
+    "  --text OUT      the upstream profiler's text report: summary, per-backend summary, operations\n";
+
+typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
+
+/* One row per format: the option that names it and the function that writes it. */
+static const struct {
+    const char *option;
+    export_fn   fn;
+} k_formats[] = {
+    { "--json", ggprof_json_v3_export },
+    { "--text", ggprof_export_text },
+};
+#define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
+
+int ggprof_cmd_export(int argc, char **argv) {
+    const char *trace = NULL;
+    const char *out[N_FORMATS] = { 0 };
+    int n_out = 0;
+    for (int i = 1; i < argc; i++) {
+        size_t f = 0;
+        while (f < N_FORMATS && strcmp(argv[i], k_formats[f].option) != 0) f++;
+        if (f < N_FORMATS) {
+            if (++i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs an output file", k_formats[f].option);
+            out[f] = argv[i];
+            n_out++;
+        } else if (argv[i][0] == '-') {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof export --help'", argv[i]);
+        } else if (trace) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", trace, argv[i]);
+        } else {
+            trace = argv[i];
+        }
+    }
+    if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
+    if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
+    sqlite3 *db;
+    char why[512];
+    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    if (rc) return ggprof_fail(rc, "%s", why);
+    for (size_t f = 0; f < N_FORMATS && rc == 0; f++) {
+        if (out[f] && k_formats[f].fn(db, out[f], why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    }
+    sqlite3_close(db);
+    return rc;
+}
