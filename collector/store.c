@@ -8,7 +8,7 @@
 
 #include "trace_db.h"
 
-enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_COUNT };
+enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -20,6 +20,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_EVENT]   = "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_NOTE]    = "INSERT INTO notes VALUES(?,?)",
     [ST_META]    = "INSERT OR REPLACE INTO meta VALUES(?,?)",
+    [ST_KERNEL]  = "INSERT INTO kernel_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
@@ -350,6 +351,29 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
         break;
     }
     case GGPROF_MSG_CPU_OPS: store_cpu_ops(s, pid, tid, (const void *) m); break;
+    case GGPROF_MSG_KERNEL: {
+        const ggprof_msg_kernel *k = (const void *) m;
+        st = s->st[ST_KERNEL];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int(st, 2, tid);
+        sqlite3_bind_int(st, 3, (int) k->api);
+        sqlite3_bind_int(st, 4, (int) k->device);
+        bind_text(st, 5, k->name, sizeof(k->name));
+        sqlite3_bind_int64(st, 6, (sqlite3_int64) k->start_ns);
+        sqlite3_bind_int64(st, 7, (sqlite3_int64) (k->end_ns > k->start_ns ? k->end_ns - k->start_ns : 0));
+        sqlite3_bind_int64(st, 8, (sqlite3_int64) k->stream);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64) k->correlation);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64) k->graph_node);
+        bind_id(st, 11, k->graph_id, GGPROF_GRAPH_NONE);
+        sqlite3_bind_int64(st, 12, k->sched_id);
+        sqlite3_bind_int(st, 13, k->split_id);
+        sqlite3_bind_int(st, 14, k->backend_id);
+        sqlite3_bind_int(st, 15, k->node_index);
+        sqlite3_bind_int64(st, 16, k->node_id);
+        run(s, st);
+        s->counts.kernels++;
+        break;
+    }
     case GGPROF_MSG_NOTE: {
         const ggprof_msg_note *n = (const void *) m;
         st = s->st[ST_NOTE];

@@ -11,7 +11,7 @@
 typedef struct ggprof_store ggprof_store;
 
 typedef struct {
-    uint64_t events, nodes, graphs, splits, processes, notes;
+    uint64_t events, nodes, graphs, splits, processes, notes, kernels;
 } ggprof_store_counts;
 
 /* Creates a new trace database at path ("" for a private temporary one). Returns 0, or -1 with a reason. */

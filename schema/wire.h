@@ -32,6 +32,8 @@ enum ggprof_timing {
     GGPROF_TIMING_NONE       = 0,
     GGPROF_TIMING_HOST_CALL  = 1, /* host clock around one call (split launch, copy) */
     GGPROF_TIMING_CPU_TICK   = 2, /* thread-0 ticks from the CPU backend's abort callback */
+    GGPROF_TIMING_SERIALIZED = 3, /* host clock around one node computed alone, then synchronized */
+    GGPROF_TIMING_DEVICE     = 4, /* device timestamps, put on the host clock */
 };
 
 /* Copy directions, by whether each side's buffer is host memory. */
@@ -59,6 +61,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_EVENT   = 7, /* OP, COPY or SYNC record */
     GGPROF_MSG_NOTE    = 8, /* a line the engine wants the user to see (feature off, version mismatch) */
     GGPROF_MSG_CPU_OPS = 9, /* a CPU split's ops in compact form; the collector makes OP and SYNC records */
+    GGPROF_MSG_KERNEL  = 10, /* one device kernel (CUPTI, OpenCL profiling, Vulkan timestamps) */
 };
 
 typedef struct {
@@ -185,6 +188,26 @@ typedef struct {
     uint64_t end_ns;         /* last chunk: the split's end */
     ggprof_cpu_op ops[];
 } ggprof_msg_cpu_ops;
+
+/* A kernel as the device's own tracing saw it. Times are already on the host's CLOCK_MONOTONIC (the
+ * producer calibrates its device clock). Attribution to a ggml node is -1 where it is not known. */
+typedef struct {
+    ggprof_msg_hdr h;
+    uint64_t graph_id;       /* GGPROF_GRAPH_NONE if not attributed */
+    uint32_t sched_id;
+    int32_t  split_id, backend_id, node_index;
+    uint32_t node_id;        /* the node being dispatched when the kernel was launched, 0 if none */
+    uint32_t api;            /* enum ggprof_kernel_api */
+    uint32_t device;         /* the API's device ordinal */
+    uint32_t pad;
+    uint64_t stream;         /* stream or queue handle */
+    uint64_t correlation;    /* the API's correlation id (CUPTI), or 0 */
+    uint64_t graph_node;     /* CUDA graph node id when launched from a CUDA graph, or 0 */
+    uint64_t start_ns, end_ns;
+    char     name[GGPROF_MAX_STR];
+} ggprof_msg_kernel;
+
+enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_VULKAN = 3 };
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
 
