@@ -20,10 +20,11 @@ static ggprof_ring     g_ring;
 static pthread_once_t  g_init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_lock      = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t   g_slot_key;
+static bool            g_sink_ok;
+static _Atomic int     g_process_sent;
 static __thread ggprof_ring_slot *t_slot;
 static __thread int               t_slot_tried;
 static const void     *g_base_fn; /* a real function inside libggml-base, to find its library */
-static bool            g_ring_wanted;
 
 /* ---- notes: one line on stderr, and into the trace when there is one ---- */
 
@@ -319,9 +320,11 @@ static void emit_process(void) {
     p.start_ns = ggprof_now_ns();
     ssize_t n  = readlink("/proc/self/exe", p.exe, sizeof(p.exe) - 1);
     if (n < 0) p.exe[0] = '\0';
-    snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->ggml_version());
-    snprintf(p.ggml_commit, sizeof(p.ggml_commit), "%s", g->ggml_commit ? g->ggml_commit() : "");
-    snprintf(p.ggml_lib, sizeof(p.ggml_lib), "%s", g->lib);
+    if (g->ok) { /* a process without ggml (a CUDA or OpenCL program) leaves these empty */
+        snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->ggml_version());
+        snprintf(p.ggml_commit, sizeof(p.ggml_commit), "%s", g->ggml_commit ? g->ggml_commit() : "");
+        snprintf(p.ggml_lib, sizeof(p.ggml_lib), "%s", g->lib);
+    }
     ggprof_emit(&p.h);
 }
 
@@ -333,19 +336,52 @@ static void after_fork_child(void) {
     for (uint32_t i = 0; i < NODE_CACHE_SIZE; i++) atomic_store(&g_nodes[i].key, 0);
     memset(g_type_sent, 0, sizeof(g_type_sent));
     pthread_mutex_init(&g_lock, NULL);
-    if (ggprof_eng.enabled && g_ring.file) {
+    if (g_sink_ok && g_ring.file) {
         atomic_fetch_add(&g_ring.file->n_processes, 1);
-        emit_process();
+        if (atomic_load(&g_process_sent)) emit_process();
     }
 }
 
-static void engine_init(void) {
-    ggprof_busy++;
-    ggprof_eng.pid = (int32_t) getpid();
-    const char *ring = getenv("GGPROF_RING");
-    g_ring_wanted    = ring && *ring;
-    if (!g_ring_wanted) goto done;
+/* The sink: where records go. Set up once per process, whether or not ggml is there (a CUDA or OpenCL
+ * program without ggml still reports its kernels). */
+static pthread_once_t g_sink_once = PTHREAD_ONCE_INIT;
 
+static void sink_init(void) {
+    ggprof_busy++;
+    ggprof_eng.pid   = (int32_t) getpid();
+    const char *ring = getenv("GGPROF_RING");
+    char why[160];
+    if (ring && *ring) {
+        if (ggprof_ring_attach(&g_ring, ring, why, sizeof(why)) != 0) {
+            fprintf(stderr, "ggprof: profiling off: %s\n", why);
+        } else {
+            ggprof_eng.level = (int) g_ring.file->level;
+            pthread_key_create(&g_slot_key, slot_destructor);
+            pthread_atfork(NULL, NULL, after_fork_child);
+            g_sink_ok = true;
+        }
+    }
+    ggprof_busy--;
+}
+
+bool ggprof_sink_ready(void) {
+    pthread_once(&g_sink_once, sink_init);
+    return g_sink_ok;
+}
+
+bool ggprof_device_ready(void) {
+    if (!ggprof_sink_ready()) return false;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&g_process_sent, &expect, 1)) emit_process();
+    return !ggprof_busy;
+}
+
+static void engine_init(void) {
+    if (!ggprof_sink_ready()) {
+        ggprof_eng.broken = true; /* no sink: every wrapper forwards and returns, for good */
+        return;
+    }
+    ggprof_busy++;
     ggprof_ggml *g = &ggprof_eng.g;
     Dl_info info;
     if (!dladdr(g_base_fn, &info) || !info.dli_fname) {
@@ -367,17 +403,11 @@ static void engine_init(void) {
                     g->ggml_version(), g->lib, why);
         goto broken;
     }
-    if (ggprof_ring_attach(&g_ring, ring, why, sizeof(why)) != 0) {
-        fprintf(stderr, "ggprof: profiling off: %s\n", why);
-        goto broken;
-    }
     const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */
     ggprof_eng.cpu_fusion = !(fusion && atoi(fusion) == 1);
-    ggprof_eng.level      = (int) g_ring.file->level;
-    pthread_key_create(&g_slot_key, slot_destructor);
-    pthread_atfork(NULL, NULL, after_fork_child);
-    g->ok               = true;
-    ggprof_eng.enabled  = true;
+    g->ok              = true;
+    ggprof_eng.enabled = true;
+    atomic_store(&g_process_sent, 1);
     emit_process();
     goto done;
 broken:

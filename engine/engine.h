@@ -46,6 +46,18 @@ static inline uint64_t ggprof_now_ns(void) {
  * Returns true when the engine records (level permitting). */
 bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
 
+/* For producers that do not need ggml (device kernel tracing): attaches the sink and describes the process
+ * once. Returns true when records can be written. */
+bool ggprof_device_ready(void);
+
+/* Where the calling thread is: inside which graph and split compute, if any. */
+typedef struct {
+    uint64_t graph_id; /* GGPROF_GRAPH_NONE outside a graph */
+    uint32_t sched_id;
+    int32_t  split_id, backend_id, node_start, n_nodes;
+} ggprof_place;
+bool ggprof_current_place(ggprof_place *out);
+
 /* Resolves the definition of `name` that the caller would have reached without us. */
 void *ggprof_resolve_real(const char *name, const void *caller, const void *self);
 

@@ -119,6 +119,8 @@ typedef struct {
 static __thread graph_ctx *t_graph;
 static __thread int        t_sched_depth;
 static __thread ggprof_use_counts t_uc;
+static __thread ggprof_place      t_place;  /* the split this thread is computing, for device tracers */
+static __thread bool              t_in_split;
 
 static void flush_pending(graph_ctx *gc, int split_id, int backend_id) {
     for (int i = 0; i < gc->n_pending; i++) {
@@ -236,9 +238,12 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     }
     ggprof_busy--;
 
+    t_place = (ggprof_place){ where.graph_id, where.sched_id, where.split_id, backend_id, where.node_start, n_nodes };
+    t_in_split = true;
     uint64_t t0 = ggprof_now_ns();
     enum ggml_status r = real_ggml_backend_graph_compute_async(backend, cgraph);
     uint64_t t1 = ggprof_now_ns();
+    t_in_split = false;
 
     ggprof_busy++;
     if (gc) flush_pending(gc, where.split_id, backend_id);
@@ -275,6 +280,17 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     }
     ggprof_busy--;
     return r;
+}
+
+bool ggprof_current_place(ggprof_place *out) {
+    if (!t_in_split) {
+        memset(out, 0, sizeof(*out));
+        out->graph_id = GGPROF_GRAPH_NONE;
+        out->split_id = out->backend_id = out->node_start = -1;
+        return false;
+    }
+    *out = t_place;
+    return true;
 }
 
 /* ---- copies ---- */
