@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Returns 0 with *db open, or an exit code (GGPROF_EXIT_USAGE for a bad file) with a one-line reason. */
 int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len);
@@ -27,6 +28,9 @@ typedef struct {
 } ggprof_op_stats;
 
 int  ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out);
+/* The upstream profiler's console summary, then time per backend (what `ggprof report` prints first). */
+void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s);
+void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s);
 void ggprof_op_stats_free(ggprof_op_stats *s);
 
 /* "[4096, 4096]" as the seed formats a shape: trailing dimensions of 1 dropped; "" for an empty shape. */

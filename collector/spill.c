@@ -18,11 +18,14 @@ int ggprof_spill_open(ggprof_spill *s, const char *path) {
     return 0;
 }
 
-static void on_chunk(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user) {
-    ggprof_spill *s = user;
+void ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
     frame fr = { slot->pid, slot->tid, (uint32_t) n, 0 };
     if (fwrite(&fr, sizeof(fr), 1, s->f) != 1 || fwrite(bytes, n, 1, s->f) != 1) s->err = 1;
     s->bytes += n;
+}
+
+static void on_chunk(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user) {
+    ggprof_spill_chunk(user, slot, bytes, n);
 }
 
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring) { return ggprof_ring_drain_raw(ring, on_chunk, s); }
@@ -64,12 +67,15 @@ static int replay_pass(ggprof_spill *s, struct replay *r, char **buf, size_t *ca
 
 int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store) {
     if (fflush(s->f) != 0 || s->err) return -1;
+    long end = ftell(s->f);
     struct replay r = { store, { 0 }, 0, 0 };
     char  *buf = NULL;
     size_t cap = 0;
     int    rc  = 0;
     for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) rc = replay_pass(s, &r, &buf, &cap);
     free(buf);
+    /* Back to the end: the spill may go on growing (GGML_PROFILE replays it at every flush). */
+    if (fseek(s->f, end, SEEK_SET) != 0) rc = -1;
     return rc;
 }
 

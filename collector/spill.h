@@ -19,6 +19,8 @@ typedef struct {
 int    ggprof_spill_open(ggprof_spill *s, const char *path);
 /* Moves every published message from the ring to the spill file; returns the bytes moved. */
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring);
+/* Appends one run of whole messages written by slot's thread. */
+void   ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n);
 /* Replays the spill file into the store, in the order the messages were drained. Returns 0 or -1. */
 int    ggprof_spill_replay(ggprof_spill *s, ggprof_store *store);
 void   ggprof_spill_close(ggprof_spill *s);

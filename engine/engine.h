@@ -50,6 +50,10 @@ bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
  * once. Returns true when records can be written. */
 bool ggprof_device_ready(void);
 
+/* GGML_PROFILE (no `ggprof record`): a scheduler that computed graphs was freed, or a graph was recorded. */
+void ggprof_profile_sched_freed(void);
+void ggprof_profile_graph_recorded(void);
+
 /* Where the calling thread is: inside which graph and split compute, if any. */
 typedef struct {
     uint64_t graph_id; /* GGPROF_GRAPH_NONE outside a graph */

@@ -171,6 +171,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     m.start_ns    = t0;
     m.duration_ns = t1 - t0;
     ggprof_emit(&m.h);
+    ggprof_profile_graph_recorded();
     ggprof_busy--;
     return r;
 }
@@ -390,6 +391,8 @@ GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
             se->sched = NULL;
             pthread_mutex_unlock(&g_sched_lock);
         }
+        /* GGML_PROFILE writes its profile when a scheduler is freed (or at exit, whichever comes first). */
+        ggprof_profile_sched_freed();
     }
     real_ggml_backend_sched_free(sched);
 }

@@ -62,7 +62,14 @@ enum ggprof_msg_kind {
     GGPROF_MSG_NOTE    = 8, /* a line the engine wants the user to see (feature off, version mismatch) */
     GGPROF_MSG_CPU_OPS = 9, /* a CPU split's ops in compact form; the collector makes OP and SYNC records */
     GGPROF_MSG_KERNEL  = 10, /* one device kernel (CUPTI, OpenCL profiling, Vulkan timestamps) */
+    GGPROF_MSG_FLUSH   = 11, /* GGML_PROFILE: write the profile now and acknowledge (see ggprof collect) */
 };
+
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t seq;
+    uint32_t final; /* the process is exiting: the collector exits after writing */
+} ggprof_msg_flush;
 
 typedef struct {
     ggprof_msg_hdr h;

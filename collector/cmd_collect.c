@@ -1,0 +1,125 @@
+/* ggprof collect: the collector that the engine starts for GGML_PROFILE, when no `ggprof record` runs. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "export.h"
+#include "json_v3.h"
+#include "spill.h"
+#include "trace.h"
+
+const char ggprof_usage_collect[] =
+    "usage: ggprof collect --ring PATH --parent PID --ack-fd FD --profile VALUE\n"
+    "\n"
+    "Started by libggprof.so when a program runs with GGML_PROFILE set and no 'ggprof record': drains the\n"
+    "engine's ring and, each time the program asks (a scheduler freed, the program exiting) or when the\n"
+    "program dies, writes the profile of everything recorded so far, as GGML_PROFILE says:\n"
+    "  1, stdout or empty   the console summary, on the program's standard output\n"
+    "  a path ending .txt   the upstream profiler's three-section text report\n"
+    "  any other path       version-3 JSON (gzip when it ends in .gz)\n"
+    "Not meant to be run by hand.\n";
+
+typedef struct {
+    ggprof_spill spill;
+    int          flush_seen, final_seen;
+} collect_ctx;
+
+static void scan_msg(const ggprof_msg_hdr *m, void *user) {
+    collect_ctx *c = user;
+    if (m->kind != GGPROF_MSG_FLUSH) return;
+    c->flush_seen = 1;
+    if (((const ggprof_msg_flush *) m)->final) c->final_seen = 1;
+}
+
+static void on_chunk(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user) {
+    collect_ctx *c = user;
+    ggprof_spill_chunk(&c->spill, slot, bytes, n);
+    ggprof_msgs_foreach(bytes, n, scan_msg, c);
+}
+
+static int write_profile(ggprof_spill *spill, const char *profile) {
+    char why[512];
+    ggprof_store *store;
+    if (ggprof_store_create(&store, "", why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
+    if (ggprof_spill_replay(spill, store) != 0) ggprof_err("internal: cannot read back the spill file");
+    sqlite3 *db = ggprof_store_finish(store, why, sizeof(why));
+    if (!db) return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
+    size_t n = strlen(profile);
+    int rc = 0;
+    if (n == 0 || strcmp(profile, "1") == 0 || strcmp(profile, "stdout") == 0) {
+        ggprof_op_stats s;
+        if (ggprof_op_stats_load(db, &s) == 0) {
+            if (s.n_records) {
+                ggprof_print_summary(stdout, &s);
+                ggprof_print_backends(stdout, &s);
+            } else {
+                printf("[ggprof] No profiling data available\n");
+            }
+            ggprof_op_stats_free(&s);
+        }
+        fflush(stdout);
+    } else if (n > 4 && strcmp(profile + n - 4, ".txt") == 0) {
+        rc = ggprof_export_text(db, profile, why, sizeof(why));
+    } else {
+        rc = ggprof_json_v3_export(db, profile, why, sizeof(why));
+    }
+    if (rc != 0) ggprof_err("GGML_PROFILE: %s", why);
+    else if (n && strcmp(profile, "1") != 0 && strcmp(profile, "stdout") != 0) {
+        fprintf(stderr, "[ggprof] profile written to %s\n", profile);
+    }
+    sqlite3_close(db);
+    return rc ? GGPROF_EXIT_USAGE : 0;
+}
+
+int ggprof_cmd_collect(int argc, char **argv) {
+    const char *ring_path = NULL, *profile = NULL;
+    long parent = 0, ack_fd = -1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--ring") == 0) ring_path = argv[i + 1];
+        else if (strcmp(argv[i], "--parent") == 0) parent = strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--ack-fd") == 0) ack_fd = strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--profile") == 0) profile = argv[i + 1];
+        else return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof collect --help'", argv[i]);
+    }
+    if (!ring_path || parent <= 0 || !profile) return ggprof_fail(GGPROF_EXIT_USAGE, "needs --ring, --parent and --profile");
+    signal(SIGINT, SIG_IGN); /* a Ctrl-C meant for the program must not take its profile with it */
+    /* Below the program: our wake-ups should not preempt threads that spin in ggml's barriers. */
+    if (setpriority(PRIO_PROCESS, 0, 10) != 0) { /* not fatal: only the overhead is higher */ }
+    signal(SIGPIPE, SIG_IGN);
+    ggprof_ring ring = { 0 };
+    char why[256];
+    if (ggprof_ring_attach(&ring, ring_path, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
+    unlink(ring_path); /* both sides have it mapped: nothing is left behind, whatever happens */
+    char spill_path[PATH_MAX];
+    snprintf(spill_path, sizeof(spill_path), "%s.spill", ring_path);
+    collect_ctx c = { 0 };
+    if (ggprof_spill_open(&c.spill, spill_path) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s'", spill_path);
+    unlink(spill_path);
+    int rc = 0, unwritten = 0;
+    for (;;) {
+        size_t n = ggprof_ring_drain_raw(&ring, on_chunk, &c);
+        unwritten |= n > 0;
+        int alive = kill((pid_t) parent, 0) == 0 || errno != ESRCH;
+        if (c.flush_seen || !alive) {
+            /* One more pass: the flush came from one thread's slot; others may hold records before it. */
+            ggprof_ring_drain_raw(&ring, on_chunk, &c);
+            if (c.flush_seen || unwritten) rc = write_profile(&c.spill, profile);
+            unwritten = 0;
+            if (c.flush_seen && ack_fd >= 0 && write((int) ack_fd, "w", 1) != 1) { /* the program is gone */ }
+            if (c.final_seen || !alive) break;
+            c.flush_seen = 0;
+        }
+        struct timespec ts = { 0, (n > 256 * 1024 ? 5 : n > 32 * 1024 ? 20 : 50) * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    ggprof_spill_close(&c.spill);
+    ggprof_ring_unmap(&ring);
+    return rc;
+}
