@@ -15,7 +15,6 @@ const char ggprof_usage_report[] =
     "ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3 JSON\n"
     "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
 
-static const char *const k_type3[] = { "OP  ", "COPY", "SYNC" };
 
 static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {
     sqlite3_stmt *st = NULL;
@@ -26,61 +25,6 @@ static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {
     }
     sqlite3_finalize(st);
     return v;
-}
-
-void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s) {
-    fprintf(fp, "\n=== Profiling Summary ===\n");
-    for (size_t i = 0; i < s->n; i++) {
-        const ggprof_op_stat *o = &s->v[i];
-        double pct = s->grand_total_ns ? 100.0 * (double) o->total_ns / (double) s->grand_total_ns : 0.0;
-        fprintf(fp, "  [%s] backend %d %-28s %7.1f%%  count=%-6" PRId64 "  total=%8.2f ms  avg=%8.2f us  min=%8.2f us  max=%8.2f us",
-               k_type3[o->type < 3 ? o->type : 0], o->backend_id, o->name, pct, o->count, (double) o->total_ns / 1e6,
-               (double) o->total_ns / (double) o->count / 1e3, (double) o->min_ns / 1e3, (double) o->max_ns / 1e3);
-        char bw[32];
-        ggprof_fmt_bandwidth(bw, sizeof(bw), o->bytes, o->total_ns);
-        if (bw[0]) fprintf(fp, "  %9s", bw);
-        const int64_t *ne = o->rep_ne_src[0];
-        if (ne[0] > 0 || ne[1] > 0) {
-            fprintf(fp, "  [%" PRId64 " x %" PRId64, ne[0], ne[1]);
-            if (ne[2] > 1) fprintf(fp, " x %" PRId64, ne[2]);
-            if (ne[3] > 1) fprintf(fp, " x %" PRId64, ne[3]);
-            fprintf(fp, "]");
-        }
-        fprintf(fp, "\n");
-    }
-    fprintf(fp, "  ---\n  Total: %.2f ms  (%" PRId64 " records, %zu unique ops)\n\n", (double) s->grand_total_ns / 1e6,
-           s->n_records, s->n);
-}
-
-void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s) {
-    fprintf(fp, "=== Per-Backend Summary ===\n");
-    int seen[64] = { 0 };
-    for (size_t i = 0; i < s->n; i++) {
-        int b = s->v[i].backend_id;
-        if (b < -1 || b >= 63 || seen[b + 1]) continue;
-        seen[b + 1] = 1;
-        uint64_t ns[3] = { 0 }, bytes[3] = { 0 };
-        int64_t  count[3] = { 0 };
-        for (size_t j = 0; j < s->n; j++) {
-            const ggprof_op_stat *o = &s->v[j];
-            if (o->backend_id != b || o->type > 2) continue;
-            ns[o->type] += o->total_ns;
-            bytes[o->type] += o->bytes;
-            count[o->type] += o->count;
-        }
-        uint64_t total = ns[0] + ns[1] + ns[2];
-        fprintf(fp, "  Backend %d (%s): %.2f ms (%.1f%%)\n", b, b < 0 ? "none" : s->v[i].backend, (double) total / 1e6,
-               s->grand_total_ns ? 100.0 * (double) total / (double) s->grand_total_ns : 0.0);
-        static const char *const label[3] = { "OPs:  ", "COPYs:", "SYNCs:" };
-        for (int t = 0; t < 3; t++) {
-            if (!count[t]) continue;
-            char bw[32];
-            ggprof_fmt_bandwidth(bw, sizeof(bw), bytes[t], ns[t]);
-            fprintf(fp, "    %s %" PRId64 " calls, %.2f ms%s%s\n", label[t], count[t], (double) ns[t] / 1e6, bw[0] ? ", " : "",
-                   bw);
-        }
-    }
-    fprintf(fp, "\n");
 }
 
 static void print_health(sqlite3 *db) {

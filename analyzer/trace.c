@@ -49,31 +49,6 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
     return GGPROF_EXIT_USAGE;
 }
 
-void ggprof_fmt_ne(char *buf, size_t len, const int64_t ne[4]) {
-    if (ne[0] == 0 && ne[1] == 0 && ne[2] == 0 && ne[3] == 0) {
-        buf[0] = '\0';
-        return;
-    }
-    int nd = 4;
-    while (nd > 1 && ne[nd - 1] <= 1) nd--;
-    size_t p = (size_t) snprintf(buf, len, "[");
-    for (int i = 0; i < nd && p < len; i++) p += (size_t) snprintf(buf + p, len - p, "%s%" PRId64, i ? ", " : "", ne[i]);
-    if (p < len) snprintf(buf + p, len - p, "]");
-}
-
-void ggprof_fmt_bandwidth(char *buf, size_t len, uint64_t bytes, uint64_t ns) {
-    if (!bytes || !ns) {
-        buf[0] = '\0';
-        return;
-    }
-    double gbps = (double) bytes / (double) ns;
-    if (gbps >= 1000.0) {
-        snprintf(buf, len, "%.2f TB/s", gbps / 1000.0);
-    } else {
-        snprintf(buf, len, "%.2f GB/s", gbps);
-    }
-}
-
 /* "[[a, b, c, d], [e, f, g, h]]" -> up to three shapes. */
 static void parse_shapes(const char *s, int64_t out[3][4]) {
     memset(out, 0, sizeof(int64_t) * 12);
@@ -92,17 +67,8 @@ static void parse_shapes(const char *s, int64_t out[3][4]) {
     }
 }
 
-static int cmp_total(const void *a, const void *b) {
-    const ggprof_op_stat *x = a, *y = b;
-    if (x->total_ns != y->total_ns) return x->total_ns < y->total_ns ? 1 : -1;
-    if (x->type != y->type) return x->type - y->type;
-    if (x->backend_id != y->backend_id) return x->backend_id - y->backend_id;
-    return strcmp(x->name, y->name);
-}
-
 int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
     memset(out, 0, sizeof(*out));
-    size_t cap = 0;
     sqlite3_stmt *st = NULL, *shape = NULL;
     if (sqlite3_prepare_v2(db, "SELECT type, backend_id, name, duration_ns, bytes, pid, node_id FROM events ORDER BY rowid",
                            -1, &st, NULL) != SQLITE_OK ||
@@ -110,49 +76,18 @@ int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
         sqlite3_finalize(st);
         return -1;
     }
-    /* Few distinct groups (tens): a linear scan with a one-entry cache beats a hash table here. */
-    size_t last = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        int type = sqlite3_column_int(st, 0), backend = sqlite3_column_int(st, 1);
         const char *name = (const char *) sqlite3_column_text(st, 2);
-        if (!name) name = "unknown";
-        uint64_t dur = (uint64_t) sqlite3_column_int64(st, 3), bytes = (uint64_t) sqlite3_column_int64(st, 4);
-        ggprof_op_stat *s = NULL;
-        if (out->n && out->v[last].type == type && out->v[last].backend_id == backend &&
-            strcmp(out->v[last].name, name) == 0) {
-            s = &out->v[last];
-        }
-        for (size_t i = 0; !s && i < out->n; i++) {
-            if (out->v[i].type == type && out->v[i].backend_id == backend && strcmp(out->v[i].name, name) == 0) {
-                s    = &out->v[i];
-                last = i;
-            }
-        }
-        if (!s) {
-            if (out->n == cap) {
-                cap = cap ? cap * 2 : 64;
-                ggprof_op_stat *v = realloc(out->v, cap * sizeof(*v));
-                if (!v) break;
-                out->v = v;
-            }
-            s = &out->v[last = out->n++];
-            memset(s, 0, sizeof(*s));
-            s->type       = type;
-            s->backend_id = backend;
-            s->min_ns     = UINT64_MAX;
-            snprintf(s->name, sizeof(s->name), "%s", name);
+        int is_new = 0;
+        ggprof_op_stat *s = ggprof_op_stats_add(out, sqlite3_column_int(st, 0), sqlite3_column_int(st, 1),
+                                                name ? name : "unknown", (uint64_t) sqlite3_column_int64(st, 3),
+                                                (uint64_t) sqlite3_column_int64(st, 4), &is_new);
+        if (is_new && s) {
             sqlite3_bind_int64(shape, 1, sqlite3_column_int64(st, 5));
             sqlite3_bind_int64(shape, 2, sqlite3_column_int64(st, 6));
             if (sqlite3_step(shape) == SQLITE_ROW) parse_shapes((const char *) sqlite3_column_text(shape, 0), s->rep_ne_src);
             sqlite3_reset(shape);
         }
-        s->total_ns += dur;
-        s->bytes += bytes;
-        s->count++;
-        if (dur < s->min_ns) s->min_ns = dur;
-        if (dur > s->max_ns) s->max_ns = dur;
-        out->grand_total_ns += dur;
-        out->n_records++;
     }
     sqlite3_finalize(st);
     sqlite3_finalize(shape);
@@ -165,11 +100,7 @@ int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
-    qsort(out->v, out->n, sizeof(*out->v), cmp_total);
+    ggprof_op_stats_sort(out);
     return 0;
 }
 
-void ggprof_op_stats_free(ggprof_op_stats *s) {
-    free(s->v);
-    memset(s, 0, sizeof(*s));
-}
