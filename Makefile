@@ -8,8 +8,8 @@ WARN    := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -D_GNU_SOURCE
 BUILD   ?= build
 INC     := -Ischema -Iengine -Iengine/include -Ikernels/cpu -Icollector -Ianalyzer
 
-SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c
-ENGINE_SRC := engine/engine.c engine/interpose.c kernels/cpu/cpu_ticks.c $(SCHEMA_ENGINE_SRC)
+SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c schema/v3_format.c
+ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ticks.c analyzer/summary.c $(SCHEMA_ENGINE_SRC)
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c
 
 LIB     := $(BUILD)/lib/libggprof.so

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "store.h"
+#include "v3_format.h"
 
 /* ---------------------------------------------------------------- export */
 
@@ -37,26 +38,8 @@ static void putf(out_t *o, const char *fmt, ...) {
 
 /* A JSON string, or null for NULL. Every string is escaped, whatever a tensor was named. */
 static void put_str(out_t *o, const unsigned char *s) {
-    if (!s) {
-        put(o, "null");
-        return;
-    }
     char buf[1024];
-    size_t p = 0;
-    buf[p++] = '"';
-    for (; *s && p < sizeof(buf) - 8; s++) {
-        unsigned char c = *s;
-        if (c == '"' || c == '\\') {
-            buf[p++] = '\\';
-            buf[p++] = (char) c;
-        } else if (c < 0x20) {
-            p += (size_t) snprintf(buf + p, sizeof(buf) - p, "\\u%04x", c);
-        } else {
-            buf[p++] = (char) c;
-        }
-    }
-    buf[p++] = '"';
-    buf[p]   = '\0';
+    ggprof_json_string(buf, sizeof(buf), (const char *) s);
     put(o, buf);
 }
 
@@ -103,32 +86,36 @@ int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_l
                        " sched_id, timing, wait_ns FROM records ORDER BY seq",
                        -1, &st, NULL);
     first = 1;
+    char line[8192];
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (!first) put(&o, ",\n");
-        first = 0;
-        putf(&o, "    {\"type\": %d, \"name\": ", sqlite3_column_int(st, 0));
-        put_str(&o, col_text(st, 1) ? col_text(st, 1) : (const unsigned char *) "unknown");
-        putf(&o, ", \"backend_id\": %d, \"split_id\": %d, \"start_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
-                 ", \"bytes\": %" PRId64 ", \"extra\": ",
-             sqlite3_column_int(st, 2), sqlite3_column_int(st, 3), (int64_t) sqlite3_column_int64(st, 4),
-             (int64_t) sqlite3_column_int64(st, 5), (int64_t) sqlite3_column_int64(st, 6));
-        put_str(&o, col_text(st, 7));
-        put(&o, ", \"tensor_name\": ");
-        put_str(&o, col_text(st, 8));
-        putf(&o, ", \"ne\": %s, \"out_type\": %d, \"n_src\": %d, \"ne_src\": %s, \"nb_src\": %s, \"type_src\": %s"
-                 ", \"op_params\": %s, \"sub_op\": %d",
-             col_text(st, 9), sqlite3_column_int(st, 10), sqlite3_column_int(st, 11), col_text(st, 12),
-             col_text(st, 13), col_text(st, 14), col_text(st, 15), sqlite3_column_int(st, 16));
+        ggprof_v3_fields f = {
+            .type = sqlite3_column_int(st, 0), .name = (const char *) col_text(st, 1),
+            .backend_id = sqlite3_column_int(st, 2), .split_id = sqlite3_column_int(st, 3),
+            .start_ns = (uint64_t) sqlite3_column_int64(st, 4), .duration_ns = (uint64_t) sqlite3_column_int64(st, 5),
+            .bytes = (uint64_t) sqlite3_column_int64(st, 6), .extra = (const char *) col_text(st, 7),
+            .tensor_name = (const char *) col_text(st, 8), .ne = (const char *) col_text(st, 9),
+            .out_type = sqlite3_column_int(st, 10), .n_src = sqlite3_column_int(st, 11),
+            .ne_src = (const char *) col_text(st, 12), .nb_src = (const char *) col_text(st, 13),
+            .type_src = (const char *) col_text(st, 14), .op_params = (const char *) col_text(st, 15),
+            .sub_op = sqlite3_column_int(st, 16),
+        };
+        size_t p = ggprof_v3_record_open(line, sizeof(line), &f);
         /* ggprof's keys come after the seed's, so that readers of the seed's format find theirs in place. */
         if (sqlite3_column_type(st, 17) == SQLITE_NULL) {
-            put(&o, ", \"graph_id\": null");
+            p += (size_t) snprintf(line + p, sizeof(line) - p, ", \"graph_id\": null");
         } else {
-            putf(&o, ", \"graph_id\": %" PRId64, (int64_t) sqlite3_column_int64(st, 17));
+            p += (size_t) snprintf(line + p, sizeof(line) - p, ", \"graph_id\": %" PRId64, (int64_t) sqlite3_column_int64(st, 17));
         }
-        putf(&o, ", \"node_index\": %d, \"pid\": %d, \"tid\": %d, \"sched_id\": %d, \"timing\": %d, \"wait_ns\": %" PRId64
-                 "}",
-             sqlite3_column_int(st, 18), sqlite3_column_int(st, 19), sqlite3_column_int(st, 20),
-             sqlite3_column_int(st, 21), sqlite3_column_int(st, 22), (int64_t) sqlite3_column_int64(st, 23));
+        if (p < sizeof(line)) {
+            snprintf(line + p, sizeof(line) - p,
+                     ", \"node_index\": %d, \"pid\": %d, \"tid\": %d, \"sched_id\": %d, \"timing\": %d, \"wait_ns\": %" PRId64 "}",
+                     sqlite3_column_int(st, 18), sqlite3_column_int(st, 19), sqlite3_column_int(st, 20),
+                     sqlite3_column_int(st, 21), sqlite3_column_int(st, 22), (int64_t) sqlite3_column_int64(st, 23));
+        }
+        if (!first) put(&o, ",\n");
+        first = 0;
+        put(&o, "    ");
+        put(&o, line);
     }
     sqlite3_finalize(st);
     put(&o, first ? "  ]\n}\n" : "\n  ]\n}\n");

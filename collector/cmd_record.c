@@ -21,7 +21,7 @@
 #include "store.h"
 
 const char ggprof_usage_record[] =
-    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
+    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
@@ -31,6 +31,8 @@ const char ggprof_usage_record[] =
     "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists\n"
     "  --level LEVEL         graph: one record per graph compute; split: also splits and copies;\n"
     "                        op: also every CPU op and the barrier waits between them (default)\n"
+    "  --serialize           also time GPU backends node by node (each node computed alone, then synchronized):\n"
+    "                        per-node wall time at the cost of the backend's batching; BLAS always is\n"
     "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
     "                        when the workload outruns the collector, records are dropped and counted\n"
     "  -q, --quiet           print nothing but errors\n"
@@ -87,6 +89,7 @@ int ggprof_cmd_record(int argc, char **argv) {
     int         level = GGPROF_LEVEL_OP;
     uint64_t    ring_kib = 4096;
     int         quiet = 0;
+    uint32_t    flags = 0;
     int         i     = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -108,6 +111,8 @@ int ggprof_cmd_record(int argc, char **argv) {
                 return ggprof_fail(GGPROF_EXIT_USAGE, "--ring-kib '%s' is not a power of two from 4 to 1048576",
                                    i < argc ? argv[i] : "");
             }
+        } else if (strcmp(a, "--serialize") == 0) {
+            flags |= GGPROF_RING_SERIALIZE;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
         } else if (a[0] == '-') {
@@ -143,7 +148,9 @@ int ggprof_cmd_record(int argc, char **argv) {
     const char *shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     snprintf(ring_path, sizeof(ring_path), "%s/ggprof-%d-%" PRIu64 ".ring", shm, (int) getpid(), now_ms());
     ggprof_ring ring = { 0 };
-    if (ggprof_ring_create(&ring, ring_path, 64, ring_kib * 1024, (uint32_t) level) != 0) {
+    if (ggprof_ring_create(&ring, ring_path, 64, ring_kib * 1024, (uint32_t) level) == 0) {
+        ring.file->flags = flags;
+    } else {
         int e = errno;
         sqlite3_close(ggprof_store_finish(store, why, sizeof(why)));
         unlink(out);

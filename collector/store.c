@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "trace_db.h"
+#include "v3_format.h"
 
-enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_COUNT };
+enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
+       ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -21,6 +23,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_NOTE]    = "INSERT INTO notes VALUES(?,?)",
     [ST_META]    = "INSERT OR REPLACE INTO meta VALUES(?,?)",
     [ST_KERNEL]  = "INSERT INTO kernel_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_REGION]  = "INSERT INTO regions VALUES(?,?,?,?,?,?)",
 };
 
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
@@ -94,29 +97,6 @@ static void bind_id(sqlite3_stmt *st, int i, uint64_t v, uint64_t none) {
     }
 }
 
-/* JSON arrays as the seed writes them: "[a, b, c, d]". */
-static void json_i64s(char *buf, size_t len, const int64_t *v, int n) {
-    size_t p = (size_t) snprintf(buf, len, "[");
-    for (int i = 0; i < n && p < len; i++) p += (size_t) snprintf(buf + p, len - p, "%s%" PRId64, i ? ", " : "", v[i]);
-    if (p < len) snprintf(buf + p, len - p, "]");
-}
-
-static void json_i32s(char *buf, size_t len, const int32_t *v, int n) {
-    int64_t w[GGPROF_N_OP_PARAMS > GGPROF_MAX_SRC ? GGPROF_N_OP_PARAMS : GGPROF_MAX_SRC];
-    for (int i = 0; i < n; i++) w[i] = v[i];
-    json_i64s(buf, len, w, n);
-}
-
-static void json_shapes(char *buf, size_t len, const int64_t (*v)[4], int n) {
-    size_t p = (size_t) snprintf(buf, len, "[");
-    for (int i = 0; i < n && p < len; i++) {
-        char one[128];
-        json_i64s(one, sizeof(one), v[i], 4);
-        p += (size_t) snprintf(buf + p, len - p, "%s%s", i ? ", " : "", one);
-    }
-    if (p < len) snprintf(buf + p, len - p, "]");
-}
-
 static node_name *name_slot(ggprof_store *s, uint64_t key, int insert) {
     if (insert && (s->names_n + 1) * 2 > s->names_cap) {
         size_t cap = s->names_cap ? s->names_cap * 2 : 1024;
@@ -156,16 +136,16 @@ static void store_node(ggprof_store *s, int32_t pid, const ggprof_msg_node *n) {
     bind_text(st, 5, n->sub_op_name, sizeof(n->sub_op_name));
     bind_text(st, 6, n->tensor_name, sizeof(n->tensor_name));
     sqlite3_bind_int(st, 7, n->out_type);
-    json_i64s(buf, sizeof(buf), n->ne, 4);
+    ggprof_json_i64s(buf, sizeof(buf), n->ne, 4);
     sqlite3_bind_text(st, 8, buf, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 9, nsrc);
-    json_shapes(buf, sizeof(buf), n->ne_src, nsrc);
+    ggprof_json_shapes(buf, sizeof(buf), n->ne_src, nsrc);
     sqlite3_bind_text(st, 10, buf, -1, SQLITE_TRANSIENT);
-    json_shapes(buf, sizeof(buf), n->nb_src, nsrc);
+    ggprof_json_shapes(buf, sizeof(buf), n->nb_src, nsrc);
     sqlite3_bind_text(st, 11, buf, -1, SQLITE_TRANSIENT);
-    json_i32s(buf, sizeof(buf), n->type_src, nsrc);
+    ggprof_json_i32s(buf, sizeof(buf), n->type_src, nsrc);
     sqlite3_bind_text(st, 12, buf, -1, SQLITE_TRANSIENT);
-    json_i32s(buf, sizeof(buf), n->op_params, GGPROF_N_OP_PARAMS);
+    ggprof_json_i32s(buf, sizeof(buf), n->op_params, GGPROF_N_OP_PARAMS);
     sqlite3_bind_text(st, 13, buf, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 14, (sqlite3_int64) n->nbytes);
     run(s, st);
@@ -218,50 +198,43 @@ static const char *event_name(ggprof_store *s, int32_t pid, const ggprof_msg_eve
     return "unknown";
 }
 
-/* A CPU split's compact ops become the OP and SYNC records the rest of ggprof reads: between the split's
- * start and the first op (plan, kick-off), each op up to its tick, the barrier after it, the join. */
-static void store_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_cpu_ops *m) {
-    if (m->h.size < sizeof(*m) + (size_t) m->n_ops * sizeof(ggprof_cpu_op)) return;
+/* A CPU split's compact ops become the OP and SYNC records the rest of ggprof reads. */
+struct cpu_ctx {
+    ggprof_store           *s;
+    int32_t                 pid, tid;
+    const ggprof_msg_cpu_ops *m;
+};
+
+static void store_interval(const ggprof_cpu_interval *iv, void *user) {
+    struct cpu_ctx *c = user;
     ggprof_msg_event e;
     memset(&e, 0, sizeof(e));
-    e.timing     = GGPROF_TIMING_CPU_TICK;
-    e.backend_id = (int16_t) m->backend_id;
-    e.sched_id   = m->sched_id;
-    e.graph_id   = m->graph_id;
-    e.split_id   = m->split_id;
-    uint64_t prev = m->start_ns;
-#define SYNC_TO(kind, end)                                                                                     \
-    do {                                                                                                       \
-        if ((end) > prev) {                                                                                    \
-            e.type = GGPROF_REC_SYNC, e.sub = (kind), e.node_id = 0, e.fused_node_id = 0, e.node_index = -1;   \
-            e.fused_index = -1, e.start_ns = prev, e.duration_ns = (end) - prev, e.bytes = 0, e.wait_ns = 0;   \
-            ggprof_store_event(s, pid, tid, &e, ggprof_sync_names[kind], NULL);                                \
-            prev = (end);                                                                                      \
-        }                                                                                                      \
-    } while (0)
-    if (m->h.flags & GGPROF_CPU_OPS_FIRST) {
-        if (m->plan_end_ns) SYNC_TO(GGPROF_SYNC_CPU_PLAN, m->plan_end_ns);
-        if (m->kickoff_end_ns) SYNC_TO(GGPROF_SYNC_CPU_KICKOFF, m->kickoff_end_ns);
+    e.type          = (uint16_t) iv->type;
+    e.sub           = (uint16_t) iv->sync;
+    e.timing        = GGPROF_TIMING_CPU_TICK;
+    e.backend_id    = (int16_t) c->m->backend_id;
+    e.sched_id      = c->m->sched_id;
+    e.graph_id      = c->m->graph_id;
+    e.split_id      = c->m->split_id;
+    e.node_id       = iv->node_id;
+    e.fused_node_id = iv->fused_node_id;
+    e.node_index    = iv->node_index;
+    e.fused_index   = iv->fused_index;
+    e.start_ns      = iv->start_ns;
+    e.duration_ns   = iv->duration_ns;
+    e.wait_ns       = iv->wait_ns;
+    const char *name = ggprof_sync_names[iv->sync];
+    if (iv->type == GGPROF_REC_OP) {
+        node_name *n = name_slot(c->s, node_key(c->pid, iv->node_id), 0);
+        name    = n ? n->op : "unknown";
+        e.bytes = n ? n->nbytes : 0;
     }
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        const ggprof_cpu_op *op = &m->ops[i];
-        node_name *n  = name_slot(s, node_key(pid, op->node_id), 0);
-        e.type          = GGPROF_REC_OP;
-        e.sub           = 0;
-        e.node_id       = op->node_id;
-        e.fused_node_id = op->fused_node_id;
-        e.node_index    = op->node_index;
-        e.fused_index   = op->fused_index;
-        e.start_ns      = prev;
-        e.duration_ns   = op->tick_ns > prev ? op->tick_ns - prev : 0;
-        e.bytes         = n ? n->nbytes : 0;
-        e.wait_ns       = op->wait_ns;
-        ggprof_store_event(s, pid, tid, &e, n ? n->op : "unknown", NULL);
-        prev = op->tick_ns > prev ? op->tick_ns : prev;
-        SYNC_TO(GGPROF_SYNC_CPU_BARRIER, op->tick_ns + op->barrier_ns);
-    }
-    if (m->h.flags & GGPROF_CPU_OPS_LAST) SYNC_TO(GGPROF_SYNC_CPU_JOIN, m->end_ns);
-#undef SYNC_TO
+    ggprof_store_event(c->s, c->pid, c->tid, &e, name, NULL);
+}
+
+static void store_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_cpu_ops *m) {
+    struct cpu_ctx c = { s, pid, tid, m };
+    ggprof_cpu_ops_expand(m, store_interval, &c);
 }
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -372,6 +345,18 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
         sqlite3_bind_int64(st, 16, k->node_id);
         run(s, st);
         s->counts.kernels++;
+        break;
+    }
+    case GGPROF_MSG_REGION: {
+        const ggprof_msg_region *r = (const void *) m;
+        st = s->st[ST_REGION];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int(st, 2, tid);
+        bind_text(st, 3, r->name, sizeof(r->name));
+        sqlite3_bind_int(st, 4, (int) r->depth);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64) r->start_ns);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64) (r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0));
+        run(s, st);
         break;
     }
     case GGPROF_MSG_NOTE: {

@@ -186,6 +186,35 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     note_type(t->type);
 }
 
+/* Descriptions by id, kept once the seed's C API is in use: its records carry every field of the node. */
+static ggprof_msg_node **g_descs;
+static uint32_t          g_descs_cap;
+static bool              g_keep_descs;
+
+static void keep_description(const ggprof_msg_node *m) {
+    if (m->node_id >= g_descs_cap) {
+        uint32_t cap = g_descs_cap ? g_descs_cap * 2 : 1024;
+        while (cap <= m->node_id) cap *= 2;
+        ggprof_msg_node **d = realloc(g_descs, cap * sizeof(*d));
+        if (!d) return;
+        memset(d + g_descs_cap, 0, (cap - g_descs_cap) * sizeof(*d));
+        g_descs     = d;
+        g_descs_cap = cap;
+    }
+    ggprof_msg_node *copy = malloc(sizeof(*copy));
+    if (!copy) return;
+    *copy = *m;
+    free(g_descs[m->node_id]);
+    g_descs[m->node_id] = copy;
+}
+
+const ggprof_msg_node *ggprof_node_desc(uint32_t id) {
+    pthread_mutex_lock(&g_lock);
+    const ggprof_msg_node *d = id < g_descs_cap ? g_descs[id] : NULL;
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
 static int find_slot(uint64_t key, uint32_t *pos_out) {
     uint32_t pos = (uint32_t) (key >> (64 - NODE_CACHE_BITS));
     for (uint32_t probe = 0; probe < NODE_CACHE_SIZE; probe++, pos = (pos + 1) & (NODE_CACHE_SIZE - 1)) {
@@ -214,7 +243,8 @@ static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy) {
     m.node_id = g_next_node_id++;
     /* Cache only what reached the ring, so a dropped description is sent again next time. Past 3/4 full the
      * table stops growing and new descriptions are sent each time: correct, only larger. */
-    bool sent = ggprof_emit(&m.h) == 0;
+    bool sent = ggprof_emit(&m.h) == 0 || g_ring.file == NULL; /* no ring: nothing to send again */
+    if (g_keep_descs) keep_description(&m);
     if (sent && g_next_node_id <= NODE_CACHE_SIZE * 3 / 4 &&
         atomic_load_explicit(&g_nodes[pos].key, memory_order_relaxed) == 0) {
         g_nodes[pos].id = m.node_id;
@@ -248,6 +278,28 @@ static bool load_functions(ggprof_ggml *g, void *h) {
     return ok;
 }
 
+/* ggml_graph_view's result, read through our mirror, must agree with the public accessors: only then may the
+ * engine compute one node at a time (serialized timing of non-CPU backends). */
+static bool check_graph_view(ggprof_ggml *g, struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b) {
+    struct ggml_cgraph *(*new_graph)(struct ggml_context *) = NULL;
+    void (*expand)(struct ggml_cgraph *, struct ggml_tensor *) = NULL;
+    void *h = dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
+    if (h) {
+        new_graph = (struct ggml_cgraph * (*) (struct ggml_context *)) dlsym(h, "ggml_new_graph");
+        expand    = (void (*)(struct ggml_cgraph *, struct ggml_tensor *)) dlsym(h, "ggml_build_forward_expand");
+        dlclose(h);
+    }
+    if (!new_graph || !expand) return false;
+    struct ggml_cgraph *gr = new_graph(ctx);
+    if (!gr) return false;
+    expand(gr, a);
+    expand(gr, b);
+    int n = g->ggml_graph_n_nodes(gr);
+    if (n < 2) return false;
+    ggml_cgraph_view_buf v = g->ggml_graph_view(gr, 1, n);
+    return v.g.n_nodes == n - 1 && (void *) v.g.nodes == (void *) (g->ggml_graph_nodes(gr) + 1) && v.g.size == 0;
+}
+
 /* Builds a few tensors with ggml's own constructors and reads them back through our struct mirror: a ggml
  * whose layout differs fails here, before the engine reads a single field of a real graph. */
 static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
@@ -255,7 +307,7 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
         snprintf(why, why_len, "ggml_tensor_overhead() %zu < %zu", g->ggml_tensor_overhead(), sizeof(struct ggml_tensor));
         return false;
     }
-    struct ggml_init_params ip = { 32 * g->ggml_tensor_overhead() + 4096, NULL, true };
+    struct ggml_init_params ip = { 32 * g->ggml_tensor_overhead() + (2u << 20), NULL, true }; /* room for a graph */
     struct ggml_context *ctx = g->ggml_init(ip);
     if (!ctx) {
         snprintf(why, why_len, "ggml_init failed");
@@ -304,6 +356,7 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     g->op.unary     = un->op;
     g->op.glu       = -1;
     if (g->ggml_swiglu && g->ggml_glu_op_name) g->op.glu = g->ggml_swiglu(ctx, a)->op;
+    g->graph_view_ok = check_graph_view(g, ctx, add, rms);
     if (strcmp(g->ggml_op_name(add->op), "ADD") != 0 || strcmp(g->ggml_op_name(rms->op), "RMS_NORM") != 0 ||
         strcmp(g->ggml_op_name(vw->op), "VIEW") != 0) {
         snprintf(why, why_len, "ggml_op_name disagrees with the probe graph");
@@ -487,7 +540,8 @@ static void sink_init(void) {
         }
     }
     if (g_sink_ok) {
-        ggprof_eng.level = (int) g_ring.file->level;
+        ggprof_eng.level         = (int) g_ring.file->level;
+        ggprof_eng.serialize_gpu = (g_ring.file->flags & GGPROF_RING_SERIALIZE) != 0;
         pthread_key_create(&g_slot_key, slot_destructor);
         pthread_atfork(NULL, NULL, after_fork_child);
     }
@@ -506,11 +560,9 @@ bool ggprof_device_ready(void) {
     return !ggprof_busy;
 }
 
+/* Finds ggml and checks it whether or not a sink exists: the seed's C API may turn profiling on later. */
 static void engine_init(void) {
-    if (!ggprof_sink_ready()) {
-        ggprof_eng.broken = true; /* no sink: every wrapper forwards and returns, for good */
-        return;
-    }
+    bool sink = ggprof_sink_ready();
     ggprof_busy++;
     ggprof_ggml *g = &ggprof_eng.g;
     Dl_info info;
@@ -536,14 +588,73 @@ static void engine_init(void) {
     const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */
     ggprof_eng.cpu_fusion = !(fusion && atoi(fusion) == 1);
     g->ok              = true;
-    ggprof_eng.enabled = true;
-    atomic_store(&g_process_sent, 1);
-    emit_process();
+    ggprof_eng.enabled = sink;
+    if (sink) {
+        atomic_store(&g_process_sent, 1);
+        emit_process();
+    }
     goto done;
 broken:
     ggprof_eng.broken = true;
 done:
     ggprof_busy--;
+}
+
+bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
+    if (g_base_fn == NULL) g_base_fn = real_fn_in_ggml_base;
+    pthread_once(&g_init_once, engine_init);
+    if (!ggprof_eng.g.ok) return false;
+    pthread_mutex_lock(&g_lock);
+    if (!g_keep_descs) {
+        /* Nodes already described were not kept: forget them, so that each is described (and kept) again. */
+        g_keep_descs = true;
+        for (uint32_t i = 0; i < NODE_CACHE_SIZE; i++) atomic_store(&g_nodes[i].key, 0);
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!g_sink_ok) ggprof_eng.level = GGPROF_LEVEL_OP;
+    ggprof_eng.enabled = true;
+    return true;
+}
+
+/* ---- ggprof's own API: pause and resume, regions ---- */
+
+GGPROF_API void ggprof_pause(void) {
+    if (g_ring.file) atomic_store(&g_ring.file->recording, 0);
+}
+
+GGPROF_API void ggprof_resume(void) {
+    if (g_ring.file) atomic_store(&g_ring.file->recording, 1);
+}
+
+GGPROF_API int ggprof_recording(void) { return g_ring.file && atomic_load(&g_ring.file->recording) ? 1 : 0; }
+
+#define MAX_REGION_DEPTH 32
+static __thread struct {
+    uint64_t start_ns;
+    char     name[GGPROF_MAX_NAME];
+} t_regions[MAX_REGION_DEPTH];
+static __thread int t_region_depth;
+
+GGPROF_API void ggprof_region_begin(const char *name) {
+    if (t_region_depth < MAX_REGION_DEPTH) {
+        snprintf(t_regions[t_region_depth].name, GGPROF_MAX_NAME, "%s", name ? name : "");
+        t_regions[t_region_depth].start_ns = ggprof_now_ns();
+    }
+    t_region_depth++;
+}
+
+GGPROF_API void ggprof_region_end(void) {
+    if (t_region_depth == 0) return;
+    int d = --t_region_depth;
+    if (d >= MAX_REGION_DEPTH || !ggprof_device_ready()) return;
+    ggprof_msg_region m;
+    memset(&m, 0, sizeof(m));
+    m.h        = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_REGION, 0 };
+    m.start_ns = t_regions[d].start_ns;
+    m.end_ns   = ggprof_now_ns();
+    m.depth    = (uint32_t) d;
+    memcpy(m.name, t_regions[d].name, sizeof(m.name));
+    ggprof_emit(&m.h);
 }
 
 bool ggprof_engine_ready(const void *real_fn_in_ggml_base) {

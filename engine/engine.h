@@ -21,6 +21,7 @@ typedef struct {
         int32_t none, add, mul, rms_norm, reshape, view, permute, transpose, unary, glu;
     } op;
     bool ok;       /* layout verified and every required function found */
+    bool graph_view_ok; /* ggml_graph_view understood: non-CPU backends can be timed node by node */
     char lib[256]; /* path of libggml-base */
 } ggprof_ggml;
 
@@ -30,6 +31,7 @@ typedef struct {
     bool     broken;       /* turned off for good, with a note printed once */
     int      level;        /* enum ggprof_level */
     bool     cpu_fusion;   /* the CPU backend fuses RMS_NORM+MUL (GGML_CPU_DISABLE_FUSION unset) */
+    bool     serialize_gpu;/* time GPU backends node by node too (record --serialize), not only ACCEL ones */
     int32_t  pid;
     ggprof_ggml g;
 } ggprof_engine;
@@ -53,6 +55,11 @@ bool ggprof_device_ready(void);
 /* GGML_PROFILE (no `ggprof record`): a scheduler that computed graphs was freed, or a graph was recorded. */
 void ggprof_profile_sched_freed(void);
 void ggprof_profile_graph_recorded(void);
+
+/* The seed's C API: turns the engine on without a sink (records stay in the process) and keeps node
+ * descriptions by id. Returns false when ggml is missing or not the ggml this engine understands. */
+bool ggprof_api_activate(const void *real_fn_in_ggml_base);
+const ggprof_msg_node *ggprof_node_desc(uint32_t id);
 
 /* Where the calling thread is: inside which graph and split compute, if any. */
 typedef struct {

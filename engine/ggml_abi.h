@@ -36,6 +36,7 @@ struct ggml_tensor {
 #define GGML_ABI_FLAG_COMPUTE 16
 #define GGML_ABI_TYPE_F32     0
 #define GGML_ABI_DEV_CPU      0
+#define GGML_ABI_DEV_ACCEL    3
 
 struct ggml_cgraph;
 struct ggml_context;
@@ -55,6 +56,26 @@ enum ggml_status {
     GGML_STATUS_SUCCESS      = 0,
     GGML_STATUS_ABORTED      = 1,
 };
+
+/* struct ggml_cgraph (private in ggml 0.23), mirrored only to receive ggml_graph_view's result: the buffer is
+ * padded so that a larger struct in another version cannot overflow it, and the result is checked against
+ * ggml_graph_n_nodes/ggml_graph_nodes before use. */
+struct ggml_cgraph_abi {
+    int      size, n_nodes, n_leafs;
+    void   **nodes, **grads, **grad_accs, **leafs;
+    int32_t *use_counts;
+    struct {
+        size_t size;
+        void  *used;
+        void **keys;
+    } visited_hash_set;
+    int      order;
+    uint64_t uid;
+};
+typedef union {
+    struct ggml_cgraph_abi g;
+    char                   pad[512];
+} ggml_cgraph_view_buf;
 
 struct ggml_init_params {
     size_t mem_size;
@@ -99,6 +120,8 @@ struct ggml_init_params {
     X(bool, ggml_backend_buffer_is_host, (ggml_backend_buffer_t))                                             \
     X(int, ggml_backend_sched_get_n_backends, (ggml_backend_sched_t))                                         \
     X(ggml_backend_t, ggml_backend_sched_get_backend, (ggml_backend_sched_t, int))                            \
-    X(int, ggml_backend_sched_get_n_splits, (ggml_backend_sched_t))
+    X(int, ggml_backend_sched_get_n_splits, (ggml_backend_sched_t))                                           \
+    X(void, ggml_backend_synchronize, (ggml_backend_t))                                                       \
+    X(ggml_cgraph_view_buf, ggml_graph_view, (struct ggml_cgraph *, int, int))
 
 #endif

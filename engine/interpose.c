@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "cpu_ticks.h"
 #include "engine.h"
 
@@ -33,6 +34,8 @@ typedef struct {
     int                  n;
     ggml_backend_t       backends[MAX_BACKENDS];
     bool                 is_cpu[MAX_BACKENDS];
+    int                  dev_type[MAX_BACKENDS];
+    ggprof_api_sched    *api; /* the seed's C API, when the program uses it on this scheduler */
 } sched_entry;
 
 #define MAX_SCHEDS 64
@@ -64,7 +67,8 @@ static void add_backend(sched_entry *se, ggml_backend_t b) {
     if (se->n == MAX_BACKENDS) return;
     ggml_backend_dev_t d = g->ggml_backend_get_device(b);
     se->backends[se->n] = b;
-    se->is_cpu[se->n]   = d && g->ggml_backend_dev_type(d) == GGML_ABI_DEV_CPU;
+    se->dev_type[se->n] = d ? g->ggml_backend_dev_type(d) : -1;
+    se->is_cpu[se->n]   = se->dev_type[se->n] == GGML_ABI_DEV_CPU;
     emit_backend(se, se->n);
     se->n++;
 }
@@ -77,6 +81,7 @@ static sched_entry *sched_register(ggml_backend_sched_t sched) {
         if (g_scheds[i].sched == sched || g_scheds[i].sched == NULL) se = &g_scheds[i];
     }
     if (!se) return NULL;
+    ggprof_api_free(se->api);
     memset(se, 0, sizeof(*se));
     se->sched = sched;
     se->id    = g_next_sched_id++;
@@ -123,10 +128,12 @@ static __thread ggprof_place      t_place;  /* the split this thread is computin
 static __thread bool              t_in_split;
 
 static void flush_pending(graph_ctx *gc, int split_id, int backend_id) {
+    ggprof_api_sched *api = gc->se && ggprof_api_enabled(gc->se->api) ? gc->se->api : NULL;
     for (int i = 0; i < gc->n_pending; i++) {
         gc->pending[i].split_id   = split_id;
         gc->pending[i].backend_id = (int16_t) backend_id;
         ggprof_emit(&gc->pending[i].h);
+        if (api) ggprof_api_event(api, &gc->pending[i]);
     }
     gc->n_pending = 0;
 }
@@ -189,6 +196,51 @@ GGPROF_API enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_
 
 /* ---- one backend compute: a split of a scheduler graph, or a graph computed directly ---- */
 
+/* A backend we cannot see inside (BLAS; GPUs under --serialize) computes one node at a time, each followed by
+ * a synchronize: per-node wall time, at the cost of the backend's own batching. Records say so (timing). */
+static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_cgraph *cgraph, struct ggml_tensor **nodes,
+                                           int n, const ggprof_split_place *w, sched_entry *se,
+                                           enum ggml_status (*real)(ggml_backend_t, struct ggml_cgraph *)) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    ggprof_api_sched *api = ggprof_api_enabled(se->api) ? se->api : NULL;
+    for (int i = 0; i < n; i++) {
+        struct ggml_tensor *t = nodes[i];
+        if (t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
+            t->op == g->op.transpose || !(t->flags & GGML_ABI_FLAG_COMPUTE)) {
+            continue;
+        }
+        ggprof_busy++;
+        uint32_t id = ggprof_node_id(t);
+        ggprof_busy--;
+        ggml_cgraph_view_buf v = g->ggml_graph_view(cgraph, i, i + 1);
+        uint64_t t0 = ggprof_now_ns();
+        enum ggml_status r = real(backend, (struct ggml_cgraph *) &v.g);
+        g->ggml_backend_synchronize(backend);
+        uint64_t t1 = ggprof_now_ns();
+        if (r != GGML_STATUS_SUCCESS) return r;
+        ggprof_busy++;
+        ggprof_msg_event e;
+        memset(&e, 0, sizeof(e));
+        e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
+        e.type        = GGPROF_REC_OP;
+        e.timing      = GGPROF_TIMING_SERIALIZED;
+        e.backend_id  = (int16_t) w->backend_id;
+        e.node_id     = id;
+        e.sched_id    = w->sched_id;
+        e.graph_id    = w->graph_id;
+        e.split_id    = w->split_id;
+        e.node_index  = w->node_start + i;
+        e.fused_index = -1;
+        e.start_ns    = t0;
+        e.duration_ns = t1 - t0;
+        e.bytes       = g->ggml_nbytes(t);
+        ggprof_emit(&e.h);
+        if (api) ggprof_api_event(api, &e);
+        ggprof_busy--;
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
 GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
     REAL(ggml_backend_graph_compute_async);
     if (!ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async) ||
@@ -228,6 +280,8 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
         where.node_start = 0;
     }
     bool ticked = ggprof_eng.level >= GGPROF_LEVEL_OP && backend_id >= 0 && se->is_cpu[backend_id];
+    bool serial = ggprof_eng.level >= GGPROF_LEVEL_OP && backend_id >= 0 && !se->is_cpu[backend_id] &&
+                  g->graph_view_ok && (se->dev_type[backend_id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
     if (ticked) {
         ggprof_cpu_hook_backend(backend);
         if (gc) {
@@ -242,7 +296,9 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     t_place = (ggprof_place){ where.graph_id, where.sched_id, where.split_id, backend_id, where.node_start, n_nodes };
     t_in_split = true;
     uint64_t t0 = ggprof_now_ns();
-    enum ggml_status r = real_ggml_backend_graph_compute_async(backend, cgraph);
+    enum ggml_status r = serial ? compute_serialized(backend, cgraph, nodes, n_nodes, &where, gc && gc->se ? gc->se : se,
+                                                     real_ggml_backend_graph_compute_async)
+                                : real_ggml_backend_graph_compute_async(backend, cgraph);
     uint64_t t1 = ggprof_now_ns();
     t_in_split = false;
 
@@ -251,7 +307,8 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     where.start_ns = t0;
     where.end_ns   = t1;
     int n_ticks = 0, n_expected = 0;
-    int matched = ticked ? ggprof_cpu_end(&where, &n_ticks, &n_expected) : -1;
+    ggprof_api_sched *api = gc && ggprof_api_enabled(se->api) ? se->api : NULL;
+    int matched = ticked ? ggprof_cpu_end(&where, &n_ticks, &n_expected, api ? ggprof_api_cpu_chunk : NULL, api) : -1;
     ggprof_msg_split s;
     memset(&s, 0, sizeof(s));
     s.h             = (ggprof_msg_hdr){ sizeof(s), GGPROF_MSG_SPLIT, 0 };
@@ -281,6 +338,11 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     }
     ggprof_busy--;
     return r;
+}
+
+ggprof_api_sched **ggprof_sched_api_slot(ggml_backend_sched_t sched) {
+    sched_entry *se = sched_find(sched, true);
+    return se ? &se->api : NULL;
 }
 
 bool ggprof_current_place(ggprof_place *out) {
@@ -389,6 +451,8 @@ GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
         if (se) {
             pthread_mutex_lock(&g_sched_lock);
             se->sched = NULL;
+            ggprof_api_free(se->api);
+            se->api = NULL;
             pthread_mutex_unlock(&g_sched_lock);
         }
         /* GGML_PROFILE writes its profile when a scheduler is freed (or at exit, whichever comes first). */

@@ -17,6 +17,7 @@
 #define GGPROF_SLOT_HDR     256
 
 enum { GGPROF_SLOT_FREE = 0, GGPROF_SLOT_CLAIMED = 1, GGPROF_SLOT_DONE = 2 };
+#define GGPROF_RING_SERIALIZE 1u
 
 typedef struct {
     char     magic[8];
@@ -24,7 +25,7 @@ typedef struct {
     uint32_t n_slots;
     uint64_t slot_cap;          /* data bytes per slot, a power of two */
     uint32_t level;             /* enum ggprof_level, chosen by the collector */
-    uint32_t pad0;
+    uint32_t flags;             /* GGPROF_RING_SERIALIZE: time every non-CPU backend node by node */
     _Atomic uint64_t dropped_noslot; /* messages lost because every slot was taken */
     _Atomic uint32_t n_processes;    /* processes that attached */
     _Atomic uint32_t recording;      /* 0 pauses producers (ggprof_pause / ggprof_resume) */

@@ -28,6 +28,8 @@ static const char k_ddl[] =
     "  node_id INTEGER, fused_index INTEGER, fused_node_id INTEGER, start_ns INTEGER, duration_ns INTEGER,\n"
     "  bytes INTEGER, wait_ns INTEGER, extra TEXT);\n"
     "CREATE TABLE notes(pid INTEGER, text TEXT);\n"
+    "CREATE TABLE regions(pid INTEGER, tid INTEGER, name TEXT, depth INTEGER, start_ns INTEGER,\n"
+    "  duration_ns INTEGER);\n"
     "CREATE TABLE kernel_list(pid INTEGER, tid INTEGER, api INTEGER, device INTEGER, name TEXT,\n"
     "  start_ns INTEGER, duration_ns INTEGER, stream INTEGER, correlation INTEGER, graph_node INTEGER,\n"
     "  graph_id INTEGER, sched_id INTEGER, split_id INTEGER, backend_id INTEGER, node_index INTEGER,\n"

@@ -63,7 +63,15 @@ enum ggprof_msg_kind {
     GGPROF_MSG_CPU_OPS = 9, /* a CPU split's ops in compact form; the collector makes OP and SYNC records */
     GGPROF_MSG_KERNEL  = 10, /* one device kernel (CUPTI, OpenCL profiling, Vulkan timestamps) */
     GGPROF_MSG_FLUSH   = 11, /* GGML_PROFILE: write the profile now and acknowledge (see ggprof collect) */
+    GGPROF_MSG_REGION  = 12, /* a named stretch of a thread's time (ggprof_region_begin/end) */
 };
+
+typedef struct {
+    ggprof_msg_hdr h;
+    uint64_t start_ns, end_ns;
+    uint32_t depth, pad;
+    char     name[GGPROF_MAX_NAME];
+} ggprof_msg_region;
 
 typedef struct {
     ggprof_msg_hdr h;
@@ -217,5 +225,18 @@ typedef struct {
 enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_VULKAN = 3 };
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
+
+/* One interval of a CPU_OPS message: an op (type OP) or a wait (type SYNC, sync naming its kind). */
+typedef struct {
+    int      type, sync;
+    uint32_t node_id, fused_node_id;
+    int32_t  node_index, fused_index;
+    uint64_t start_ns, duration_ns, wait_ns;
+} ggprof_cpu_interval;
+
+/* Turns a CPU_OPS message into the intervals that tile the split: plan, kick-off, each op up to its tick,
+ * the barrier after it, the join. The one reading of the compact form, for every consumer. */
+void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_cpu_interval *iv, void *user),
+                           void *user);
 
 #endif

@@ -77,14 +77,18 @@ static set_abort_fn setter_for(ggml_backend_t backend) {
 void ggprof_cpu_hook_backend(ggml_backend_t backend) {
     pthread_mutex_lock(&g_hooks_lock);
     cpu_hook *h = hook_for(backend);
-    if (h && !h->installed) {
-        set_abort_fn set = setter_for(backend);
-        if (set) {
-            set(backend, tick_cb, h);
-            h->installed = true;
-        }
-    }
+    bool install = h && !h->installed;
+    if (install) h->installed = true;
     pthread_mutex_unlock(&g_hooks_lock);
+    if (!install) return;
+    /* Outside the lock: the setter a backend hands out may be our own wrapper (its GOT entry is interposed),
+     * which takes the lock again. */
+    set_abort_fn set = setter_for(backend);
+    if (set) {
+        set(backend, tick_cb, h);
+    } else {
+        h->installed = false;
+    }
 }
 
 void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, ggml_abort_callback cb, void *data) {
@@ -240,8 +244,10 @@ static __thread union {
     char               bytes[sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op)];
 } t_msg;
 
+typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, void *user);
+
 static void flush_chunk(const ggprof_split_place *w, uint16_t flags, uint32_t n, uint64_t start, uint64_t plan_end,
-                        uint64_t kickoff_end) {
+                        uint64_t kickoff_end, chunk_fn on_chunk, void *user) {
     ggprof_msg_cpu_ops *m = &t_msg.m;
     m->h              = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, flags };
     m->graph_id       = w->graph_id;
@@ -254,9 +260,10 @@ static void flush_chunk(const ggprof_split_place *w, uint16_t flags, uint32_t n,
     m->kickoff_end_ns = kickoff_end;
     m->end_ns         = (flags & GGPROF_CPU_OPS_LAST) ? w->end_ns : 0;
     ggprof_emit(&m->h);
+    if (on_chunk) on_chunk(m, user);
 }
 
-int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected) {
+int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, chunk_fn on_chunk, void *user) {
     cpu_split *s = t_active;
     t_active     = NULL;
     if (!s) return -1;
@@ -279,13 +286,13 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected) {
         op->barrier_ns    = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
         op->wait_ns       = s->inop_wait[k] > UINT32_MAX ? UINT32_MAX : (uint32_t) s->inop_wait[k];
         if (n == GGPROF_CPU_OPS_MAX && k + 1 < s->n_exp) {
-            flush_chunk(w, flags, n, start, plan_end, kickoff_end);
+            flush_chunk(w, flags, n, start, plan_end, kickoff_end, on_chunk, user);
             start = op->tick_ns + op->barrier_ns;
             flags = 0;
             n     = 0;
         }
     }
-    flush_chunk(w, flags | GGPROF_CPU_OPS_LAST, n, start, plan_end, kickoff_end);
+    flush_chunk(w, flags | GGPROF_CPU_OPS_LAST, n, start, plan_end, kickoff_end, on_chunk, user);
     return 1;
 }
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ggml_abi.h"
+#include "wire.h"
 
 /* Use counts of the graph's RMS_NORM nodes, built once per graph compute: the CPU fuses RMS_NORM+MUL only
  * when the norm has exactly one use, and ggml keeps those counts in a private part of the graph. */
@@ -33,11 +34,12 @@ void ggprof_cpu_set_abort_callback(void (*real)(ggml_backend_t, ggml_abort_callb
                                    ggml_abort_callback cb, void *data);
 
 /* Around one CPU graph compute on the calling thread (thread 0 of the compute). begin returns the number of
- * ticks expected; end emits OP and SYNC events when the ticks matched and returns 1, 0 when they did not,
- * -1 when no split was active. */
+ * ticks expected; end emits the ops (CPU_OPS messages, each also handed to on_chunk when given) when the
+ * ticks matched and returns 1, 0 when they did not, -1 when no split was active. */
 int  ggprof_cpu_begin(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes,
                       ggprof_use_counts *uc);
-int  ggprof_cpu_end(const ggprof_split_place *where, int *n_ticks, int *n_expected);
+int  ggprof_cpu_end(const ggprof_split_place *where, int *n_ticks, int *n_expected,
+                    void (*on_chunk)(const ggprof_msg_cpu_ops *m, void *user), void *user);
 
 /* Hooks for the interposed CPU-library functions; each is a no-op outside an active CPU compute. */
 void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);

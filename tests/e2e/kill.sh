@@ -6,10 +6,13 @@ db="$OUT/killed.db"
 "$GGPROF" record -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Once upon a time" -n 100000 \
     -t 2 --no-warmup -no-cnv --ignore-eos > "$OUT/killed.log" 2>&1 &
 rec=$!
-# Kill the workload once it has decoded a few tokens (its graphs are in the ring by then).
-for _ in $(seq 1 300); do
-    pid=$(pgrep -P "$rec" | head -n 1)
-    [ -n "$pid" ] && [ -f "/proc/$pid/status" ] && sleep 1 && break
+# Kill the workload once it has printed some 40 tokens' worth of text (their graphs are in the ring by then);
+# waiting on output rather than on a clock keeps this right on a loaded machine.
+pid=
+for _ in $(seq 1 600); do
+    [ -z "$pid" ] && pid=$(pgrep -P "$rec" | head -n 1)
+    start=$(grep -b -o 'Once upon a time' "$OUT/killed.log" 2> /dev/null | tail -n 1 | cut -d: -f1)
+    [ -n "$start" ] && [ "$(stat -c %s "$OUT/killed.log")" -gt $((start + 200)) ] && break
     sleep 0.1
 done
 kill -9 "$pid" 2>/dev/null

@@ -1,0 +1,32 @@
+/* The version-3 record as the seed's JSON writer lays it out: shared by the analyzer's export, the
+ * collector's store (array columns) and the engine's implementation of the seed's C API. */
+#ifndef GGPROF_V3_FORMAT_H
+#define GGPROF_V3_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The seed's fields; arrays are JSON text ("[1, 2, 3, 4]"), strings may be NULL (written as null). */
+typedef struct {
+    int         type;
+    const char *name;
+    int         backend_id, split_id;
+    uint64_t    start_ns, duration_ns, bytes;
+    const char *extra, *tensor_name;
+    const char *ne;
+    int         out_type, n_src;
+    const char *ne_src, *nb_src, *type_src, *op_params;
+    int         sub_op;
+} ggprof_v3_fields;
+
+/* Writes `{"type": ..., "sub_op": N` (no closing brace: callers may append their own keys, then "}").
+ * Returns the length written, or len when it did not fit. */
+size_t ggprof_v3_record_open(char *buf, size_t len, const ggprof_v3_fields *f);
+/* A JSON string (escaped) or null. Returns the length written. */
+size_t ggprof_json_string(char *buf, size_t len, const char *s);
+/* JSON arrays as the seed writes them: "[a, b]" and "[[a, b, c, d], [...]]". */
+void ggprof_json_i64s(char *buf, size_t len, const int64_t *v, int n);
+void ggprof_json_i32s(char *buf, size_t len, const int32_t *v, int n);
+void ggprof_json_shapes(char *buf, size_t len, const int64_t (*v)[4], int n);
+
+#endif
