@@ -28,12 +28,14 @@ int ggprof_close_output(FILE *f, const char *path);
 
 int ggprof_cmd_record(int argc, char **argv);
 int ggprof_cmd_collect(int argc, char **argv);
+int ggprof_cmd_merge(int argc, char **argv);
 int ggprof_cmd_report(int argc, char **argv);
 int ggprof_cmd_query(int argc, char **argv);
 int ggprof_cmd_export(int argc, char **argv);
 
 extern const char ggprof_usage_record[];
 extern const char ggprof_usage_collect[];
+extern const char ggprof_usage_merge[];
 extern const char ggprof_usage_report[];
 extern const char ggprof_usage_query[];
 extern const char ggprof_usage_export[];

@@ -7,6 +7,7 @@
 static const ggprof_cmd k_cmds[] = {
     { "record", ggprof_cmd_record, "run a command with the engine injected and store its trace", ggprof_usage_record },
     { "collect", ggprof_cmd_collect, "(internal) the collector GGML_PROFILE starts", ggprof_usage_collect },
+    { "merge", ggprof_cmd_merge, "put traces of a client and its RPC servers on one timeline", ggprof_usage_merge },
     { "report", ggprof_cmd_report, "print the per-op and per-backend summary of a trace", ggprof_usage_report },
     { "query", ggprof_cmd_query, "run SQL on a trace database", ggprof_usage_query },
     { "export", ggprof_cmd_export, "write a trace as JSON v3, text report, ...", ggprof_usage_export },

@@ -427,6 +427,46 @@ GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggm
     ggprof_busy--;
 }
 
+/* The host waiting for a backend that computes asynchronously (GPU, RPC): the response to its requests. */
+GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
+    REAL(ggml_backend_synchronize);
+    if (!ggprof_engine_ready((const void *) real_ggml_backend_synchronize) || ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+        real_ggml_backend_synchronize(backend);
+        return;
+    }
+    uint64_t t0 = ggprof_now_ns();
+    real_ggml_backend_synchronize(backend);
+    uint64_t t1 = ggprof_now_ns();
+    ggprof_busy++;
+    /* Which scheduler's backend: the calling thread's graph, else the first scheduler that has it. */
+    sched_entry *se = t_graph && t_graph->se ? t_graph->se : NULL;
+    int id = se ? backend_index(se, backend) : -1;
+    pthread_mutex_lock(&g_sched_lock);
+    for (int i = 0; i < MAX_SCHEDS && id < 0; i++) {
+        if (g_scheds[i].sched && (id = backend_index(&g_scheds[i], backend)) >= 0) se = &g_scheds[i];
+    }
+    bool host = id >= 0 && se->is_cpu[id];
+    pthread_mutex_unlock(&g_sched_lock);
+    if (id >= 0 && !host) { /* the CPU's synchronize is a no-op: not worth a record */
+        ggprof_msg_event e;
+        memset(&e, 0, sizeof(e));
+        e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
+        e.type        = GGPROF_REC_SYNC;
+        e.timing      = GGPROF_TIMING_HOST_CALL;
+        e.sub         = GGPROF_SYNC_BACKEND_WAIT;
+        e.backend_id  = (int16_t) id;
+        e.sched_id    = se->id;
+        e.graph_id    = t_graph ? t_graph->graph_id : GGPROF_GRAPH_NONE;
+        e.split_id    = t_graph ? t_graph->split_id : -1;
+        e.node_index  = -1;
+        e.fused_index = -1;
+        e.start_ns    = t0;
+        e.duration_ns = t1 - t0;
+        ggprof_emit(&e.h);
+    }
+    ggprof_busy--;
+}
+
 /* ---- scheduler life ---- */
 
 GGPROF_API ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends, ggml_backend_buffer_type_t *bufts,

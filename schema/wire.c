@@ -8,6 +8,7 @@ const char *const ggprof_sync_names[GGPROF_SYNC_COUNT] = {
     [GGPROF_SYNC_CPU_KICKOFF] = "cpu_kickoff",
     [GGPROF_SYNC_CPU_BARRIER] = "cpu_barrier",
     [GGPROF_SYNC_CPU_JOIN]    = "cpu_join",
+    [GGPROF_SYNC_BACKEND_WAIT] = "backend_wait",
 };
 
 /* As the seed names copies; H2H is ours, for copies between two host buffers. */

@@ -23,6 +23,7 @@ enum ggprof_sync_kind {
     GGPROF_SYNC_CPU_KICKOFF = 1, /* thread 0 waiting for the team to start (OpenMP builds) */
     GGPROF_SYNC_CPU_BARRIER = 2, /* thread 0 in the barrier between two nodes: waiting for the slowest thread */
     GGPROF_SYNC_CPU_JOIN    = 3, /* after the last tick: final barrier and thread join */
+    GGPROF_SYNC_BACKEND_WAIT = 4, /* the host waiting for an asynchronous backend (GPU, RPC) to finish */
     GGPROF_SYNC_COUNT
 };
 extern const char *const ggprof_sync_names[GGPROF_SYNC_COUNT];

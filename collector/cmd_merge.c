@@ -1,0 +1,207 @@
+/* ggprof merge: puts traces of several processes (an RPC client and its servers) on one timeline. */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "store.h"
+#include "trace.h"
+
+const char ggprof_usage_merge[] =
+    "usage: ggprof merge -o OUT.db CLIENT TRACE...\n"
+    "\n"
+    "Writes one trace with the processes of every input. CLIENT's clock is the reference; each other TRACE is\n"
+    "shifted by an offset estimated from matched request and response events: a ggml RPC server's graph\n"
+    "computes (found by the port in its command line) are paired in order with CLIENT's splits on the RPC\n"
+    "backend of that port (the request) and the client's next wait on that backend (the response); the\n"
+    "offset is the middle of the range in which every server compute falls between its request and its\n"
+    "response. Traces without such pairs keep their own clock (offset 0), as for processes of one machine.\n"
+    "Prints each offset, the width of its range (its uncertainty) and the number of pairs.\n";
+
+/* The tables a trace holds, and which of their columns are times to shift. */
+static const struct {
+    const char *table;
+    const char *time_col; /* NULL: no time */
+} k_tables[] = {
+    { "processes", "start_ns" },  { "ggml_types", NULL },   { "backend_list", NULL }, { "nodes", NULL },
+    { "graph_list", "start_ns" }, { "split_list", "start_ns" }, { "events", "start_ns" }, { "notes", NULL },
+    { "kernel_list", "start_ns" }, { "regions", "start_ns" },
+};
+
+typedef struct {
+    int64_t  offset;    /* add to the input's times */
+    int64_t  lo, hi;    /* the range every pair allows */
+    int      pairs;
+} offset_est;
+
+/* The server's port, from its recorded command line ("... -p 50052 ..." or "--port 50052"); 0 if none. */
+static int server_port(sqlite3 *db) {
+    sqlite3_stmt *st = NULL;
+    int port = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const char *cmd = (const char *) sqlite3_column_text(st, 0);
+        if (cmd && strstr(cmd, "rpc-server")) {
+            port = 50052; /* ggml-rpc-server's default */
+            const char *p = strstr(cmd, " -p ");
+            if (!p) p = strstr(cmd, " --port ");
+            if (p) port = atoi(strchr(p + 1, ' ') + 1);
+        }
+    }
+    sqlite3_finalize(st);
+    return port;
+}
+
+static int estimate(sqlite3 *client, sqlite3 *server, offset_est *e) {
+    memset(e, 0, sizeof(*e));
+    int port = server_port(server);
+    if (!port) return 0;
+    char like[64];
+    snprintf(like, sizeof(like), "RPC%%:%d]", port);
+    sqlite3_stmt *c = NULL, *s = NULL;
+    sqlite3_prepare_v2(client,
+                       "SELECT s.start_ns, s.duration_ns, s.sched_id, s.backend_id FROM splits s JOIN backends b"
+                       " ON b.pid = s.pid AND b.sched_id = s.sched_id AND b.id = s.backend_id WHERE b.name LIKE ?"
+                       " ORDER BY s.start_ns",
+                       -1, &c, NULL);
+    sqlite3_bind_text(c, 1, like, -1, SQLITE_TRANSIENT);
+    sqlite3_prepare_v2(server, "SELECT start_ns, duration_ns FROM graphs ORDER BY start_ns", -1, &s, NULL);
+    /* The response: the client's first wait on that backend that ends after the request (RPC computes are
+     * asynchronous; ggml_backend_synchronize returns once the server has answered). */
+    sqlite3_stmt *w = NULL;
+    sqlite3_prepare_v2(client,
+                       "SELECT min(start_ns + duration_ns) FROM records WHERE sched_id = ?1 AND backend_id = ?2"
+                       " AND type = 2 AND name = 'backend_wait' AND start_ns + duration_ns >= ?3",
+                       -1, &w, NULL);
+    e->lo = INT64_MIN;
+    e->hi = INT64_MAX;
+    while (c && s && sqlite3_step(c) == SQLITE_ROW && sqlite3_step(s) == SQLITE_ROW) {
+        int64_t c0 = sqlite3_column_int64(c, 0), c1 = c0 + sqlite3_column_int64(c, 1);
+        int64_t s0 = sqlite3_column_int64(s, 0), s1 = s0 + sqlite3_column_int64(s, 1);
+        sqlite3_bind_int64(w, 1, sqlite3_column_int64(c, 2));
+        sqlite3_bind_int64(w, 2, sqlite3_column_int64(c, 3));
+        sqlite3_bind_int64(w, 3, c1);
+        if (w && sqlite3_step(w) == SQLITE_ROW && sqlite3_column_type(w, 0) != SQLITE_NULL) {
+            c1 = sqlite3_column_int64(w, 0);
+        }
+        sqlite3_reset(w);
+        /* The server computes after the request left and finishes before the response arrives. */
+        if (c0 - s0 > e->lo) e->lo = c0 - s0;
+        if (c1 - s1 < e->hi) e->hi = c1 - s1;
+        e->pairs++;
+    }
+    sqlite3_finalize(c);
+    sqlite3_finalize(s);
+    sqlite3_finalize(w);
+    if (!e->pairs) return 0;
+    /* An empty range means the backend did not wait for the server: the lower bound is all that holds. */
+    e->offset = e->lo <= e->hi ? e->lo + (e->hi - e->lo) / 2 : e->lo;
+    return 1;
+}
+
+static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pid_shift, char *why, size_t len) {
+    char sql[1024];
+    char *err = NULL;
+    snprintf(sql, sizeof(sql), "ATTACH DATABASE '%s' AS src", path);
+    if (strchr(path, '\'') || sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
+        snprintf(why, len, "cannot read '%s': %s", path, err ? err : "quote in the file name");
+        sqlite3_free(err);
+        return -1;
+    }
+    for (size_t t = 0; t < sizeof(k_tables) / sizeof(k_tables[0]); t++) {
+        /* Same columns in the same order: both sides were made by ggprof_db_create_schema of this version. */
+        sqlite3_stmt *st = NULL;
+        snprintf(sql, sizeof(sql), "SELECT * FROM src.%s LIMIT 0", k_tables[t].table);
+        if (sqlite3_prepare_v2(out, sql, -1, &st, NULL) != SQLITE_OK) continue;
+        size_t p = (size_t) snprintf(sql, sizeof(sql), "INSERT INTO main.%s SELECT ", k_tables[t].table);
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const char *col = sqlite3_column_name(st, i);
+            if (strcmp(col, "pid") == 0) {
+                p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%spid + %" PRId64, i ? ", " : "", pid_shift);
+            } else if (k_tables[t].time_col && strcmp(col, k_tables[t].time_col) == 0) {
+                p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%s%s + %" PRId64, i ? ", " : "", col, offset);
+            } else {
+                p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%s%s", i ? ", " : "", col);
+            }
+        }
+        sqlite3_finalize(st);
+        snprintf(sql + p, sizeof(sql) - p, " FROM src.%s", k_tables[t].table);
+        if (sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
+            snprintf(why, len, "merging '%s' (%s): %s", path, k_tables[t].table, err ? err : "?");
+            sqlite3_free(err);
+            sqlite3_exec(out, "DETACH DATABASE src", NULL, NULL, NULL);
+            return -1;
+        }
+    }
+    return sqlite3_exec(out, "DETACH DATABASE src", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+int ggprof_cmd_merge(int argc, char **argv) {
+    const char *out = NULL;
+    int first = 1;
+    if (argc > 2 && strcmp(argv[1], "-o") == 0) {
+        out   = argv[2];
+        first = 3;
+    }
+    if (!out || argc - first < 2) return ggprof_fail(GGPROF_EXIT_USAGE, "usage: ggprof merge -o OUT.db CLIENT TRACE...");
+    char why[512];
+    int n = argc - first;
+    sqlite3 **dbs = calloc((size_t) n, sizeof(*dbs));
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        rc = ggprof_trace_open(argv[first + i], &dbs[i], why, sizeof(why));
+        if (rc) ggprof_err("%s", why);
+        else if (strstr(argv[first + i], ".json")) rc = ggprof_fail(GGPROF_EXIT_USAGE, "merge takes trace databases; '%s' is JSON", argv[first + i]);
+    }
+    ggprof_store *store = NULL;
+    if (!rc) {
+        unlink(out);
+        if (ggprof_store_create(&store, out, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    }
+    sqlite3 *o = store ? ggprof_store_finish(store, why, sizeof(why)) : NULL;
+    if (!rc && !o) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
+    /* All offsets first, while the client's trace is open. */
+    offset_est *est = calloc((size_t) n, sizeof(*est));
+    for (int i = 1; i < n && !rc && est; i++) {
+        if (estimate(dbs[0], dbs[i], &est[i])) {
+            printf("%s: offset %+" PRId64 " ns (range %" PRId64 " ns, %d matched request/response pairs)\n",
+                   argv[first + i], est[i].offset, est[i].lo <= est[i].hi ? est[i].hi - est[i].lo : -1, est[i].pairs);
+        } else {
+            printf("%s: offset 0 (no RPC requests of the client matched; same clock assumed)\n", argv[first + i]);
+        }
+    }
+    for (int i = 0; i < n && !rc && est; i++) {
+        offset_est e = est[i];
+        /* Processes of different machines may share a pid: keep them apart. */
+        int64_t shift = 0;
+        sqlite3_stmt *st = NULL;
+        sqlite3_prepare_v2(dbs[i], "SELECT pid FROM processes", -1, &st, NULL);
+        while (st && sqlite3_step(st) == SQLITE_ROW) {
+            sqlite3_stmt *chk = NULL;
+            sqlite3_prepare_v2(o, "SELECT count(*) FROM processes WHERE pid = ?", -1, &chk, NULL);
+            sqlite3_bind_int64(chk, 1, sqlite3_column_int64(st, 0));
+            if (sqlite3_step(chk) == SQLITE_ROW && sqlite3_column_int(chk, 0) > 0) shift = 10000000LL * i;
+            sqlite3_finalize(chk);
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(dbs[i]);
+        dbs[i] = NULL;
+        if (copy_input(o, argv[first + i], e.offset, shift, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        char key[32], sql[256];
+        snprintf(key, sizeof(key), "merged.%d", i);
+        snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO meta VALUES('%s', ?)", key);
+        sqlite3_prepare_v2(o, sql, -1, &st, NULL);
+        sqlite3_bind_text(st, 1, argv[first + i], -1, SQLITE_TRANSIENT);
+        sqlite3_step(st);
+        sqlite3_finalize(st);
+    }
+    for (int i = 0; i < n; i++) sqlite3_close(dbs[i]);
+    free(dbs);
+    free(est);
+    if (o && sqlite3_close(o) != SQLITE_OK && !rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot close '%s'", out);
+    if (rc && out) unlink(out);
+    return rc;
+}
