@@ -1,5 +1,6 @@
 /* ggprof export: writes a trace in other formats; several at once, each named by its option. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -8,12 +9,17 @@
 #include "trace.h"
 
 const char ggprof_usage_export[] =
-    "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt]\n"
+    "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt] [--chrome OUT.json]\n"
+    "                           [--html OUT.html [--html-max-records N]]\n"
     "\n"
     "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
     "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
     "                  the seed's keys in the seed's order, then ggprof's (graph_id, node_index, pid, ...)\n"
-    "  --text OUT      the upstream profiler's text report: summary, per-backend summary, operations\n";
+    "  --text OUT      the upstream profiler's text report: summary, per-backend summary, operations\n"
+    "  --chrome OUT    Chrome Trace Event JSON for Perfetto UI or chrome://tracing: a row per backend and one\n"
+    "                  for copies per process, splits and graphs as enclosing slices, flows from copies to ops\n"
+    "  --html OUT      one self-contained HTML file: timeline, minimap, stats tree, search, layer x op heat map\n"
+    "  --html-max-records N  keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)\n";
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -24,6 +30,8 @@ static const struct {
 } k_formats[] = {
     { "--json", ggprof_json_v3_export },
     { "--text", ggprof_export_text },
+    { "--chrome", ggprof_export_chrome },
+    { "--html", ggprof_export_html },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
@@ -34,7 +42,15 @@ int ggprof_cmd_export(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         size_t f = 0;
         while (f < N_FORMATS && strcmp(argv[i], k_formats[f].option) != 0) f++;
-        if (f < N_FORMATS) {
+        if (strcmp(argv[i], "--html-max-records") == 0) {
+            char *end = NULL;
+            long long n = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : -1;
+            if (!end || *end || end == argv[i + 1] || n < 0)
+                return ggprof_fail(GGPROF_EXIT_USAGE, "--html-max-records needs a number of records >= 0 (0 keeps all), not '%s'",
+                                   i + 1 < argc ? argv[i + 1] : "");
+            ggprof_export_html_set_max_records(n);
+            i++;
+        } else if (f < N_FORMATS) {
             if (++i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs an output file", k_formats[f].option);
             out[f] = argv[i];
             n_out++;

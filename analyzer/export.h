@@ -4,8 +4,20 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 /* The upstream profiler's three-section text report (ggml_backend_sched_write_profiling_text). */
 int ggprof_export_text(sqlite3 *db, const char *path, char *why, size_t why_len);
+
+/* Chrome Trace Event JSON (Perfetto UI, chrome://tracing) and the self-contained HTML timeline (viewer/). */
+int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_len);
+int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len);
+/* --html-max-records N: keep one record in every ceil(total/N) on the HTML timeline; 0 keeps all. */
+void ggprof_export_html_set_max_records(long long n);
+/* Shared by those two (export_chrome.c): a JSON string that is also safe inside an HTML <script>, and the
+ * integers of a JSON array such as "[[512, 6, 1, 1], [7, 1, 1, 1]]", in order (at most max; returns how many). */
+void ggprof_export_put_str(FILE *f, const char *s);
+int  ggprof_export_parse_ints(const char *s, int64_t *out, int max);
 
 #endif

@@ -445,9 +445,10 @@ GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
     for (int i = 0; i < MAX_SCHEDS && id < 0; i++) {
         if (g_scheds[i].sched && (id = backend_index(&g_scheds[i], backend)) >= 0) se = &g_scheds[i];
     }
-    bool host = id >= 0 && se->is_cpu[id];
+    /* CPU and accelerators that compute on the host (BLAS) return at once: no record for them. */
+    bool host = id >= 0 && (se->is_cpu[id] || se->dev_type[id] == GGML_ABI_DEV_ACCEL);
     pthread_mutex_unlock(&g_sched_lock);
-    if (id >= 0 && !host) { /* the CPU's synchronize is a no-op: not worth a record */
+    if (id >= 0 && !host) {
         ggprof_msg_event e;
         memset(&e, 0, sizeof(e));
         e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };

@@ -1,0 +1,664 @@
+/* ggprof export --chrome: the trace as Chrome Trace Event JSON, for Perfetto UI and chrome://tracing. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "wire.h"
+
+/* ---------------------------------------------------------------- shared with export_html.c */
+
+/* '<', '>' and '&' are escaped too so that the same string can sit inside an HTML <script>; bytes that are
+ * not UTF-8 become U+FFFD, since a tensor name is whatever bytes the program gave ggml. */
+void ggprof_export_put_str(FILE *f, const char *s) {
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *) s;
+    putc('"', f);
+    while (*p) {
+        unsigned c = *p;
+        if (c < 0x80) {
+            if (c == '"' || c == '\\') {
+                putc('\\', f);
+                putc((int) c, f);
+            } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+                fprintf(f, "\\u%04x", c);
+            } else {
+                putc((int) c, f);
+            }
+            p++;
+            continue;
+        }
+        int n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+        int ok = n > 0;
+        for (int i = 1; ok && i <= n; i++) ok = (p[i] & 0xc0) == 0x80;
+        if (ok && n == 2 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))) ok = 0; /* overlong, surrogate */
+        if (ok && n == 3 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))) ok = 0;
+        if (ok) {
+            fwrite(p, 1, (size_t) n + 1, f);
+            p += n + 1;
+        } else {
+            fputs("\\ufffd", f);
+            p++;
+        }
+    }
+    putc('"', f);
+}
+
+int ggprof_export_parse_ints(const char *s, int64_t *out, int max) {
+    int n = 0;
+    if (!s) return 0;
+    for (const char *p = s; *p; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9')) {
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (n < max) out[n] = v;
+            n++;
+            p = end - 1;
+        }
+    }
+    return n < max ? n : max;
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+typedef struct {
+    int64_t pid, type;
+    char    name[32];
+} type_name;
+
+typedef struct {
+    int64_t pid, sched, id;
+    char    name[64];
+} backend_name;
+
+typedef struct {
+    type_name    *types;
+    size_t        n_types;
+    backend_name *backends;
+    size_t        n_backends;
+} names;
+
+static void names_free(names *nm) {
+    free(nm->types);
+    free(nm->backends);
+}
+
+static int names_load(sqlite3 *db, names *nm) {
+    memset(nm, 0, sizeof(*nm));
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    if (sqlite3_prepare_v2(db, "SELECT pid, type, name FROM ggml_types", -1, &st, NULL) != SQLITE_OK) return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (nm->n_types == cap) {
+            cap = cap ? cap * 2 : 64;
+            type_name *t = realloc(nm->types, cap * sizeof(*t));
+            if (!t) break;
+            nm->types = t;
+        }
+        type_name *t = &nm->types[nm->n_types++];
+        t->pid  = sqlite3_column_int64(st, 0);
+        t->type = sqlite3_column_int64(st, 1);
+        const char *n = (const char *) sqlite3_column_text(st, 2);
+        snprintf(t->name, sizeof(t->name), "%s", n ? n : "");
+    }
+    sqlite3_finalize(st);
+    cap = 0;
+    if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, id, name FROM backends", -1, &st, NULL) != SQLITE_OK) return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (nm->n_backends == cap) {
+            cap = cap ? cap * 2 : 16;
+            backend_name *b = realloc(nm->backends, cap * sizeof(*b));
+            if (!b) break;
+            nm->backends = b;
+        }
+        backend_name *b = &nm->backends[nm->n_backends++];
+        b->pid   = sqlite3_column_int64(st, 0);
+        b->sched = sqlite3_column_int64(st, 1);
+        b->id    = sqlite3_column_int64(st, 2);
+        const char *n = (const char *) sqlite3_column_text(st, 3);
+        snprintf(b->name, sizeof(b->name), "%s", n ? n : "");
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* A JSON import carries no ggml_types: such types read "type N". */
+static const char *type_str(const names *nm, int64_t pid, int64_t type, char *buf, size_t len) {
+    for (size_t i = 0; i < nm->n_types; i++)
+        if (nm->types[i].pid == pid && nm->types[i].type == type) return nm->types[i].name;
+    for (size_t i = 0; i < nm->n_types; i++)
+        if (nm->types[i].type == type) return nm->types[i].name;
+    snprintf(buf, len, "type %" PRId64, type);
+    return buf;
+}
+
+static const char *backend_str(const names *nm, int64_t pid, int64_t sched, int64_t id, char *buf, size_t len) {
+    for (size_t i = 0; i < nm->n_backends; i++) {
+        const backend_name *b = &nm->backends[i];
+        if (b->pid == pid && b->sched == sched && b->id == id && b->name[0]) return b->name;
+    }
+    snprintf(buf, len, id < 0 ? "no backend" : "backend %" PRId64, id);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- tracks */
+
+/* A track is one timeline row: a backend of one scheduler, a process's copies, or its graphs. Perfetto and
+ * chrome://tracing need the X events of a row to nest; records of a backend that overlap without nesting
+ * (concurrent work on an asynchronous backend) go to an extra row, "(overlap N)", rather than being lost. */
+enum { TRACK_BACKEND = 0, TRACK_COPIES = 1, TRACK_GRAPHS = 2 };
+
+typedef struct {
+    int64_t   pid, sched, backend;
+    int       kind, sub;
+    int64_t   tid;
+    uint64_t *open; /* end times of the slices still open on this row, innermost last */
+    size_t    n_open, cap_open;
+    char      name[96];
+} track;
+
+typedef struct {
+    track *v;
+    size_t n, cap;
+} tracks;
+
+static void tracks_free(tracks *t) {
+    for (size_t i = 0; i < t->n; i++) free(t->v[i].open);
+    free(t->v);
+}
+
+static track *track_get(tracks *t, int64_t pid, int kind, int64_t sched, int64_t backend, int sub) {
+    for (size_t i = t->n; i-- > 0;) {
+        track *k = &t->v[i];
+        if (k->pid == pid && k->kind == kind && k->sched == sched && k->backend == backend && k->sub == sub) return k;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        track *v = realloc(t->v, cap * sizeof(*v));
+        if (!v) return NULL;
+        t->v   = v;
+        t->cap = cap;
+    }
+    track *k = &t->v[t->n++];
+    memset(k, 0, sizeof(*k));
+    k->pid     = pid;
+    k->kind    = kind;
+    k->sched   = sched;
+    k->backend = backend;
+    k->sub     = sub;
+    /* Tids are per process, numbered in the order rows are met: backends, then copies, then graphs. */
+    int64_t next = 1;
+    for (size_t i = 0; i + 1 < t->n; i++)
+        if (t->v[i].pid == pid && t->v[i].tid >= next) next = t->v[i].tid + 1;
+    k->tid = next;
+    return k;
+}
+
+/* Places a slice [start, end) on the first row of its track where it nests; returns that row. */
+static track *track_place(tracks *t, int64_t pid, int kind, int64_t sched, int64_t backend, uint64_t start,
+                          uint64_t end) {
+    for (int sub = 0;; sub++) {
+        track *k = track_get(t, pid, kind, sched, backend, sub);
+        if (!k) return NULL;
+        while (k->n_open && k->open[k->n_open - 1] <= start) k->n_open--;
+        if (k->n_open && k->open[k->n_open - 1] < end) continue;
+        if (k->n_open == k->cap_open) {
+            size_t cap = k->cap_open ? k->cap_open * 2 : 8;
+            uint64_t *o = realloc(k->open, cap * sizeof(*o));
+            if (!o) return NULL;
+            k->open     = o;
+            k->cap_open = cap;
+        }
+        k->open[k->n_open++] = end;
+        return k;
+    }
+}
+
+/* ---------------------------------------------------------------- copies and the ops that read them */
+
+/* A copy flows into the first OP record (by start, then node index) of the same process, graph and split
+ * that starts after the copy ended and has a source of the copied tensor's shape and type. The scheduler
+ * copies a split's inputs just before computing that split, and the copy keeps the tensor's shape and type
+ * but not its name (it becomes "BACKEND#name#N"), while records carry source shapes, not names: shape and
+ * type are what the two records share. */
+typedef struct {
+    int64_t  seq, pid, graph, split;
+    uint64_t start, end;
+    int64_t  ne[4], type;
+    int      has_graph;
+    /* the consumer, once found */
+    int      found;
+    uint64_t op_start, op_end;
+    int64_t  op_node, op_tid;
+    /* the copy's own row */
+    int64_t  tid;
+} copy_rec;
+
+static int cmp_copy_key(const void *a, const void *b) {
+    const copy_rec *x = *(copy_rec *const *) a, *y = *(copy_rec *const *) b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->graph != y->graph) return x->graph < y->graph ? -1 : 1;
+    if (x->split != y->split) return x->split < y->split ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+typedef struct {
+    copy_rec  *v;
+    copy_rec **by_key;
+    size_t     n;
+} copies;
+
+static void copies_free(copies *c) {
+    free(c->v);
+    free(c->by_key);
+}
+
+static int copies_load(sqlite3 *db, copies *c) {
+    memset(c, 0, sizeof(*c));
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT seq, pid, graph_id, split_id, start_ns, duration_ns, ne_src, type_src FROM records "
+                           "WHERE type = 1 ORDER BY pid, start_ns, seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    size_t cap = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (c->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            copy_rec *v = realloc(c->v, cap * sizeof(*v));
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            c->v = v;
+        }
+        copy_rec *r = &c->v[c->n++];
+        memset(r, 0, sizeof(*r));
+        r->seq       = sqlite3_column_int64(st, 0);
+        r->pid       = sqlite3_column_int64(st, 1);
+        r->has_graph = sqlite3_column_type(st, 2) != SQLITE_NULL;
+        r->graph     = sqlite3_column_int64(st, 2);
+        r->split     = sqlite3_column_int64(st, 3);
+        r->start     = (uint64_t) sqlite3_column_int64(st, 4);
+        r->end       = r->start + (uint64_t) sqlite3_column_int64(st, 5);
+        ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 6), r->ne, 4);
+        int64_t t[1] = { -1 };
+        ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 7), t, 1);
+        r->type = t[0];
+    }
+    sqlite3_finalize(st);
+    if (rc) return rc;
+    c->by_key = malloc((c->n ? c->n : 1) * sizeof(*c->by_key));
+    if (!c->by_key) return -1;
+    for (size_t i = 0; i < c->n; i++) c->by_key[i] = &c->v[i];
+    qsort(c->by_key, c->n, sizeof(*c->by_key), cmp_copy_key);
+    return 0;
+}
+
+/* An OP record: offers itself to each copy of its split that it may have read. */
+static void copies_offer(copies *c, int64_t pid, int64_t graph, int64_t split, uint64_t start, uint64_t end,
+                         int64_t node, int64_t tid, const int64_t (*ne_src)[4], const int64_t *type_src, int n_src) {
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const copy_rec *m = c->by_key[mid];
+        int less = m->pid != pid ? m->pid < pid : m->graph != graph ? m->graph < graph : m->split < split;
+        if (less) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t i = lo; i < c->n; i++) {
+        copy_rec *r = c->by_key[i];
+        if (r->pid != pid || r->graph != graph || r->split != split) break;
+        if (!r->has_graph || start < r->end) continue;
+        if (r->found && (r->op_start < start || (r->op_start == start && r->op_node <= node))) continue;
+        for (int s = 0; s < n_src; s++) {
+            if (type_src[s] == r->type && memcmp(ne_src[s], r->ne, sizeof(r->ne)) == 0) {
+                r->found    = 1;
+                r->op_start = start;
+                r->op_end   = end;
+                r->op_node  = node;
+                r->op_tid   = tid;
+                break;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- writing */
+
+/* Microseconds with the nanoseconds kept: "1234.567". */
+static void put_us(FILE *f, uint64_t ns) { fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned) (ns % 1000)); }
+
+static void put_ints(FILE *f, const int64_t *v, int n) {
+    putc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%" PRId64, i ? "," : "", v[i]);
+    putc(']', f);
+}
+
+typedef struct {
+    FILE    *f;
+    uint64_t t0;
+    int      n_events;
+} out_t;
+
+static void begin_x(out_t *o, const char *name, const char *cat, const track *k, uint64_t start, uint64_t dur) {
+    fputs(o->n_events++ ? ",\n" : "\n", o->f);
+    fputs("{\"ph\":\"X\",\"name\":", o->f);
+    ggprof_export_put_str(o->f, name);
+    fprintf(o->f, ",\"cat\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", cat, k->pid, k->tid);
+    put_us(o->f, start - o->t0);
+    fputs(",\"dur\":", o->f);
+    put_us(o->f, dur);
+    fputs(",\"args\":{", o->f);
+}
+
+static void arg_str(out_t *o, const char *key, const char *v, int first) {
+    fprintf(o->f, "%s\"%s\":", first ? "" : ",", key);
+    ggprof_export_put_str(o->f, v);
+}
+
+static void arg_int(out_t *o, const char *key, int64_t v) { fprintf(o->f, ",\"%s\":%" PRId64, key, v); }
+
+static int pid_sched_count(sqlite3 *db, int64_t pid) {
+    sqlite3_stmt *st = NULL;
+    int n = 1;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(DISTINCT sched_id) FROM (SELECT sched_id FROM records WHERE pid = ?1 AND type != 1 "
+                           "UNION ALL SELECT sched_id FROM splits WHERE pid = ?1)",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, pid);
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* Splits (enclosing slices) and OP and SYNC records, one backend row after another, each in time order. */
+static const char k_backend_sql[] =
+    "SELECT 0, pid, sched_id, backend_id, start_ns, duration_ns, graph_id, split_id, NULL, NULL, NULL, NULL,\n"
+    "  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n_nodes, ticks_matched, n_ticks, n_expected, engine_ns\n"
+    "  FROM splits\n"
+    "UNION ALL\n"
+    "SELECT CASE type WHEN 0 THEN 1 ELSE 2 END, pid, sched_id, backend_id, start_ns, duration_ns, graph_id, split_id,\n"
+    "  node_index, name, tensor_name, extra, ne, out_type, ne_src, type_src, bytes, wait_ns, timing, sub_op_name,\n"
+    "  NULL, NULL, NULL, NULL, NULL\n"
+    "  FROM records WHERE type != 1\n"
+    "ORDER BY 2, 3, 4, 5, 6 DESC, 1";
+
+static const char *col_text(sqlite3_stmt *st, int i) { return (const char *) sqlite3_column_text(st, i); }
+
+static void put_graph_args(out_t *o, sqlite3_stmt *st, int gcol, int scol) {
+    if (sqlite3_column_type(st, gcol) != SQLITE_NULL) arg_int(o, "graph_id", sqlite3_column_int64(st, gcol));
+    if (scol >= 0) arg_int(o, "split_id", sqlite3_column_int64(st, scol));
+}
+
+static int write_backends(sqlite3 *db, out_t *o, tracks *tr, copies *cp, const names *nm) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, k_backend_sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    char b1[64], b2[32];
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int      what    = sqlite3_column_int(st, 0);
+        int64_t  pid     = sqlite3_column_int64(st, 1);
+        int64_t  sched   = sqlite3_column_int64(st, 2);
+        int64_t  backend = sqlite3_column_int64(st, 3);
+        uint64_t start   = (uint64_t) sqlite3_column_int64(st, 4);
+        uint64_t dur     = (uint64_t) sqlite3_column_int64(st, 5);
+        track   *k       = track_place(tr, pid, TRACK_BACKEND, sched, backend, start, start + dur);
+        if (!k) break;
+        const char *bname = backend_str(nm, pid, sched, backend, b1, sizeof(b1));
+        if (what == 0) {
+            char name[48];
+            snprintf(name, sizeof(name), "split %" PRId64, (int64_t) sqlite3_column_int64(st, 7));
+            begin_x(o, name, "split", k, start, dur);
+            arg_str(o, "backend", bname, 1);
+            put_graph_args(o, st, 6, 7);
+            arg_int(o, "n_nodes", (int64_t) sqlite3_column_int64(st, 20));
+            if (sqlite3_column_type(st, 21) != SQLITE_NULL) {
+                arg_int(o, "ticks_matched", (int64_t) sqlite3_column_int64(st, 21));
+                arg_int(o, "n_ticks", (int64_t) sqlite3_column_int64(st, 22));
+                arg_int(o, "n_expected", (int64_t) sqlite3_column_int64(st, 23));
+            }
+            arg_int(o, "engine_ns", (int64_t) sqlite3_column_int64(st, 24));
+            fputs("}}", o->f);
+            continue;
+        }
+        const char *name = col_text(st, 9);
+        begin_x(o, name ? name : "unknown", what == 1 ? "op" : "sync", k, start, dur);
+        arg_str(o, what == 1 ? "op" : "sync", name ? name : "unknown", 1);
+        arg_str(o, "backend", bname, 0);
+        put_graph_args(o, st, 6, 7);
+        int timing = sqlite3_column_int(st, 18);
+        arg_str(o, "timing", timing == 2 ? "cpu_tick" : timing == 1 ? "host_call" : "unknown", 0);
+        if (what == 2) {
+            fputs("}}", o->f);
+            continue;
+        }
+        int64_t node = sqlite3_column_int64(st, 8);
+        arg_int(o, "node_index", node);
+        arg_str(o, "tensor", col_text(st, 10), 0);
+        if (col_text(st, 11)) arg_str(o, "fused", col_text(st, 11), 0);
+        if (col_text(st, 19) && col_text(st, 19)[0]) arg_str(o, "sub_op", col_text(st, 19), 0);
+        int64_t ne[4] = { 0 }, ne_src[GGPROF_MAX_SRC][4], type_src[GGPROF_MAX_SRC];
+        ggprof_export_parse_ints(col_text(st, 12), ne, 4);
+        int n_src = ggprof_export_parse_ints(col_text(st, 14), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
+        int n_typ = ggprof_export_parse_ints(col_text(st, 15), type_src, GGPROF_MAX_SRC);
+        for (int s = n_typ; s < GGPROF_MAX_SRC; s++) type_src[s] = -1;
+        fputs(",\"shape\":", o->f);
+        put_ints(o->f, ne, 4);
+        arg_str(o, "type", type_str(nm, pid, sqlite3_column_int64(st, 13), b2, sizeof(b2)), 0);
+        fputs(",\"src_shapes\":[", o->f);
+        for (int s = 0; s < n_src; s++) {
+            if (s) putc(',', o->f);
+            put_ints(o->f, ne_src[s], 4);
+        }
+        fputs("],\"src_types\":[", o->f);
+        for (int s = 0; s < n_src; s++) {
+            if (s) putc(',', o->f);
+            ggprof_export_put_str(o->f, type_src[s] < 0 ? "" : type_str(nm, pid, type_src[s], b2, sizeof(b2)));
+        }
+        fputs("]", o->f);
+        arg_int(o, "bytes", (int64_t) sqlite3_column_int64(st, 16));
+        if (sqlite3_column_int64(st, 17)) arg_int(o, "wait_ns", (int64_t) sqlite3_column_int64(st, 17));
+        fputs("}}", o->f);
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+            copies_offer(cp, pid, sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7), start, start + dur, node,
+                         k->tid, (const int64_t(*)[4]) ne_src, type_src, n_src);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int write_copies(sqlite3 *db, out_t *o, tracks *tr, copies *cp, const names *nm) {
+    sqlite3_stmt *st = NULL;
+    /* Same order as copies_load, so that row i here is cp->v[i]. */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT seq, pid, start_ns, duration_ns, name, extra, tensor_name, bytes, wait_ns, graph_id,\n"
+                           "  split_id, ne_src, type_src, timing FROM records WHERE type = 1 ORDER BY pid, start_ns, seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    char b2[32];
+    size_t i = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && i < cp->n) {
+        copy_rec *r     = &cp->v[i++];
+        int64_t   pid   = sqlite3_column_int64(st, 1);
+        uint64_t  start = (uint64_t) sqlite3_column_int64(st, 2);
+        uint64_t  dur   = (uint64_t) sqlite3_column_int64(st, 3);
+        track    *k     = track_place(tr, pid, TRACK_COPIES, 0, -1, start, start + dur);
+        if (!k || r->seq != sqlite3_column_int64(st, 0)) break;
+        r->tid           = k->tid;
+        const char *name = col_text(st, 4);
+        begin_x(o, name ? name : "copy", "copy", k, start, dur);
+        arg_str(o, "copy", name ? name : "copy", 1);
+        arg_str(o, "tensor", col_text(st, 6) ? col_text(st, 6) : col_text(st, 5), 0);
+        put_graph_args(o, st, 9, 10);
+        fputs(",\"shape\":", o->f);
+        put_ints(o->f, r->ne, 4);
+        arg_str(o, "type", r->type < 0 ? "" : type_str(nm, pid, r->type, b2, sizeof(b2)), 0);
+        arg_int(o, "bytes", (int64_t) sqlite3_column_int64(st, 7));
+        if (sqlite3_column_int64(st, 8)) arg_int(o, "offset", (int64_t) sqlite3_column_int64(st, 8));
+        fputs("}}", o->f);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? (i == cp->n ? 0 : -1) : -1;
+}
+
+static int write_graphs(sqlite3 *db, out_t *o, tracks *tr) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT pid, sched_id, graph_id, start_ns, duration_ns, n_nodes, n_splits FROM graphs\n"
+                           "  ORDER BY pid, sched_id, start_ns, duration_ns DESC",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t  pid   = sqlite3_column_int64(st, 0);
+        uint64_t start = (uint64_t) sqlite3_column_int64(st, 3);
+        uint64_t dur   = (uint64_t) sqlite3_column_int64(st, 4);
+        track   *k     = track_place(tr, pid, TRACK_GRAPHS, sqlite3_column_int64(st, 1), -1, start, start + dur);
+        if (!k) break;
+        char name[48];
+        snprintf(name, sizeof(name), "graph %" PRId64, (int64_t) sqlite3_column_int64(st, 2));
+        begin_x(o, name, "graph", k, start, dur);
+        fprintf(o->f, "\"graph_id\":%" PRId64, (int64_t) sqlite3_column_int64(st, 2));
+        arg_int(o, "sched_id", (int64_t) sqlite3_column_int64(st, 1));
+        arg_int(o, "n_nodes", (int64_t) sqlite3_column_int64(st, 5));
+        arg_int(o, "n_splits", (int64_t) sqlite3_column_int64(st, 6));
+        fputs("}}", o->f);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Flow events (v1: "s" then "f"), each placed mid-slice so that it binds to that slice and no neighbour
+ * ending or starting at the same instant; "bp":"e" makes the end bind to the op that encloses it. */
+static int write_flows(out_t *o, const copies *cp) {
+    int n = 0;
+    for (size_t i = 0; i < cp->n; i++) {
+        const copy_rec *r = &cp->v[i];
+        if (!r->found || !r->tid) continue;
+        n++;
+        fprintf(o->f, ",\n{\"ph\":\"s\",\"name\":\"copy\",\"cat\":\"copy\",\"id\":%d,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                n, r->pid, r->tid);
+        put_us(o->f, r->start + (r->end - r->start) / 2 - o->t0);
+        fprintf(o->f, "}");
+        fprintf(o->f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"copy\",\"cat\":\"copy\",\"id\":%d,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                n, r->pid, r->op_tid);
+        put_us(o->f, r->op_start + (r->op_end - r->op_start) / 2 - o->t0);
+        fprintf(o->f, "}");
+    }
+    return n;
+}
+
+static void write_metadata(sqlite3 *db, out_t *o, const tracks *tr, const names *nm) {
+    sqlite3_stmt *exe = NULL;
+    sqlite3_prepare_v2(db, "SELECT exe FROM processes WHERE pid = ?", -1, &exe, NULL);
+    char buf[512], b1[64];
+    for (size_t i = 0; i < tr->n; i++) {
+        const track *k = &tr->v[i];
+        int first = 1;
+        for (size_t j = 0; j < i; j++) first &= tr->v[j].pid != k->pid;
+        if (first) {
+            const char *path = NULL;
+            if (exe) {
+                sqlite3_reset(exe);
+                sqlite3_bind_int64(exe, 1, k->pid);
+                if (sqlite3_step(exe) == SQLITE_ROW) path = (const char *) sqlite3_column_text(exe, 0);
+            }
+            const char *base = path && strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+            snprintf(buf, sizeof(buf), "%s", base && base[0] ? base : "process");
+            fprintf(o->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":", k->pid);
+            ggprof_export_put_str(o->f, buf);
+            fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%" PRId64
+                          ",\"tid\":0,\"args\":{\"sort_index\":%zu}}",
+                    k->pid, i);
+        }
+        if (k->kind == TRACK_BACKEND) {
+            const char *bn = backend_str(nm, k->pid, k->sched, k->backend, b1, sizeof(b1));
+            if (pid_sched_count(db, k->pid) > 1) snprintf(buf, sizeof(buf), "%s (sched %" PRId64 ")", bn, k->sched);
+            else snprintf(buf, sizeof(buf), "%s", bn);
+        } else if (k->kind == TRACK_COPIES) {
+            snprintf(buf, sizeof(buf), "copies");
+        } else {
+            if (pid_sched_count(db, k->pid) > 1) snprintf(buf, sizeof(buf), "graphs (sched %" PRId64 ")", k->sched);
+            else snprintf(buf, sizeof(buf), "graphs");
+        }
+        if (k->sub) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (overlap %d)", k->sub + 1);
+        fprintf(o->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":",
+                k->pid, k->tid);
+        ggprof_export_put_str(o->f, buf);
+        /* Rows of a kind together, a backend's overlap rows right under it. */
+        fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
+                      ",\"args\":{\"sort_index\":%" PRId64 "}}",
+                k->pid, k->tid, (int64_t) k->kind * 1000000 + k->sched * 10000 + (k->backend + 1) * 64 + k->sub);
+    }
+    sqlite3_finalize(exe);
+}
+
+static int64_t trace_t0(sqlite3 *db) {
+    sqlite3_stmt *st = NULL;
+    int64_t t0 = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM records UNION ALL "
+                           "SELECT min(start_ns) FROM splits UNION ALL SELECT min(start_ns) FROM graphs)",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        t0 = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return t0;
+}
+
+int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_len) {
+    names   nm;
+    copies  cp;
+    tracks  tr = { 0 };
+    int loaded = names_load(db, &nm) == 0;
+    if (copies_load(db, &cp) != 0 || !loaded) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, sqlite3_errmsg(db));
+        names_free(&nm);
+        copies_free(&cp);
+        return -1;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
+        names_free(&nm);
+        copies_free(&cp);
+        return -1;
+    }
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof(buf));
+    out_t o = { f, (uint64_t) trace_t0(db), 0 };
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"t0_ns\":", f);
+    fprintf(f, "%" PRIu64 "},\n\"traceEvents\":[", o.t0);
+    int rc = write_backends(db, &o, &tr, &cp, &nm);
+    if (rc == 0) rc = write_copies(db, &o, &tr, &cp, &nm);
+    if (rc == 0) rc = write_graphs(db, &o, &tr);
+    if (rc == 0) {
+        if (o.n_events) write_flows(&o, &cp);
+        write_metadata(db, &o, &tr, &nm);
+    }
+    fputs("\n]}\n", f);
+    names_free(&nm);
+    copies_free(&cp);
+    tracks_free(&tr);
+    if (rc != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, sqlite3_errmsg(db));
+        fclose(f);
+        return -1;
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
+}

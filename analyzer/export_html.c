@@ -1,0 +1,617 @@
+/* ggprof export --html: one self-contained HTML timeline: the viewer (viewer/, embedded) and the trace's data. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "trace.h"
+#include "wire.h"
+
+/* Made by the Makefile from viewer/ (see VIEWER_SRC): each NUL-terminated. */
+extern const unsigned char ggprof_viewer_viewer_html[];
+extern const unsigned char ggprof_viewer_viewer_css[];
+extern const unsigned char ggprof_viewer_viewer_js[];
+
+static long long g_max_records;
+
+void ggprof_export_html_set_max_records(long long n) { g_max_records = n; }
+
+/* ---------------------------------------------------------------- growable text and string tables */
+
+typedef struct {
+    char  *p;
+    size_t n, cap;
+    int    oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p   = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+/* Columns are strings of variable-length integers, 5 bits a character, most significant first: the last
+ * character of a number comes from k_last, the others from k_more. Values are zigzag-coded (0, -1, 1, -2 ->
+ * 0, 1, 2, 3). Against decimal JSON arrays this halves the page for a 1M-record trace and lets the viewer
+ * decode straight into typed arrays: both are most of the time to first paint (tests/bench/html_first_paint.sh).
+ * None of the characters needs escaping in JSON or HTML. viewer.js decodes them. */
+static const char k_last[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";
+static const char k_more[] = "WXYZabcdefghijklmnopqrstuvwxyz$%";
+
+static void sb_var(sbuf *b, int64_t v) {
+    uint64_t z = v < 0 ? ((uint64_t) (-(v + 1)) << 1) | 1 : (uint64_t) v << 1;
+    char     tmp[16];
+    size_t   p = sizeof(tmp);
+    tmp[--p]   = k_last[z & 31];
+    for (z >>= 5; z; z >>= 5) tmp[--p] = k_more[z & 31];
+    sb_put(b, tmp + p, sizeof(tmp) - p);
+}
+
+typedef struct {
+    char    **keys;
+    uint32_t *slots; /* index + 1, 0 = empty */
+    size_t    n, cap_keys, cap_slots;
+    int       oom;
+} intern;
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char) *s) * 1099511628211ull;
+    return h;
+}
+
+/* The index of key, adding it if new (*is_new set); -1 when out of memory. */
+static long intern_get(intern *t, const char *key, int *is_new) {
+    if (is_new) *is_new = 0;
+    if (t->oom) return -1;
+    if ((t->n + 1) * 2 > t->cap_slots) {
+        size_t cap = t->cap_slots ? t->cap_slots * 2 : 256;
+        uint32_t *s = calloc(cap, sizeof(*s));
+        if (!s) {
+            t->oom = 1;
+            return -1;
+        }
+        for (size_t i = 0; i < t->n; i++) {
+            size_t p = hash_str(t->keys[i]) & (cap - 1);
+            while (s[p]) p = (p + 1) & (cap - 1);
+            s[p] = (uint32_t) i + 1;
+        }
+        free(t->slots);
+        t->slots     = s;
+        t->cap_slots = cap;
+    }
+    size_t p = hash_str(key) & (t->cap_slots - 1);
+    while (t->slots[p]) {
+        if (strcmp(t->keys[t->slots[p] - 1], key) == 0) return (long) t->slots[p] - 1;
+        p = (p + 1) & (t->cap_slots - 1);
+    }
+    if (t->n == t->cap_keys) {
+        size_t cap = t->cap_keys ? t->cap_keys * 2 : 256;
+        char **k = realloc(t->keys, cap * sizeof(*k));
+        if (!k) {
+            t->oom = 1;
+            return -1;
+        }
+        t->keys     = k;
+        t->cap_keys = cap;
+    }
+    char *copy = strdup(key);
+    if (!copy) {
+        t->oom = 1;
+        return -1;
+    }
+    t->keys[t->n] = copy;
+    t->slots[p]   = (uint32_t) t->n + 1;
+    if (is_new) *is_new = 1;
+    return (long) t->n++;
+}
+
+static void intern_free(intern *t) {
+    for (size_t i = 0; i < t->n; i++) free(t->keys[i]);
+    free(t->keys);
+    free(t->slots);
+}
+
+/* ---------------------------------------------------------------- what the viewer is given */
+
+/* The layer of a tensor named as llama.cpp names them: "blk.3.attn_q.weight", or "Qcur-3", "attn_norm-3",
+ * also "Kcur-3 (view)" (ggml appends " (view)", " (permuted)", ...). -1 when the name carries none. */
+static int layer_of(const char *name) {
+    if (!name) return -1;
+    const char *b = strstr(name, "blk.");
+    if (b && b[4] >= '0' && b[4] <= '9') {
+        char *end;
+        long v = strtol(b + 4, &end, 10);
+        if (*end == '.' && v < 100000) return (int) v;
+    }
+    const char *end = strstr(name, " (");
+    if (!end) end = name + strlen(name);
+    const char *d = end;
+    while (d > name && d[-1] >= '0' && d[-1] <= '9') d--;
+    if (d == end || d == name || d[-1] != '-' || end - d > 5) return -1;
+    return atoi(d);
+}
+
+typedef struct {
+    int64_t  lane, name, shape, count;
+    uint64_t total, min, max, bytes;
+} stat_row;
+
+typedef struct {
+    int64_t  layer, name;
+    uint64_t ns;
+} heat_cell;
+
+enum { C_T, C_D, C_TN, C_S, C_B, C_G, C_N, N_COLS };
+static const char *const k_col_names[N_COLS] = { "t", "d", "tn", "s", "b", "g", "n" };
+
+typedef struct {
+    sbuf      col[N_COLS];
+    sbuf      lanes, sigs;
+    intern    names, tensors, shapes, sig_keys, stat_keys, heat_keys;
+    int      *tensor_layer;
+    size_t    cap_tensor_layer;
+    int64_t  *sig_shape; /* signature -> its sources' shapes, the stats' third level */
+    size_t    cap_sig_shape;
+    int64_t  *sig_bytes; /* signature -> bytes of its first record: an OP's bytes follow from its output */
+    int       bytes_vary; /* a record whose bytes differ from its signature's: else column b is left empty */
+    size_t    cap_sig_bytes;
+    stat_row *stats;
+    heat_cell *heat;
+    size_t    cap_stats, cap_heat;
+    int64_t   n_records, n_shown, stride, n_lanes;
+    uint64_t  t0, t_end, total_ns;
+    int       oom;
+} model;
+
+static void model_free(model *m) {
+    for (int c = 0; c < N_COLS; c++) free(m->col[c].p);
+    free(m->lanes.p);
+    free(m->sigs.p);
+    intern_free(&m->names);
+    intern_free(&m->tensors);
+    intern_free(&m->shapes);
+    intern_free(&m->sig_keys);
+    intern_free(&m->stat_keys);
+    intern_free(&m->heat_keys);
+    free(m->tensor_layer);
+    free(m->sig_shape);
+    free(m->sig_bytes);
+    free(m->stats);
+    free(m->heat);
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size, int *oom) {
+    if (need <= *cap) return p;
+    size_t cap2 = *cap ? *cap * 2 : 256;
+    while (cap2 < need) cap2 *= 2;
+    void *q = realloc(p, cap2 * size);
+    if (!q) {
+        *oom = 1;
+        return p;
+    }
+    memset((char *) q + *cap * size, 0, (cap2 - *cap) * size);
+    *cap = cap2;
+    return q;
+}
+
+/* A JSON string into a text buffer (the small tables are built in memory, then written at once). */
+static void sb_str(sbuf *b, const char *s) {
+    char  *mem = NULL;
+    size_t len = 0;
+    FILE  *f   = open_memstream(&mem, &len);
+    if (!f) {
+        b->oom = 1;
+        return;
+    }
+    ggprof_export_put_str(f, s);
+    if (fclose(f) != 0) b->oom = 1;
+    else sb_put(b, mem, len);
+    free(mem);
+}
+
+
+typedef struct {
+    int64_t pid, type;
+    char    name[32];
+} type_name;
+
+typedef struct {
+    type_name *v;
+    size_t     n;
+} type_names;
+
+static int types_load(sqlite3 *db, type_names *t) {
+    memset(t, 0, sizeof(*t));
+    sqlite3_stmt *st = NULL;
+    size_t cap = 0;
+    int oom = 0;
+    if (sqlite3_prepare_v2(db, "SELECT pid, type, name FROM ggml_types", -1, &st, NULL) != SQLITE_OK) return -1;
+    while (sqlite3_step(st) == SQLITE_ROW && !oom) {
+        t->v = grow(t->v, &cap, t->n + 1, sizeof(*t->v), &oom);
+        if (oom) break;
+        type_name *e = &t->v[t->n++];
+        const char *n = (const char *) sqlite3_column_text(st, 2);
+        e->pid  = sqlite3_column_int64(st, 0);
+        e->type = sqlite3_column_int64(st, 1);
+        snprintf(e->name, sizeof(e->name), "%s", n ? n : "");
+    }
+    sqlite3_finalize(st);
+    return oom ? -1 : 0;
+}
+
+/* A JSON import carries no ggml_types: such types read "type N". */
+static const char *type_str(const type_names *t, int64_t pid, int64_t type, char *buf, size_t len) {
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].type == type && t->v[i].pid == pid) return t->v[i].name;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].type == type) return t->v[i].name;
+    snprintf(buf, len, "type %" PRId64, type);
+    return buf;
+}
+
+/* Columns of the query below. */
+enum { Q_TYPE, Q_NAME, Q_PID, Q_SCHED, Q_BACKEND, Q_START, Q_DUR, Q_BYTES, Q_TENSOR, Q_NE, Q_OUT_TYPE, Q_NE_SRC,
+       Q_TYPE_SRC, Q_GRAPH, Q_NODE, Q_BNAME };
+
+/* One lane per backend of a scheduler, one per process for its copies; in each, records in time order. A split
+ * that has no OP or SYNC record (a backend whose ops ggprof cannot time, a CPU split whose ticks did not match)
+ * is shown as one "split" record (type 3), so that every backend that computed appears. */
+#define SPLITS_WITHOUT_RECORDS                                                                                   \
+    "SELECT 3 AS type, 'split' AS name, s.pid, s.sched_id, s.backend_id, s.start_ns, s.duration_ns, 0 AS bytes,\n" \
+    "  NULL AS tensor_name, '[0, 0, 0, 0]' AS ne, -1 AS out_type, '[]' AS ne_src, '[]' AS type_src, s.graph_id,\n"   \
+    "  s.split_id AS node_index, 0 AS seq\n"                                                                      \
+    "  FROM splits s LEFT JOIN (SELECT DISTINCT pid, graph_id, split_id FROM records WHERE type != 1) r\n"          \
+    "  ON r.pid = s.pid AND r.graph_id = s.graph_id AND r.split_id = s.split_id WHERE r.pid IS NULL\n"
+
+static const char k_count_sql[] =
+    "SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM (" SPLITS_WITHOUT_RECORDS "))";
+
+static const char k_records_sql[] =
+    "SELECT u.type, u.name, u.pid, u.sched_id, u.backend_id, u.start_ns, u.duration_ns, u.bytes, u.tensor_name,\n"
+    "  u.ne, u.out_type, u.ne_src, u.type_src, u.graph_id, u.node_index, b.name\n"
+    "FROM (SELECT type, name, pid, sched_id, backend_id, start_ns, duration_ns, bytes, tensor_name, ne, out_type,\n"
+    "        ne_src, type_src, graph_id, node_index, seq FROM records\n"
+    "      UNION ALL " SPLITS_WITHOUT_RECORDS ") u\n"
+    "LEFT JOIN backends b ON b.pid = u.pid AND b.sched_id = u.sched_id AND b.id = u.backend_id\n"
+    "ORDER BY u.pid, u.type = 1, CASE WHEN u.type = 1 THEN 0 ELSE u.sched_id END,\n"
+    "  CASE WHEN u.type = 1 THEN 0 ELSE u.backend_id END, u.start_ns, u.seq";
+
+/* The signature (op name and type, sources' shapes and types, output) is the record's row of the "sigs" table:
+ * [name, shapes, types, output, bytes], so that a record needs only its signature's index. */
+static int64_t sig_of(model *m, sqlite3_stmt *st, int type, long name, int64_t pid, const type_names *tn, int64_t bytes) {
+    const char *ne = (const char *) sqlite3_column_text(st, Q_NE);
+    const char *ne_src = (const char *) sqlite3_column_text(st, Q_NE_SRC);
+    const char *type_src = (const char *) sqlite3_column_text(st, Q_TYPE_SRC);
+    int64_t out_type = sqlite3_column_int64(st, Q_OUT_TYPE);
+    char key[4096];
+    snprintf(key, sizeof(key), "%ld|%" PRId64 "|%s|%s|%s|%" PRId64, name, pid, ne_src ? ne_src : "", type_src ? type_src : "",
+             ne ? ne : "", out_type);
+    int is_new;
+    long i = intern_get(&m->sig_keys, key, &is_new);
+    if (i < 0 || !is_new) return i;
+    int64_t shapes[GGPROF_MAX_SRC][4], types[GGPROF_MAX_SRC], out[4] = { 0 };
+    int n_src = ggprof_export_parse_ints(ne_src, &shapes[0][0], GGPROF_MAX_SRC * 4) / 4;
+    int n_typ = ggprof_export_parse_ints(type_src, types, GGPROF_MAX_SRC);
+    if (type == 1 && n_src > 1) n_src = 1; /* a copy: the tensor copied */
+    char sh[1024] = "", ty[512] = "", o[160] = "", one[96], b[32];
+    size_t ps = 0, pt = 0;
+    for (int s = 0; s < n_src; s++) {
+        ggprof_fmt_ne(one, sizeof(one), shapes[s]);
+        if (!one[0]) snprintf(one, sizeof(one), "[]");
+        if (ps < sizeof(sh)) ps += (size_t) snprintf(sh + ps, sizeof(sh) - ps, "%s%s", s ? " \xc3\x97 " : "", one);
+        if (pt < sizeof(ty))
+            pt += (size_t) snprintf(ty + pt, sizeof(ty) - pt, "%s%s", s ? " \xc3\x97 " : "",
+                                    s < n_typ && types[s] >= 0 ? type_str(tn, pid, types[s], b, sizeof(b)) : "?");
+    }
+    if (type == 0) {
+        ggprof_export_parse_ints(ne, out, 4);
+        ggprof_fmt_ne(one, sizeof(one), out);
+        snprintf(o, sizeof(o), "%s %s", one, out_type >= 0 ? type_str(tn, pid, out_type, b, sizeof(b)) : "");
+    }
+    long shape = intern_get(&m->shapes, sh, NULL);
+    if (shape < 0) return -1;
+    m->sig_shape = grow(m->sig_shape, &m->cap_sig_shape, (size_t) i + 1, sizeof(*m->sig_shape), &m->oom);
+    if (m->oom) return -1;
+    m->sig_shape[i] = shape;
+    m->sig_bytes = grow(m->sig_bytes, &m->cap_sig_bytes, (size_t) i + 1, sizeof(*m->sig_bytes), &m->oom);
+    if (m->oom) return -1;
+    m->sig_bytes[i] = bytes;
+    sb_put(&m->sigs, m->sigs.n ? ",[" : "[", m->sigs.n ? 2 : 1);
+    char num[48];
+    snprintf(num, sizeof(num), "%ld,%ld,", name, shape);
+    sb_put(&m->sigs, num, strlen(num));
+    sb_str(&m->sigs, ty);
+    sb_put(&m->sigs, ",", 1);
+    sb_str(&m->sigs, o);
+    snprintf(num, sizeof(num), ",%" PRId64 "]", bytes);
+    sb_put(&m->sigs, num, strlen(num));
+    return i;
+}
+
+static void add_stat(model *m, int64_t lane, int64_t name, int64_t shape, uint64_t dur, uint64_t bytes) {
+    char key[64];
+    snprintf(key, sizeof(key), "%" PRId64 ":%" PRId64 ":%" PRId64, lane, name, shape);
+    int is_new;
+    long i = intern_get(&m->stat_keys, key, &is_new);
+    if (i < 0) return;
+    m->stats = grow(m->stats, &m->cap_stats, (size_t) i + 1, sizeof(*m->stats), &m->oom);
+    if (m->oom) return;
+    stat_row *s = &m->stats[i];
+    if (is_new) {
+        *s = (stat_row){ lane, name, shape, 0, 0, dur, dur, 0 };
+    }
+    s->count++;
+    s->total += dur;
+    s->bytes += bytes;
+    if (dur < s->min) s->min = dur;
+    if (dur > s->max) s->max = dur;
+}
+
+static void add_heat(model *m, int64_t layer, int64_t name, uint64_t dur) {
+    char key[48];
+    snprintf(key, sizeof(key), "%" PRId64 ":%" PRId64, layer, name);
+    int is_new;
+    long i = intern_get(&m->heat_keys, key, &is_new);
+    if (i < 0) return;
+    m->heat = grow(m->heat, &m->cap_heat, (size_t) i + 1, sizeof(*m->heat), &m->oom);
+    if (m->oom) return;
+    if (is_new) m->heat[i] = (heat_cell){ layer, name, 0 };
+    m->heat[i].ns += dur;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void finish_lane(model *m, const char *name, int64_t pid, int is_copy, int64_t n) {
+    if (m->lanes.n) sb_put(&m->lanes, ",", 1);
+    sb_put(&m->lanes, "{\"name\":", 8);
+    sb_str(&m->lanes, name);
+    char tail[96];
+    snprintf(tail, sizeof(tail), ",\"pid\":%" PRId64 ",\"kind\":\"%s\",\"n\":%" PRId64 "}", pid, is_copy ? "copies" : "backend", n);
+    sb_put(&m->lanes, tail, strlen(tail));
+}
+
+/* Reads every record once: the sampled ones into columns, all of them into the stats and the heat map. */
+static int build(sqlite3 *db, model *m, const type_names *tn) {
+    m->n_records = query_int(db, k_count_sql);
+    m->t0        = (uint64_t) query_int(db, "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM records UNION ALL "
+                                            "SELECT min(start_ns) FROM splits)");
+    m->stride    = g_max_records > 0 && m->n_records > g_max_records ? (m->n_records + g_max_records - 1) / g_max_records : 1;
+    int64_t n_pids = query_int(db, "SELECT count(DISTINCT pid) FROM (SELECT pid FROM records UNION SELECT pid FROM splits)");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, k_records_sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    sqlite3_stmt *nsched = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(DISTINCT sched_id) FROM (SELECT sched_id FROM records WHERE pid = ?1 AND type != 1 "
+                           "UNION SELECT sched_id FROM splits WHERE pid = ?1)",
+                           -1, &nsched, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    int have_lane = 0, lane_copy = 0;
+    int64_t lane_pid = 0, lane_sched = 0, lane_backend = 0, lane_n = 0, prev_end = 0, prev_g = 0, seen = 0;
+    char lane_name[160] = "";
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && !m->oom) {
+        int      type    = sqlite3_column_int(st, Q_TYPE);
+        int64_t  pid     = sqlite3_column_int64(st, Q_PID);
+        int64_t  sched   = sqlite3_column_int64(st, Q_SCHED);
+        int64_t  backend = sqlite3_column_int64(st, Q_BACKEND);
+        uint64_t start   = (uint64_t) sqlite3_column_int64(st, Q_START);
+        uint64_t dur     = (uint64_t) sqlite3_column_int64(st, Q_DUR);
+        uint64_t bytes   = (uint64_t) sqlite3_column_int64(st, Q_BYTES);
+        int      is_copy = type == 1;
+        if (!have_lane || pid != lane_pid || is_copy != lane_copy || (!is_copy && (sched != lane_sched || backend != lane_backend))) {
+            if (have_lane) finish_lane(m, lane_name, lane_pid, lane_copy, lane_n);
+            have_lane = 1;
+            lane_pid = pid, lane_copy = is_copy, lane_sched = sched, lane_backend = backend, lane_n = 0;
+            prev_end = (int64_t) m->t0, prev_g = 0;
+            m->n_lanes++;
+            const char *bn = (const char *) sqlite3_column_text(st, Q_BNAME);
+            char bbuf[32];
+            if (!bn) snprintf(bbuf, sizeof(bbuf), backend < 0 ? "no backend" : "backend %" PRId64, backend), bn = bbuf;
+            size_t p = (size_t) snprintf(lane_name, sizeof(lane_name), "%s", is_copy ? "copies" : bn);
+            sqlite3_reset(nsched);
+            sqlite3_bind_int64(nsched, 1, pid);
+            if (!is_copy && sqlite3_step(nsched) == SQLITE_ROW && sqlite3_column_int(nsched, 0) > 1 && p < sizeof(lane_name))
+                p += (size_t) snprintf(lane_name + p, sizeof(lane_name) - p, " (sched %" PRId64 ")", sched);
+            if (n_pids > 1 && p < sizeof(lane_name))
+                snprintf(lane_name + p, sizeof(lane_name) - p, " \xc2\xb7 pid %" PRId64, pid);
+        }
+        int64_t lane = m->n_lanes - 1;
+        const char *nm = (const char *) sqlite3_column_text(st, Q_NAME);
+        char key[96];
+        snprintf(key, sizeof(key), "%d:%s", type, nm ? nm : "unknown");
+        long name = intern_get(&m->names, key, NULL);
+        const char *tensor = (const char *) sqlite3_column_text(st, Q_TENSOR);
+        int is_new;
+        long tidx = intern_get(&m->tensors, tensor ? tensor : "", &is_new);
+        if (name < 0 || tidx < 0) break;
+        if (is_new) {
+            m->tensor_layer = grow(m->tensor_layer, &m->cap_tensor_layer, (size_t) tidx + 1, sizeof(int), &m->oom);
+            if (m->oom) break;
+            m->tensor_layer[tidx] = layer_of(tensor);
+        }
+        int64_t sig = sig_of(m, st, type, name, pid, tn, (int64_t) bytes);
+        if (sig < 0) break;
+        m->total_ns += dur;
+        if (start + dur > m->t_end) m->t_end = start + dur;
+        if (type == 0) add_heat(m, m->tensor_layer[tidx], name, dur);
+        add_stat(m, lane, name, m->sig_shape[sig], dur, bytes);
+        if (seen++ % m->stride) continue;
+        int64_t g = sqlite3_column_type(st, Q_GRAPH) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, Q_GRAPH);
+        /* a lane's records mostly tile: the gap after the previous one is 0, one character */
+        sb_var(&m->col[C_T], (int64_t) start - prev_end);
+        sb_var(&m->col[C_D], (int64_t) dur);
+        sb_var(&m->col[C_TN], tidx);
+        sb_var(&m->col[C_S], sig);
+        sb_var(&m->col[C_B], (int64_t) bytes - m->sig_bytes[sig]);
+        m->bytes_vary |= (int64_t) bytes != m->sig_bytes[sig];
+        sb_var(&m->col[C_G], g - prev_g);
+        sb_var(&m->col[C_N], sqlite3_column_int64(st, Q_NODE));
+        prev_end = (int64_t) (start + dur), prev_g = g;
+        lane_n++;
+        m->n_shown++;
+    }
+    if (have_lane) finish_lane(m, lane_name, lane_pid, lane_copy, lane_n);
+    sqlite3_finalize(st);
+    sqlite3_finalize(nsched);
+    for (int c = 0; c < N_COLS; c++) m->oom |= m->col[c].oom;
+    m->oom |= m->lanes.oom | m->sigs.oom | m->names.oom | m->tensors.oom | m->shapes.oom | m->sig_keys.oom;
+    return rc == SQLITE_DONE && !m->oom ? 0 : -1;
+}
+
+static void put_col(FILE *f, const char *key, const sbuf *b, int first) {
+    fprintf(f, "%s\"%s\":\"", first ? "" : ",\n", key);
+    if (b->n) fwrite(b->p, 1, b->n, f);
+    fputs("\"", f);
+}
+
+static void put_table(FILE *f, const char *key, const intern *t, int split_type) {
+    fprintf(f, ",\n\"%s\":[", key);
+    for (size_t i = 0; i < t->n; i++) {
+        if (i) putc(',', f);
+        if (split_type) { /* "0:MUL_MAT" -> ["MUL_MAT",0] */
+            const char *colon = strchr(t->keys[i], ':');
+            putc('[', f);
+            ggprof_export_put_str(f, colon ? colon + 1 : t->keys[i]);
+            fprintf(f, ",%d]", atoi(t->keys[i]));
+        } else {
+            ggprof_export_put_str(f, t->keys[i]);
+        }
+    }
+    putc(']', f);
+}
+
+static void put_data(FILE *f, sqlite3 *db, const model *m) {
+    sqlite3_stmt *st = NULL;
+    char title[512] = "ggprof trace";
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(title, sizeof(title), "%s", (const char *) sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    fputs("{\"format\":\"ggprof-viewer\",\"version\":1,\"title\":", f);
+    ggprof_export_put_str(f, title);
+    fprintf(f,
+            ",\n\"t0_ns\":\"%" PRIu64 "\",\"span_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"n_records\":%" PRId64
+            ",\"n_shown\":%" PRId64 ",\"stride\":%" PRId64,
+            m->t0, m->t_end > m->t0 ? m->t_end - m->t0 : 0, m->total_ns, m->n_records, m->n_shown, m->stride);
+    fputs(",\n\"lanes\":[", f);
+    if (m->lanes.n) fwrite(m->lanes.p, 1, m->lanes.n, f);
+    fputs("]", f);
+    put_table(f, "names", &m->names, 1);
+    put_table(f, "tensors", &m->tensors, 0);
+    put_table(f, "shapes", &m->shapes, 0);
+    fputs(",\n\"sigs\":[", f);
+    if (m->sigs.n) fwrite(m->sigs.p, 1, m->sigs.n, f);
+    fputs("],\n\"cols\":{", f);
+    static const sbuf none;
+    for (int c = 0; c < N_COLS; c++) put_col(f, k_col_names[c], c == C_B && !m->bytes_vary ? &none : &m->col[c], c == 0);
+    fputs("},\n\"stats\":{", f);
+    static const char *const sk[] = { "lane", "k", "shape", "count", "total", "min", "max", "bytes" };
+    for (int c = 0; c < 8; c++) {
+        fprintf(f, "%s\"%s\":[", c ? ",\n" : "", sk[c]);
+        for (size_t i = 0; i < m->stat_keys.n; i++) {
+            const stat_row *s = &m->stats[i];
+            int64_t v[8] = { s->lane, s->name, s->shape, s->count, (int64_t) s->total, (int64_t) s->min, (int64_t) s->max,
+                             (int64_t) s->bytes };
+            fprintf(f, "%s%" PRId64, i ? "," : "", v[c]);
+        }
+        fputs("]", f);
+    }
+    fputs("},\n\"heat\":{", f);
+    static const char *const hk[] = { "layer", "k", "ns" };
+    for (int c = 0; c < 3; c++) {
+        fprintf(f, "%s\"%s\":[", c ? "," : "", hk[c]);
+        for (size_t i = 0; i < m->heat_keys.n; i++) {
+            const heat_cell *h = &m->heat[i];
+            int64_t v[3] = { h->layer, h->name, (int64_t) h->ns };
+            fprintf(f, "%s%" PRId64, i ? "," : "", v[c]);
+        }
+        fputs("]", f);
+    }
+    fputs("}}", f);
+}
+
+/* viewer.html names where the rest goes: <!--ggprof:css-->, <!--ggprof:data-->, <!--ggprof:js-->. */
+static void put_page(FILE *f, sqlite3 *db, const model *m) {
+    static const char *const marks[] = { "<!--ggprof:css-->", "<!--ggprof:data-->", "<!--ggprof:js-->" };
+    const char *p = (const char *) ggprof_viewer_viewer_html;
+    for (;;) {
+        const char *next = NULL;
+        int which = -1;
+        for (int i = 0; i < 3; i++) {
+            const char *q = strstr(p, marks[i]);
+            if (q && (!next || q < next)) next = q, which = i;
+        }
+        if (!next) {
+            fputs(p, f);
+            return;
+        }
+        fwrite(p, 1, (size_t) (next - p), f);
+        if (which == 0) {
+            fputs("<style>\n", f);
+            fputs((const char *) ggprof_viewer_viewer_css, f);
+            fputs("</style>", f);
+        } else if (which == 1) {
+            fputs("<script id=\"ggprof-data\" type=\"application/json\">", f);
+            put_data(f, db, m);
+            fputs("</script>", f);
+        } else {
+            fputs("<script>\n", f);
+            fputs((const char *) ggprof_viewer_viewer_js, f);
+            fputs("</script>", f);
+        }
+        p = next + strlen(marks[which]);
+    }
+}
+
+int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len) {
+    model      m;
+    type_names tn;
+    memset(&m, 0, sizeof(m));
+    if (types_load(db, &tn) != 0 || build(db, &m, &tn) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, m.oom ? "out of memory" : sqlite3_errmsg(db));
+        free(tn.v);
+        model_free(&m);
+        return -1;
+    }
+    free(tn.v);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
+        model_free(&m);
+        return -1;
+    }
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof(buf));
+    put_page(f, db, &m);
+    model_free(&m);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,156 @@
+# ggprof export --chrome and --html: on llama-completion runs (CPU; CPU with an RPC backend, which brings
+# copies) and on a hand-made profile whose copies have known consumers. The Chrome file must follow the Trace
+# Event Format's rules that Perfetto UI and chrome://tracing rely on; the HTML page is driven in Debian's
+# chromium (tests/browser/viewer_check.js) and must work with no console error and no network request.
+. "$(dirname "$0")/../lib.sh"
+
+# Lanes are per scheduler and backend (the RPC backend also waits in llama.cpp's fitting scheduler): compare names.
+lane_names() { sed -E 's/RPC0[^|]*/RPC0/g; s/ \(sched [0-9]+\)//g' | tr '|' '\n' | sort -u | paste -sd' '; }
+BR="$GGPROF_ROOT/tests/browser"
+
+# load_kv FILE: the KEY=VALUE lines of a checker into the array KV
+declare -A KV
+load_kv() {
+    KV=()
+    while IFS='=' read -r k v; do [ -n "$k" ] && KV[$k]=$v; done < "$1"
+}
+
+check_chrome() { # JSON DB LABEL: the format's rules, and one slice per record
+    local json=$1 db=$2 l=$3
+    node "$BR/check_chrome_trace.js" "$json" > "$json.check" 2> "$json.check.err"
+    load_kv "$json.check"
+    expect "$l: chrome: valid JSON with traceEvents" "${KV[valid_json]:-}${KV[has_trace_events]:-}" 11
+    for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args copy_args \
+        tracks_without_name tracks_without_process_name flow_malformed flow_unbound flow_op_before_copy_end; do
+        expect "$l: chrome: $k" "${KV[$k]:-missing}" 0
+    done
+    expect_ge "$l: chrome: nanoseconds kept as fractional microseconds" "${KV[x_fractional_ts]:-}" 1
+    expect "$l: chrome: one op slice per OP record" "${KV[cat_op]:-}" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0")"
+    expect "$l: chrome: one sync slice per SYNC record" "${KV[cat_sync]:-}" "$(q "$db" "SELECT count(*) FROM records WHERE type = 2")"
+    expect "$l: chrome: one copy slice per COPY record" "${KV[cat_copy]:-}" "$(q "$db" "SELECT count(*) FROM records WHERE type = 1")"
+    expect "$l: chrome: one split slice per split" "${KV[cat_split]:-}" "$(q "$db" "SELECT count(*) FROM splits")"
+    expect "$l: chrome: one graph slice per graph" "${KV[cat_graph]:-}" "$(q "$db" "SELECT count(*) FROM graphs")"
+}
+
+# ---------------------------------------------------------------- a CPU llama-completion run
+db="$OUT/dense.db"
+"$GGPROF" record -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" -n 8 \
+    -t 2 --no-warmup -no-cnv -s 1 > "$OUT/dense.log" 2>&1
+expect "dense: record exits 0" "$?" 0
+"$GGPROF" export "$db" --chrome "$OUT/dense.trace.json" --html "$OUT/dense.html" 2> "$OUT/export.err"
+expect "dense: export --chrome --html exits 0" "$?" 0
+check_chrome "$OUT/dense.trace.json" "$db" dense
+expect "dense: chrome: a row for the CPU backend and one for graphs" "${KV[track_names]:-}" "CPU|graphs"
+
+# ---------------------------------------------------------------- the same model with two layers on an RPC backend
+port=$((50200 + RANDOM % 5000))
+"$LLAMA_BIN_DIR/ggml-rpc-server" -d CPU -p "$port" > "$OUT/rpc-server.log" 2>&1 &
+rpc_pid=$!
+for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break; sleep 0.1; done
+rdb="$OUT/rpc.db"
+"$GGPROF" record -o "$rdb" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" -n 4 \
+    -t 2 --no-warmup -no-cnv -s 1 --rpc "127.0.0.1:$port" -ngl 2 > "$OUT/rpc.log" 2>&1
+expect "rpc: record exits 0" "$?" 0
+kill "$rpc_pid" 2> /dev/null
+wait "$rpc_pid" 2> /dev/null
+expect_ge "rpc: copies recorded" "$(q "$rdb" "SELECT count(*) FROM records WHERE type = 1")" 1
+"$GGPROF" export "$rdb" --chrome "$OUT/rpc.trace.json" --html "$OUT/rpc.html"
+expect "rpc: export exits 0" "$?" 0
+check_chrome "$OUT/rpc.trace.json" "$rdb" rpc
+expect "rpc: chrome: rows for RPC, CPU, copies and graphs" "$(echo "${KV[track_names]:-}" | lane_names)" \
+    "CPU RPC0 copies graphs"
+
+# ---------------------------------------------------------------- copies with known consumers (a hand-made profile)
+# graph 0: split 0 on CPU; split 1 on GPU0 gets 'embd' (read by Qcur-0, node 3: not by node 2, which starts
+# before the copy ends, nor ADD node 4, which comes later) and 'pos' (no op has its shape); split 2 on CPU gets
+# 'Qcur-0' back (read by 'out', node 6). graph 1's copy has no op in its split. GPU0's nodes 7 and 8 overlap.
+rec() { # type name backend split start dur tensor ne_src type_src graph node
+    printf '    {"type": %s, "name": "%s", "backend_id": %s, "split_id": %s, "start_ns": %s, "duration_ns": %s, "bytes": 2048, "extra": null, "tensor_name": "%s", "ne": [64, 8, 1, 1], "out_type": %s, "n_src": %s, "ne_src": %s, "nb_src": [], "type_src": %s, "op_params": [], "sub_op": -1, "graph_id": %s, "node_index": %s, "pid": 4242, "tid": 4242, "sched_id": 1, "timing": 1, "wait_ns": 0}' \
+        "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$([ "$1" = 1 ] && echo -1 || echo 0)" \
+        "$(echo "$8" | grep -o '\[[-0-9][-0-9, ]*\]' | wc -l)" "$8" "$9" "${10}" "${11}"
+}
+{
+    printf '{\n  "version": 3,\n  "profiler": "ggml",\n  "backends": [\n'
+    printf '    {"id": 0, "name": "GPU0", "device": "GPU0", "device_type": 1, "pid": 4242, "sched_id": 1},\n'
+    printf '    {"id": 1, "name": "CPU", "device": "CPU", "device_type": 0, "pid": 4242, "sched_id": 1}\n  ],\n  "records": [\n'
+    rec 0 GET_ROWS 1 0 1000 500 embd '[[64, 100, 1, 1], [8, 1, 1, 1]]' '[0, 26]' 0 0; echo ,
+    rec 2 cpu_barrier 1 0 1500 40 '' '[]' '[]' 0 -1; echo ,
+    rec 1 copy_H2D -1 1 2000 300 embd '[[64, 8, 1, 1]]' '[0]' 0 -1; echo ,
+    rec 1 copy_H2D -1 1 2400 100 pos '[[8, 3, 1, 1]]' '[26]' 0 -1; echo ,
+    rec 0 MUL_MAT 0 1 1900 200 early '[[64, 64, 1, 1], [64, 8, 1, 1]]' '[1, 0]' 0 2; echo ,
+    rec 0 MUL_MAT 0 1 3000 1000 Qcur-0 '[[64, 64, 1, 1], [64, 8, 1, 1]]' '[1, 0]' 0 3; echo ,
+    rec 0 ADD 0 1 4100 100 x-0 '[[64, 8, 1, 1], [64, 8, 1, 1]]' '[0, 0]' 0 4; echo ,
+    rec 1 copy_D2H -1 2 4300 200 Qcur-0 '[[64, 8, 1, 1]]' '[0]' 0 -1; echo ,
+    rec 0 ADD 1 2 4600 100 out '[[64, 8, 1, 1]]' '[0]' 0 6; echo ,
+    rec 0 MUL_MAT 0 1 5000 1000 p-0 '[[64, 64, 1, 1], [64, 8, 1, 1]]' '[1, 0]' 0 7; echo ,
+    rec 0 MUL_MAT 0 1 5500 1000 q-0 '[[64, 64, 1, 1], [64, 8, 1, 1]]' '[1, 0]' 0 8; echo ,
+    rec 1 copy_H2D -1 1 7000 100 embd '[[64, 8, 1, 1]]' '[0]' 1 -1; echo
+    printf '  ]\n}\n'
+} > "$OUT/flows.json"
+"$GGPROF" export "$OUT/flows.json" --chrome "$OUT/flows.trace.json" --html "$OUT/flows.html"
+expect "flows: export of a JSON profile exits 0" "$?" 0
+check_chrome "$OUT/flows.trace.json" "$OUT/flows.json" flows
+expect "flows: each copy flows into the first op of its split that reads its shape and type" "${KV[flow_targets]:-}" \
+    "Qcur-0>out@6,embd>Qcur-0@3"
+expect "flows: overlapping records get their own row" "${KV[track_names]:-}" "CPU|GPU0|GPU0 (overlap 2)|copies"
+
+# ---------------------------------------------------------------- the HTML page's data, without a browser
+html_data() { # HTML: the embedded data's counts
+    node -e '
+        const s = require("fs").readFileSync(process.argv[1], "utf8");
+        const m = s.match(/<script id="ggprof-data" type="application\/json">([\s\S]*?)<\/script>/);
+        const d = JSON.parse(m[1]);
+        // a column is a string of numbers, each ending with a character of 0-9A-V; "" is a column of zeros
+        const cols = Object.values(d.cols).map((c) => c === "" ? d.n_shown : (c.match(/[0-9A-V]/g) || []).length);
+        const count = d.stats.count.reduce((a, b) => a + b, 0);
+        console.log([d.n_records, d.n_shown, new Set(cols).size === 1 ? cols[0] : -1, count, d.lanes.map((l) => l.name).join("|")].join(" "));
+    ' "$1"
+}
+n=$(q "$db" "SELECT count(*) FROM records")
+expect "html: every record embedded, columns of one length, stats over all" "$(html_data "$OUT/dense.html")" "$n $n $n $n CPU"
+"$GGPROF" export "$db" --html "$OUT/sampled.html" --html-max-records 500
+read -r total shown cols count lanes <<< "$(html_data "$OUT/sampled.html")"
+expect "html-max-records: stats still count every record" "$total $count" "$n $n"
+expect "html-max-records: timeline keeps one in ceil(total/N)" "$shown" "$(( (n + (n + 499) / 500 - 1) / ((n + 499) / 500) ))"
+expect "html-max-records: a word is refused, exit 2" "$("$GGPROF" export "$db" --html-max-records lots --html "$OUT/x.html" > /dev/null 2>&1; echo $?)" 2
+err=$("$GGPROF" export "$db" --chrome "$OUT/no/such/dir/t.json" 2>&1)
+expect "an unwritable output fails naming the file" "$?:$(echo "$err" | grep -c "no/such/dir/t.json")" 2:1
+expect "rpc: html: lanes for RPC, CPU and copies" "$(html_data "$OUT/rpc.html" | cut -d' ' -f5- | lane_names)" "CPU RPC0 copies"
+expect "html: the page has no </script> inside the viewer" "$(grep -c '</script>' "$OUT/dense.html")" 2
+
+# ---------------------------------------------------------------- in chromium
+if ! nm_dir=$(bash "$BR/install.sh" 2> "$OUT/install.log"); then
+    not_ok "browser: install chromium and playwright-core" "$(tail -n 3 "$OUT/install.log" | tr '\n' ' ')"
+    exit 0
+fi
+browse() { # HTML LABEL
+    NODE_PATH="$nm_dir" node "$BR/viewer_check.js" "$1" "$OUT" > "$1.browser" 2> "$1.browser.err"
+    expect "$2: browser run exits 0" "$?" 0
+    load_kv "$1.browser"
+    expect "$2: no console error" "${KV[console_errors]:-missing}" 0
+    expect "$2: no page error" "${KV[page_errors]:-missing}" 0
+    expect "$2: no network request" "${KV[external_requests]:-missing}" 0
+    expect "$2: hovering a MUL_MAT shows its tooltip" "${KV[tooltip_op]:-}${KV[tooltip_index_is_hovered]:-}" 11
+    expect "$2: the tooltip names the tensor, shapes, types, bytes and GB/s" \
+        "${KV[tooltip_tensor]:-}${KV[tooltip_fields]:-}${KV[tooltip_gbs]:-}" 151
+}
+browse "$OUT/dense.html" dense
+expect "dense: the page shows the records" "${KV[records_shown]:-}" "$n"
+expect "dense: zoom preset 1 ms shows 1 ms" "${KV[preset_1ms_width_ns]:-}" 1000000
+expect "dense: zoom preset 100 us shows 100 us, same centre" "${KV[preset_100us_width_ns]:-}:${KV[preset_keeps_centre]:-}" 100000:1
+expect "dense: the wheel zooms in around the pointer" "${KV[wheel_zoomed_in]:-}${KV[wheel_keeps_pointer_time]:-}${KV[range_follows_wheel]:-}" 111
+expect "dense: dragging pans by the distance moved" "${KV[drag_pans]:-}" 1
+expect "dense: stats: one row per operation" "${KV[stats_lvl0]:-}" "$(q "$db" "SELECT count(*) FROM (SELECT DISTINCT type, name FROM records)")"
+expect "dense: stats: counts add up to the records" "${KV[stats_lvl0_count_sum]:-}" "$n"
+first=${KV[stats_first_op]:-}
+expect "dense: stats: opening an operation shows its backend" "${KV[stats_lvl1_before]:-}:${KV[stats_lvl1_after]:-}" \
+    "0:$(q "$db" "SELECT count(DISTINCT backend_id) FROM records WHERE name = '$first'")"
+expect "dense: stats: opening the backend shows one row per source shapes" "${KV[stats_lvl2_after]:-}" \
+    "$(q "$db" "SELECT count(DISTINCT ne_src) FROM records WHERE name = '$first'")"
+expect "dense: stats: closing the operation hides its shapes" "${KV[stats_collapsed_lvl2]:-}" 0
+expect "dense: search counts and highlights MUL_MAT" "${KV[search_count]:-}:${KV[search_changes_canvas]:-}" \
+    "$(q "$db" "SELECT count(*) FROM records WHERE name = 'MUL_MAT'"):1"
+expect "dense: heat map rows: the 4 layers and the rest" "${KV[heat_layers]:-}" "0,1,2,3,no layer"
+expect "dense: a PNG screenshot was saved" "$(head -c 4 "$OUT/viewer.png" 2> /dev/null | tail -c 3)" PNG
+browse "$OUT/rpc.html" rpc
+expect "rpc: lanes in the page" "$(echo "${KV[lanes]:-}" | lane_names)" "CPU RPC0 copies"

@@ -1,0 +1,658 @@
+// ggprof's HTML timeline: reads the trace embedded by `ggprof export --html` and draws it; no network, no libraries.
+(function () {
+  'use strict';
+
+  const marks = { script: performance.now() };
+  const D = JSON.parse(document.getElementById('ggprof-data').textContent);
+  marks.parsed = performance.now();
+  const $ = (id) => document.getElementById(id);
+
+  // ---------------------------------------------------------------- data: columns into typed arrays
+  // Each column is a string of zigzag-coded integers, 5 bits a character, the last character of a number
+  // from LAST and the others from MORE (export_html.c writes them). Records come sorted by lane, then start.
+  const LAST = '0123456789ABCDEFGHIJKLMNOPQRSTUV', MORE = 'WXYZabcdefghijklmnopqrstuvwxyz$%';
+  const DIGIT = new Int8Array(128).fill(-1);
+  for (let i = 0; i < 32; i++) { DIGIT[LAST.charCodeAt(i)] = i; DIGIT[MORE.charCodeAt(i)] = 32 + i; }
+  // One output type (Float64Array) keeps this loop monomorphic: it is most of the start-up of a 1M-record page.
+  function decode(s, n) {
+    const out = new Float64Array(n);
+    if (s === '') return out; // a column of zeros is left empty
+    let acc = 0, j = 0;
+    for (let p = 0; p < s.length; p++) {
+      const v = DIGIT[s.charCodeAt(p)];
+      if (v >= 32) { acc = acc * 32 + (v - 32); continue; }
+      if (v < 0 || j === n) throw new Error('ggprof viewer: bad data in a column at character ' + p);
+      acc = acc * 32 + v;
+      if (acc < 1073741824) out[j++] = acc & 1 ? -(acc >> 1) - 1 : acc >> 1; // small ints: no float division
+      else { const h = Math.floor(acc / 2); out[j++] = acc - 2 * h === 1 ? -h - 1 : h; }
+      acc = 0;
+    }
+    if (j !== n) throw new Error('ggprof viewer: a column has ' + j + ' values, expected ' + n);
+    return out;
+  }
+  const N = D.n_shown;
+  const C = D.cols;
+  // What the first paint needs; the rest (tensor, node, graph, bytes) is decoded right after it.
+  const dur = decode(C.d, N);
+  const sig = decode(C.s, N);
+  const start = decode(C.t, N); // the gap after the previous record of the lane
+  marks.decoded = performance.now();
+  // sigs[s] = [name index, shapes index, types, output, bytes]
+  const sigKind = new Float64Array(D.sigs.length), sigBytes = new Float64Array(D.sigs.length);
+  D.sigs.forEach((g, k) => { sigKind[k] = g[0]; sigBytes[k] = g[4]; });
+  const kind = new Float64Array(N);
+  const lanes = [];
+  {
+    let p = 0;
+    for (const l of D.lanes) {
+      const L = { name: l.name, pid: l.pid, kind: l.kind, begin: p, end: p + l.n, maxDur: 0 };
+      let end = 0;
+      for (let i = L.begin; i < L.end; i++) {
+        start[i] += end;
+        end = start[i] + dur[i];
+        kind[i] = sigKind[sig[i]];
+        if (dur[i] > L.maxDur) L.maxDur = dur[i];
+      }
+      lanes.push(L);
+      p = L.end;
+    }
+  }
+  let tensor = null, node = null, graph = null, bytes = null;
+  function decodeRest() {
+    tensor = decode(C.tn, N);
+    node = decode(C.n, N);
+    const g = decode(C.g, N); // the change of graph id
+    const b = decode(C.b, N); // the difference from the bytes of the record's signature
+    for (const L of lanes) {
+      let acc = 0;
+      for (let i = L.begin; i < L.end; i++) {
+        acc += g[i];
+        g[i] = acc;
+        b[i] += sigBytes[sig[i]];
+      }
+    }
+    graph = g;
+    bytes = b;
+  }
+  marks.columns = performance.now();
+  const span = Math.max(D.span_ns, 1);
+  const names = D.names.map((n) => n[0]);
+  const rtype = D.names.map((n) => n[1]); // 0 OP, 1 COPY, 2 SYNC, 3 a split that has no op records
+  const TYPE_LABEL = ['OP', 'COPY', 'SYNC', 'SPLIT'];
+
+  // Total time per name, over every record (the stats are exact even when the timeline is sampled).
+  const nameTotal = new Float64Array(names.length);
+  for (let i = 0; i < D.stats.k.length; i++) nameTotal[D.stats.k[i]] += D.stats.total[i];
+
+  // Colours: hues spread by rank of total time, so the ops that matter most differ most. Sync waits are grey.
+  const colour = [];
+  {
+    const order = names.map((_, k) => k).sort((a, b) => nameTotal[b] - nameTotal[a]);
+    let rank = 0;
+    for (const k of order) {
+      if (rtype[k] === 2) colour[k] = 'hsl(210, 8%, ' + (62 + (rank % 3) * 8) + '%)';
+      else if (rtype[k] === 3) colour[k] = 'hsl(195, 35%, 70%)';
+      else colour[k] = 'hsl(' + Math.round((rank * 137.508 + 12) % 360) + ', ' + (rtype[k] === 1 ? '85%, 38%)' : '62%, 54%)');
+      rank++;
+    }
+  }
+
+  // ---------------------------------------------------------------- formatting
+  function fmtDur(ns) {
+    const a = Math.abs(ns);
+    if (a < 1e3) return ns.toFixed(0) + ' ns';
+    if (a < 1e6) return (ns / 1e3).toFixed(a < 1e4 ? 3 : 2) + ' µs';
+    if (a < 1e9) return (ns / 1e6).toFixed(a < 1e7 ? 3 : 2) + ' ms';
+    return (ns / 1e9).toFixed(3) + ' s';
+  }
+  function fmtBytes(b) {
+    if (b < 1024) return b + ' B';
+    if (b < 1048576) return (b / 1024).toFixed(1) + ' KiB';
+    if (b < 1073741824) return (b / 1048576).toFixed(2) + ' MiB';
+    return (b / 1073741824).toFixed(2) + ' GiB';
+  }
+  // bytes per nanosecond is GB/s
+  function fmtBw(b, ns) {
+    if (!b || !ns) return '';
+    const g = b / ns;
+    return g >= 1000 ? (g / 1000).toFixed(2) + ' TB/s' : g >= 1 ? g.toFixed(2) + ' GB/s' : (g * 1000).toFixed(2) + ' MB/s';
+  }
+
+  // ---------------------------------------------------------------- search
+  let query = '';
+  let nameMatch = new Uint8Array(names.length), tensorMatch = new Uint8Array(D.tensors.length);
+  const matches = (i) => nameMatch[kind[i]] === 1 || (tensor !== null && tensorMatch[tensor[i]] === 1);
+  function setQuery(q) {
+    query = q.trim().toLowerCase();
+    nameMatch = new Uint8Array(names.length);
+    tensorMatch = new Uint8Array(D.tensors.length);
+    let n = 0;
+    if (query) {
+      names.forEach((s, k) => { if (s.toLowerCase().includes(query)) nameMatch[k] = 1; });
+      D.tensors.forEach((s, k) => { if (s && s.toLowerCase().includes(query)) tensorMatch[k] = 1; });
+      for (let i = 0; i < N; i++) if (matches(i)) n++;
+    }
+    $('search-count').textContent = query ? n + ' match' + (n === 1 ? '' : 'es') : '';
+    $('search-count').dataset.count = String(n);
+    schedule();
+  }
+
+  // ---------------------------------------------------------------- view
+  const GUTTER = 150, AXIS_H = 22, LANE_H = 26, LANE_GAP = 6;
+  const tl = $('timeline'), mm = $('minimap');
+  const ctx = tl.getContext('2d'), mctx = mm.getContext('2d');
+  let v0 = -span * 0.01, v1 = span * 1.01;
+  let plotW = 800, dpr = 1;
+  let colBusy, colBest, colBestDur, colMatch;
+
+  // wide: a preset may show more than the trace (1 s of a 90 ms run); wheel and drag never widen past that.
+  function setView(a, b, wide) {
+    let w = Math.max(b - a, 50);
+    w = Math.min(w, wide ? Math.max(w, span * 1.2) : Math.max(span * 1.2, v1 - v0));
+    let c = (a + b) / 2;
+    if (c < 0 || c > span) c = Math.min(Math.max(c, 0), span);
+    v0 = c - w / 2;
+    v1 = c + w / 2;
+    const r = $('range');
+    r.textContent = 'view ' + fmtDur(v0) + ' … ' + fmtDur(v1) + '  (' + fmtDur(v1 - v0) + ')';
+    r.dataset.v0 = String(v0);
+    r.dataset.v1 = String(v1);
+    schedule();
+  }
+
+  function lowerBound(arr, lo, hi, x) {
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (arr[m] < x) lo = m + 1; else hi = m;
+    }
+    return lo;
+  }
+
+  function resize() {
+    dpr = window.devicePixelRatio || 1;
+    const w = tl.parentElement.clientWidth;
+    const h = AXIS_H + lanes.length * (LANE_H + LANE_GAP) + 4;
+    tl.style.height = h + 'px';
+    tl.width = Math.round(w * dpr);
+    tl.height = Math.round(h * dpr);
+    plotW = Math.max(w - GUTTER, 50);
+    colBusy = new Float64Array(plotW + 1);
+    colBest = new Int32Array(plotW + 1);
+    colBestDur = new Float64Array(plotW + 1);
+    colMatch = new Uint8Array(plotW + 1);
+    mm.width = Math.round(mm.clientWidth * dpr);
+    mm.height = Math.round(44 * dpr);
+    buildMinimap();
+    schedule();
+  }
+
+  let pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; draw(); });
+  }
+
+  function niceStep(raw) {
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const f = raw / p;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+  }
+
+  function draw() {
+    const W = tl.width / dpr, H = tl.height / dpr;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    const npp = (v1 - v0) / plotW;
+    // time axis
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.fillStyle = '#555';
+    ctx.strokeStyle = '#e4e8ec';
+    ctx.lineWidth = 1;
+    const step = niceStep(npp * 110);
+    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
+      const x = GUTTER + (t - v0) / npp;
+      ctx.beginPath();
+      ctx.moveTo(Math.round(x) + 0.5, AXIS_H - 4);
+      ctx.lineTo(Math.round(x) + 0.5, H);
+      ctx.stroke();
+      ctx.fillText(fmtDur(t), x + 3, AXIS_H - 8);
+    }
+    for (let li = 0; li < lanes.length; li++) drawLane(lanes[li], AXIS_H + li * (LANE_H + LANE_GAP), npp);
+    // lane labels over the gutter
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = '#fafbfc';
+    ctx.fillRect(0, 0, GUTTER - 4, H);
+    ctx.fillStyle = '#1d232a';
+    ctx.font = '12px system-ui, sans-serif';
+    for (let li = 0; li < lanes.length; li++) {
+      const y = AXIS_H + li * (LANE_H + LANE_GAP);
+      ctx.fillText(clip(lanes[li].name, GUTTER - 12, 6.6), 6, y + LANE_H / 2 + 4);
+    }
+    drawMinimapView();
+  }
+
+  function clip(s, px, charW) {
+    const n = Math.floor(px / charW);
+    return s.length <= n ? s : n > 1 ? s.slice(0, n - 1) + '…' : '';
+  }
+
+  function drawLane(L, y, npp) {
+    ctx.fillStyle = '#f3f5f7';
+    ctx.fillRect(GUTTER, y, plotW, LANE_H);
+    colBusy.fill(0);
+    colBestDur.fill(0);
+    colMatch.fill(0);
+    colBest.fill(-1);
+    const searching = query !== '';
+    let i = lowerBound(start, L.begin, L.end, v0 - L.maxDur);
+    ctx.font = '11px system-ui, sans-serif';
+    for (; i < L.end; i++) {
+      const s = start[i];
+      if (s > v1) break;
+      const e = s + dur[i];
+      if (e < v0) continue;
+      const x0 = (s - v0) / npp, x1 = (e - v0) / npp;
+      const hit = searching && matches(i);
+      if (x1 - x0 >= 1.5) {
+        const a = Math.max(x0, 0), b = Math.min(x1, plotW);
+        ctx.globalAlpha = searching && !hit ? 0.18 : 1;
+        ctx.fillStyle = colour[kind[i]];
+        ctx.fillRect(GUTTER + a, y, Math.max(b - a - 0.5, 1), LANE_H);
+        if (hit) {
+          ctx.strokeStyle = '#111';
+          ctx.lineWidth = 2;
+          ctx.strokeRect(GUTTER + a + 1, y + 1, Math.max(b - a - 2, 1), LANE_H - 2);
+        }
+        if (b - a > 40) {
+          ctx.fillStyle = '#111';
+          ctx.fillText(clip(names[kind[i]], b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
+        }
+      } else {
+        // narrower than a pixel and a half: summed into its pixel column
+        const c = Math.min(Math.max(Math.floor(x0), 0), plotW);
+        colBusy[c] += Math.min(e, v1) - Math.max(s, v0);
+        if (dur[i] > colBestDur[c]) { colBestDur[c] = dur[i]; colBest[c] = i; }
+        if (hit) colMatch[c] = 1;
+      }
+    }
+    for (let c = 0; c <= plotW; c++) {
+      if (colBest[c] < 0) continue;
+      const fill = Math.min(colBusy[c] / npp, 1);
+      ctx.globalAlpha = searching && !colMatch[c] ? 0.15 : 0.35 + 0.65 * fill;
+      ctx.fillStyle = searching && colMatch[c] ? '#111' : colour[kind[colBest[c]]];
+      ctx.fillRect(GUTTER + c, y, 1, LANE_H);
+    }
+    ctx.globalAlpha = 1;
+  }
+
+  // ---------------------------------------------------------------- minimap: the whole trace, once per width
+  let mmImage = null;
+  function buildMinimap() {
+    const W = mm.width, H = mm.height;
+    const off = document.createElement('canvas');
+    off.width = W;
+    off.height = H;
+    const o = off.getContext('2d');
+    const band = H / Math.max(lanes.length, 1);
+    const busy = new Float64Array(W), best = new Int32Array(W), bestOv = new Float64Array(W);
+    const nspp = span / W;
+    lanes.forEach((L, li) => {
+      busy.fill(0);
+      bestOv.fill(0);
+      best.fill(-1);
+      for (let i = L.begin; i < L.end; i++) {
+        const s = start[i], e = s + dur[i];
+        const c0 = Math.min(Math.floor(s / nspp), W - 1), c1 = Math.min(Math.floor(e / nspp), W - 1);
+        for (let c = c0; c <= c1; c++) {
+          const ov = Math.min(e, (c + 1) * nspp) - Math.max(s, c * nspp);
+          busy[c] += ov;
+          if (ov > bestOv[c]) { bestOv[c] = ov; best[c] = i; }
+        }
+      }
+      for (let c = 0; c < W; c++) {
+        if (best[c] < 0) continue;
+        o.globalAlpha = 0.35 + 0.65 * Math.min(busy[c] / nspp, 1);
+        o.fillStyle = colour[kind[best[c]]];
+        o.fillRect(c, li * band, 1, Math.max(band - 1, 1));
+      }
+    });
+    mmImage = off;
+  }
+  function drawMinimapView() {
+    const W = mm.width, H = mm.height;
+    mctx.setTransform(1, 0, 0, 1, 0, 0);
+    mctx.clearRect(0, 0, W, H);
+    if (mmImage) mctx.drawImage(mmImage, 0, 0);
+    let a = (v0 / span) * W, b = (v1 / span) * W;
+    if (b - a < 3) { const m = (a + b) / 2; a = m - 1.5; b = m + 1.5; }
+    mctx.fillStyle = 'rgba(40, 110, 200, 0.16)';
+    mctx.fillRect(a, 0, b - a, H);
+    mctx.strokeStyle = 'rgba(20, 80, 170, 0.9)';
+    mctx.lineWidth = Math.max(dpr, 1);
+    mctx.strokeRect(a, 0.5, b - a, H - 1);
+  }
+
+  // ---------------------------------------------------------------- hover: the record under the pointer
+  function pick(clientX, clientY) {
+    const r = tl.getBoundingClientRect();
+    const x = clientX - r.left - GUTTER, y = clientY - r.top - AXIS_H;
+    if (x < 0 || y < 0) return null;
+    const li = Math.floor(y / (LANE_H + LANE_GAP));
+    if (li >= lanes.length || y - li * (LANE_H + LANE_GAP) > LANE_H) return null;
+    const L = lanes[li], npp = (v1 - v0) / plotW;
+    const t = v0 + x * npp, tol = 2 * npp;
+    let bestI = -1, covering = false, n = 0;
+    for (let i = lowerBound(start, L.begin, L.end, t - tol - L.maxDur); i < L.end && start[i] <= t + tol; i++) {
+      const e = start[i] + dur[i];
+      if (e < t - tol) continue;
+      n++;
+      const cov = start[i] <= t && e >= t;
+      if (bestI < 0 || (cov && !covering) || (cov === covering && dur[i] > dur[bestI])) { bestI = i; covering = cov; }
+    }
+    return bestI < 0 ? null : { i: bestI, n: n, lane: L };
+  }
+
+  function row(tbody, k, v) {
+    if (v === '' || v === undefined || v === null) return;
+    const tr = document.createElement('tr');
+    const a = document.createElement('td'), b = document.createElement('td');
+    a.textContent = k;
+    b.textContent = v;
+    tr.append(a, b);
+    tbody.append(tr);
+  }
+
+  const tip = $('tooltip');
+  function showTip(p, clientX, clientY) {
+    const i = p.i, sg = D.sigs[sig[i]];
+    tip.replaceChildren();
+    const head = document.createElement('b');
+    head.textContent = names[kind[i]];
+    const sub = document.createElement('span');
+    sub.textContent = '  ' + TYPE_LABEL[rtype[kind[i]]] + ' on ' + p.lane.name;
+    const t = document.createElement('table');
+    const body = document.createElement('tbody');
+    row(body, 'tensor', D.tensors[tensor[i]]);
+    row(body, 'duration', fmtDur(dur[i]));
+    row(body, 'start', '+' + fmtDur(start[i]));
+    row(body, rtype[kind[i]] === 1 ? 'shape' : 'source shapes', D.shapes[sg[1]]);
+    row(body, rtype[kind[i]] === 1 ? 'type' : 'source types', sg[2]);
+    row(body, 'output', sg[3]);
+    row(body, 'bytes', bytes[i] ? fmtBytes(bytes[i]) + ' (' + bytes[i] + ')' : '');
+    row(body, 'bandwidth', fmtBw(bytes[i], dur[i]));
+    const where = rtype[kind[i]] === 3 ? ', split ' + node[i] : node[i] >= 0 ? ', node ' + node[i] : '';
+    row(body, 'graph', graph[i] >= 0 ? String(graph[i]) + where : '');
+    if (p.n > 1) row(body, 'nearby', p.n + ' records within 2 px: this one is under the pointer, or the longest');
+    t.append(body);
+    tip.append(head, sub, t);
+    tip.hidden = false;
+    const w = tip.offsetWidth, h = tip.offsetHeight;
+    let x = clientX + 14, y = clientY + 14;
+    if (x + w > window.innerWidth - 4) x = Math.max(clientX - w - 14, 4);
+    if (y + h > window.innerHeight - 4) y = Math.max(clientY - h - 14, 4);
+    tip.style.left = x + 'px';
+    tip.style.top = y + 'px';
+    tip.dataset.index = String(i);
+  }
+
+  // ---------------------------------------------------------------- input: wheel zoom, drag pan, minimap, presets
+  let drag = null;
+  tl.addEventListener('wheel', (e) => {
+    e.preventDefault();
+    const r = tl.getBoundingClientRect();
+    const x = Math.min(Math.max(e.clientX - r.left - GUTTER, 0), plotW);
+    const t = v0 + (x / plotW) * (v1 - v0);
+    const d = e.deltaMode === 1 ? e.deltaY * 16 : e.deltaMode === 2 ? e.deltaY * 400 : e.deltaY;
+    const f = Math.exp(Math.max(Math.min(d, 600), -600) * 0.0015);
+    // keep the time under the pointer where it is
+    const w = Math.max((v1 - v0) * f, 50);
+    const a = t - (x / plotW) * w;
+    setView(a, a + w);
+  }, { passive: false });
+  tl.addEventListener('mousedown', (e) => {
+    drag = { x: e.clientX, v0: v0, v1: v1 };
+    tl.classList.add('dragging');
+    tip.hidden = true;
+    e.preventDefault();
+  });
+  window.addEventListener('mouseup', () => { drag = null; tl.classList.remove('dragging'); });
+  window.addEventListener('mousemove', (e) => {
+    if (drag) {
+      const shift = ((e.clientX - drag.x) / plotW) * (drag.v1 - drag.v0);
+      setView(drag.v0 - shift, drag.v1 - shift);
+      return;
+    }
+    if (e.target !== tl) { tip.hidden = true; return; }
+    const p = tensor !== null ? pick(e.clientX, e.clientY) : null;
+    if (p) showTip(p, e.clientX, e.clientY); else tip.hidden = true;
+  });
+  tl.addEventListener('mouseleave', () => { tip.hidden = true; });
+  let mmDrag = false;
+  const mmMove = (e) => {
+    const r = mm.getBoundingClientRect();
+    const t = ((e.clientX - r.left) / r.width) * span, w = v1 - v0;
+    setView(t - w / 2, t + w / 2);
+  };
+  mm.addEventListener('mousedown', (e) => { mmDrag = true; mmMove(e); });
+  window.addEventListener('mouseup', () => { mmDrag = false; });
+  mm.addEventListener('mousemove', (e) => { if (mmDrag) mmMove(e); });
+  for (const b of document.querySelectorAll('#zoom button')) {
+    b.addEventListener('click', () => {
+      const w = Number(b.dataset.zoom);
+      if (!w) setView(-span * 0.01, span * 1.01, true);
+      else { const c = (v0 + v1) / 2; setView(c - w / 2, c + w / 2, true); }
+    });
+  }
+  let searchTimer = 0;
+  $('search').addEventListener('input', (e) => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => setQuery(e.target.value), 120);
+  });
+  window.addEventListener('resize', resize);
+
+  // ---------------------------------------------------------------- stats tree: operation -> backend -> shapes
+  function buildStats() {
+    const S = D.stats, total = D.total_ns || 1;
+    const ops = new Map();
+    const acc = (n, i) => {
+      n.count += S.count[i]; n.total += S.total[i]; n.bytes += S.bytes[i];
+      n.min = Math.min(n.min, S.min[i]); n.max = Math.max(n.max, S.max[i]);
+    };
+    const mk = (label, level) => ({ label, level, count: 0, total: 0, bytes: 0, min: Infinity, max: 0, kids: new Map(), tr: null, open: false, built: false });
+    for (let i = 0; i < S.k.length; i++) {
+      const k = S.k[i];
+      if (!ops.has(k)) { const n = mk(names[k], 0); n.k = k; ops.set(k, n); }
+      const op = ops.get(k);
+      acc(op, i);
+      const ln = S.lane[i];
+      if (!op.kids.has(ln)) op.kids.set(ln, mk(lanes[ln] ? lanes[ln].name : 'lane ' + ln, 1));
+      const be = op.kids.get(ln);
+      acc(be, i);
+      const leaf = mk(D.shapes[S.shape[i]] || '(no sources)', 2);
+      acc(leaf, i);
+      be.kids.set(i, leaf);
+    }
+    const tbody = document.querySelector('#stats tbody');
+    const sorted = (m) => Array.from(m.values()).sort((a, b) => b.total - a.total);
+    const makeRow = (n) => {
+      const tr = document.createElement('tr');
+      tr.className = 'lvl' + n.level;
+      const first = document.createElement('td');
+      const tw = document.createElement('span');
+      tw.className = 'tw';
+      tw.textContent = n.level < 2 ? '▸' : '';
+      first.append(tw);
+      if (n.level === 0) {
+        const sw = document.createElement('i');
+        sw.className = 'sw';
+        sw.style.background = colour[n.k];
+        first.append(sw);
+      }
+      first.append(document.createTextNode(n.label));
+      tr.append(first);
+      const cells = [(100 * n.total / total).toFixed(1) + '%', String(n.count), (n.total / 1e6).toFixed(3),
+        (n.total / n.count / 1e3).toFixed(2), (n.min / 1e3).toFixed(2), (n.max / 1e3).toFixed(2), fmtBw(n.bytes, n.total)];
+      for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.append(td); }
+      n.tr = tr;
+      n.tw = tw;
+      if (n.level < 2) tr.addEventListener('click', () => toggle(n));
+      return tr;
+    };
+    const hide = (n) => {
+      for (const c of n.kids.values()) { if (c.tr) { c.tr.hidden = true; hide(c); } }
+      n.open = false;
+      if (n.tw) n.tw.textContent = n.level < 2 ? '▸' : '';
+    };
+    function toggle(n) {
+      if (n.open) { hide(n); return; }
+      if (!n.built) {
+        let after = n.tr;
+        for (const c of sorted(n.kids)) { const tr = makeRow(c); after.after(tr); after = tr; }
+        n.built = true;
+      }
+      for (const c of n.kids.values()) c.tr.hidden = false;
+      n.open = true;
+      n.tw.textContent = '▾';
+    }
+    for (const n of sorted(ops)) tbody.append(makeRow(n));
+  }
+
+  // ---------------------------------------------------------------- heat map: layer x op
+  function buildHeat() {
+    const H = D.heat, el = $('heat');
+    if (!H.ns.length) { el.textContent = 'No OP records.'; return; }
+    const byOp = new Map(), layers = new Set(), cell = new Map();
+    for (let i = 0; i < H.ns.length; i++) {
+      byOp.set(H.k[i], (byOp.get(H.k[i]) || 0) + H.ns[i]);
+      layers.add(H.layer[i]);
+      cell.set(H.layer[i] + ':' + H.k[i], H.ns[i]);
+    }
+    const ops = Array.from(byOp.keys()).sort((a, b) => byOp.get(b) - byOp.get(a));
+    const rows = Array.from(layers).sort((a, b) => (a < 0) - (b < 0) || a - b);
+    let max = 0;
+    for (const v of cell.values()) max = Math.max(max, v);
+    const table = document.createElement('table');
+    const head = document.createElement('tr');
+    const corner = document.createElement('th');
+    corner.textContent = 'layer';
+    head.append(corner);
+    for (const k of ops) { const th = document.createElement('th'); th.textContent = names[k]; head.append(th); }
+    const all = document.createElement('th');
+    all.textContent = 'all ops';
+    head.append(all);
+    table.append(head);
+    for (const l of rows) {
+      const tr = document.createElement('tr');
+      const th = document.createElement('th');
+      th.textContent = l < 0 ? 'no layer' : String(l);
+      tr.append(th);
+      let sum = 0;
+      for (const k of ops) {
+        const v = cell.get(l + ':' + k) || 0;
+        sum += v;
+        const td = document.createElement('td');
+        if (v) {
+          const a = Math.sqrt(v / max);
+          td.style.background = 'rgba(214, 69, 45, ' + a.toFixed(3) + ')';
+          if (a > 0.6) td.style.color = '#fff';
+          td.textContent = (v / 1e6).toFixed(2);
+          td.title = 'layer ' + (l < 0 ? '(none)' : l) + ', ' + names[k] + ': ' + fmtDur(v);
+        } else {
+          td.className = 'empty';
+          td.textContent = '·';
+        }
+        tr.append(td);
+      }
+      const td = document.createElement('td');
+      td.textContent = (sum / 1e6).toFixed(2);
+      tr.append(td);
+      table.append(tr);
+    }
+    el.replaceChildren(table);
+  }
+
+  function buildLegend() {
+    const el = $('legend');
+    const order = names.map((_, k) => k).sort((a, b) => nameTotal[b] - nameTotal[a]).slice(0, 24);
+    const total = D.total_ns || 1;
+    for (const k of order) {
+      const s = document.createElement('span');
+      s.className = 'item';
+      const sw = document.createElement('i');
+      sw.style.background = colour[k];
+      s.append(sw, document.createTextNode(names[k] + ' ' + (100 * nameTotal[k] / total).toFixed(1) + '%'));
+      el.append(s);
+    }
+  }
+
+  // ---------------------------------------------------------------- start
+  document.title = 'ggprof: ' + D.title.split(' ')[0].split('/').pop();
+  $('summary').textContent = D.title + '  ·  ' + D.n_records + ' records' +
+    (D.stride > 1 ? ' (timeline shows 1 in ' + D.stride + ': ' + N + ')' : '') + '  ·  ' + fmtDur(D.span_ns) +
+    '  ·  ' + lanes.length + (lanes.length === 1 ? ' lane' : ' lanes');
+  buildLegend();
+  resize();
+  marks.minimap = performance.now();
+  setView(v0, v1);
+  draw();
+  pending = false;
+  marks.drawn = performance.now();
+  // What the tests and the first-paint benchmark read.
+  const api = window.ggprof = {
+    lanes: lanes.map((L) => L.name),
+    records: N,
+    firstDrawMs: performance.now(),
+    view: () => ({ v0: v0, v1: v1 }),
+    setView: setView,
+    // the longest record named name: its index
+    find: (name) => {
+      let best = -1;
+      for (let i = 0; i < N; i++) if (names[kind[i]] === name && (best < 0 || dur[i] > dur[best])) best = i;
+      return best;
+    },
+    // the graph ids of the shown records, in order
+    graphs: () => Array.from(new Set(graph)).filter((g) => g >= 0).sort((a, b) => a - b),
+    // shows record i over the middle half of the view and returns its centre on the page
+    focus: (i) => {
+      setView(start[i] - dur[i] * 0.5, start[i] + dur[i] * 1.5);
+      draw();
+      return api.locate(i);
+    },
+    // the centre of record i on the page, in the current view
+    locate: (i) => {
+      const li = lanes.findIndex((L) => i >= L.begin && i < L.end);
+      const r = tl.getBoundingClientRect(), npp = (v1 - v0) / plotW;
+      return { x: r.left + GUTTER + (start[i] + dur[i] / 2 - v0) / npp, y: r.top + AXIS_H + li * (LANE_H + LANE_GAP) + LANE_H / 2 };
+    },
+    name: (i) => names[kind[i]],
+    // the time records of graph g cover, and its longest record named name
+    graph: (g, name) => {
+      let a = Infinity, b = -Infinity, best = -1;
+      for (let i = 0; i < N; i++) {
+        if (graph[i] !== g) continue;
+        a = Math.min(a, start[i]);
+        b = Math.max(b, start[i] + dur[i]);
+        if (names[kind[i]] === name && (best < 0 || dur[i] > dur[best])) best = i;
+      }
+      return { v0: a, v1: b, longest: best };
+    },
+    tensor: (i) => D.tensors[tensor[i]],
+    plotWidth: () => plotW,
+    draw: draw,
+    nRecords: D.n_records,
+    marks: marks,
+  };
+  requestAnimationFrame(() => {
+    api.firstPaintMs = performance.now();
+    document.body.dataset.painted = '1';
+    // the tables come after the first paint: a large trace shows its timeline first
+    setTimeout(() => {
+      decodeRest();
+      if (query) setQuery(query);
+      buildStats();
+      buildHeat();
+      document.body.dataset.ready = '1';
+    }, 0);
+  });
+})();
