@@ -11,6 +11,8 @@ INC     := -Ischema -Iengine -Iengine/include -Ikernels/cpu -Icollector -Ianalyz
 
 SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c schema/v3_format.c
 ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ticks.c analyzer/summary.c $(SCHEMA_ENGINE_SRC)
+# Device kernel timing: OpenCL (needs no OpenCL headers) and the hook that loads the CUPTI library when CUDA starts.
+ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c
 
 LIB     := $(BUILD)/lib/libggprof.so
@@ -59,6 +61,28 @@ $(BIN): $(GGPROF_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LIBS)
 
+# CUDA kernel timing: libggprof-cupti.so, which the CUDA driver loads into a profiled program when it starts
+# using CUDA (kernels/cuda/). Built only where the CUDA toolkit's CUPTI header is, so that a machine without CUDA
+# builds everything else; it takes types from the header and opens libcupti at run time, never linking CUDA.
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUPTI_LIB := $(BUILD)/lib/libggprof-cupti.so
+ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
+all: $(CUPTI_LIB)
+endif
+$(BUILD)/obj/cupti/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(INC) -isystem $(CUDA_HOME)/include -c $< -o $@
+
+$(CUPTI_LIB): $(BUILD)/obj/cupti/kernels/cuda/cupti_trace.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
+
+# The CUDA sample for the device check (tests/device/cuda_cupti.sh): the H200 only (sm_90).
+$(BUILD)/samples/cuda_kernels: samples/cuda/kernels.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -arch=sm_90 -o $@ $<
+
 # Unit tests link the ggprof objects (all but main) as an archive, so each takes only what it uses.
 CORE    := $(BUILD)/libggprof-core.a
 UNIT    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -86,4 +110,4 @@ demo:
 clean:
 	rm -rf $(BUILD)
 
--include $(ENGINE_OBJ:.o=.d) $(GGPROF_OBJ:.o=.d)
+-include $(ENGINE_OBJ:.o=.d) $(GGPROF_OBJ:.o=.d) $(BUILD)/obj/cupti/kernels/cuda/cupti_trace.d
