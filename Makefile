@@ -14,6 +14,7 @@ ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ti
 # Device kernel timing: OpenCL (needs no OpenCL headers) and the hook that loads the CUPTI library when CUDA starts.
 ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c
+GGPROF_SRC += kernels/cpu/calibrate.c
 
 LIB     := $(BUILD)/lib/libggprof.so
 BIN     := $(BUILD)/bin/ggprof

@@ -6,11 +6,13 @@
 #include "cli.h"
 #include "export.h"
 #include "json_v3.h"
+#include "roofline.h"
 #include "trace.h"
 
 const char ggprof_usage_export[] =
     "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt] [--chrome OUT.json]\n"
     "                           [--html OUT.html [--html-max-records N]]\n"
+    "                           [--roofline OUT.svg [--roof SPEC]... [--roof-file FILE]]\n"
     "\n"
     "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
     "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
@@ -19,7 +21,11 @@ const char ggprof_usage_export[] =
     "  --chrome OUT    Chrome Trace Event JSON for Perfetto UI or chrome://tracing: a row per backend and one\n"
     "                  for copies per process, splits and graphs as enclosing slices, flows from copies to ops\n"
     "  --html OUT      one self-contained HTML file: timeline, minimap, stats tree, search, layer x op heat map\n"
-    "  --html-max-records N  keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)\n";
+    "  --html-max-records N  keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)\n"
+    "  --roofline OUT  an SVG roofline plot: ops by arithmetic intensity (FLOP/byte) and achieved GFLOP/s,\n"
+    "                  log-log, each point's area its total time, with the roof lines of the backends given\n"
+    "                  by --roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable) or --roof-file FILE\n"
+    "                  (as 'ggprof calibrate -o FILE' writes it)\n";
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -32,6 +38,7 @@ static const struct {
     { "--text", ggprof_export_text },
     { "--chrome", ggprof_export_chrome },
     { "--html", ggprof_export_html },
+    { "--roofline", ggprof_export_roofline },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
@@ -39,7 +46,12 @@ int ggprof_cmd_export(int argc, char **argv) {
     const char *trace = NULL;
     const char *out[N_FORMATS] = { 0 };
     int n_out = 0;
+    ggprof_roofs roofs = { .n = 0 };
+    char roof_why[512];
     for (int i = 1; i < argc; i++) {
+        int roof = ggprof_roofs_option(&roofs, argc, argv, &i, roof_why, sizeof(roof_why));
+        if (roof < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", roof_why);
+        if (roof > 0) continue;
         size_t f = 0;
         while (f < N_FORMATS && strcmp(argv[i], k_formats[f].option) != 0) f++;
         if (strcmp(argv[i], "--html-max-records") == 0) {
@@ -64,6 +76,7 @@ int ggprof_cmd_export(int argc, char **argv) {
     }
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
+    ggprof_export_roofline_set_roofs(&roofs);
     sqlite3 *db;
     char why[512];
     int rc = ggprof_trace_open(trace, &db, why, sizeof(why));

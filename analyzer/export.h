@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "roofline.h"
+
 /* The upstream profiler's three-section text report (ggml_backend_sched_write_profiling_text). */
 int ggprof_export_text(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -19,5 +21,10 @@ void ggprof_export_html_set_max_records(long long n);
  * integers of a JSON array such as "[[512, 6, 1, 1], [7, 1, 1, 1]]", in order (at most max; returns how many). */
 void ggprof_export_put_str(FILE *f, const char *s);
 int  ggprof_export_parse_ints(const char *s, int64_t *out, int max);
+
+/* An SVG roofline plot of the trace's ops (export_roofline.c), with the roofs set beforehand by 'export' from
+ * --roof and --roof-file (the formats share one signature, so the roofs travel beside it). */
+int  ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_len);
+void ggprof_export_roofline_set_roofs(const ggprof_roofs *roofs);
 
 #endif

@@ -32,6 +32,10 @@ int ggprof_cmd_merge(int argc, char **argv);
 int ggprof_cmd_report(int argc, char **argv);
 int ggprof_cmd_query(int argc, char **argv);
 int ggprof_cmd_export(int argc, char **argv);
+int ggprof_cmd_top_ops(int argc, char **argv);
+int ggprof_cmd_top_kernels(int argc, char **argv);
+int ggprof_cmd_inefficiency(int argc, char **argv);
+int ggprof_cmd_calibrate(int argc, char **argv);
 
 extern const char ggprof_usage_record[];
 extern const char ggprof_usage_collect[];
@@ -39,5 +43,9 @@ extern const char ggprof_usage_merge[];
 extern const char ggprof_usage_report[];
 extern const char ggprof_usage_query[];
 extern const char ggprof_usage_export[];
+extern const char ggprof_usage_top_ops[];
+extern const char ggprof_usage_top_kernels[];
+extern const char ggprof_usage_inefficiency[];
+extern const char ggprof_usage_calibrate[];
 
 #endif

@@ -11,6 +11,12 @@ static const ggprof_cmd k_cmds[] = {
     { "report", ggprof_cmd_report, "print the per-op and per-backend summary of a trace", ggprof_usage_report },
     { "query", ggprof_cmd_query, "run SQL on a trace database", ggprof_usage_query },
     { "export", ggprof_cmd_export, "write a trace as JSON v3, text report, ...", ggprof_usage_export },
+    { "top-ops", ggprof_cmd_top_ops, "ops by total time, with achieved GB/s, GFLOP/s and roof%", ggprof_usage_top_ops },
+    { "top-kernels", ggprof_cmd_top_kernels, "the longest single op executions, with their graph nodes",
+      ggprof_usage_top_kernels },
+    { "inefficiency", ggprof_cmd_inefficiency, "op and shape groups ranked by time per output byte",
+      ggprof_usage_inefficiency },
+    { "calibrate", ggprof_cmd_calibrate, "measure this CPU's memory and matmul roofs", ggprof_usage_calibrate },
 };
 #define N_CMDS (sizeof(k_cmds) / sizeof(k_cmds[0]))
 

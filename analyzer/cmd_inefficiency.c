@@ -1,0 +1,147 @@
+/* ggprof inefficiency: op and shape groups ranked by time per output byte (the seed's ranking), with roof%. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "output.h"
+#include "roofline.h"
+#include "trace.h"
+
+const char ggprof_usage_inefficiency[] =
+    "usage: ggprof inefficiency TRACE [-n N] [--format table|csv|json] [--roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16]]...\n"
+    "                          [--roof-file FILE]\n"
+    "\n"
+    "The upstream profiler's inefficiency ranking: groups of executions of one op on one backend with the same\n"
+    "source and output shapes, ranked by time per output byte (ns/B: duration / bytes written; higher is\n"
+    "worse). Each row also has the roofline model's GB/s, GFLOP/s and, when the backend's roof is known, roof%\n"
+    "(time at the roof / time taken): a high ns/B with a low roof% is an op worth a look. The shape column\n"
+    "reads 'q4_0[512,1408] f32[512,2]': the first two sources' types and shapes (CSV and JSON add the output's).\n"
+    "  -n N             the N worst groups (default 20; 0: all)\n"
+    "  --format F       table (default; fits 80 columns), csv or json\n"
+    "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable)\n"
+    "  --roof-file F    roofs as 'ggprof calibrate -o F' writes them\n"
+    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. See docs/analysis.md.\n";
+
+static const ggprof_col k_cols[] = {
+    { "op", "op", NULL, GGPROF_COL_FLEX },
+    { "backend", "backend", NULL, 0 },
+    { "count", "count", NULL, 0 },
+    { "avg us", "avg_us", "%.1f", 0 },
+    { "ns/B", "ns_per_byte", "%.3f", 0 },
+    { "roof%", "roof_pct", "%.1f", 0 },
+    { "shape", "shape", NULL, GGPROF_COL_FLEX },
+    { "out", "out_shape", NULL, GGPROF_COL_NO_TABLE },
+    { "out_bytes", "out_bytes", "%.0f", GGPROF_COL_NO_TABLE },
+    { "total_ns", "total_ns", NULL, GGPROF_COL_NO_TABLE },
+    { "gbps", "gbps", "%.2f", GGPROF_COL_NO_TABLE },
+    { "gflops", "gflops", "%.2f", GGPROF_COL_NO_TABLE },
+    { "flop_per_byte", "flop_per_byte", "%.2f", GGPROF_COL_NO_TABLE },
+};
+
+static double ns_per_byte(const ggprof_rl_row *r) {
+    return r->bytes_known && r->bytes_written > 0 ? (double) r->total_ns / r->bytes_written : NAN;
+}
+
+static int by_ns_per_byte(const void *a, const void *b) {
+    const ggprof_rl_row *x = a, *y = b;
+    double nx = ns_per_byte(x), ny = ns_per_byte(y);
+    if (isnan(nx) != isnan(ny)) return isnan(nx) ? 1 : -1; /* groups that write nothing known go last */
+    if (!isnan(nx) && nx != ny) return nx < ny ? 1 : -1;
+    if (x->total_ns != y->total_ns) return x->total_ns < y->total_ns ? 1 : -1;
+    return x->first_seq < y->first_seq ? -1 : x->first_seq > y->first_seq;
+}
+
+int ggprof_cmd_inefficiency(int argc, char **argv) {
+    const char *trace = NULL;
+    long n_rows = 20;
+    ggprof_format fmt = GGPROF_FMT_TABLE;
+    ggprof_roofs roofs = { .n = 0 };
+    char why[512];
+    for (int i = 1; i < argc; i++) {
+        int r = ggprof_roofs_option(&roofs, argc, argv, &i, why, sizeof(why));
+        if (r < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        if (r > 0) continue;
+        if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--format") == 0) {
+            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value", argv[i]);
+            const char *v = argv[++i];
+            char *end;
+            if (argv[i - 1][1] == 'n') {
+                n_rows = strtol(v, &end, 10);
+                if (end == v || *end || n_rows < 0) {
+                    return ggprof_fail(GGPROF_EXIT_USAGE, "bad row count '%s'; expected a number >= 0 (0: all)", v);
+                }
+            } else if (ggprof_format_parse(v, &fmt) != 0) {
+                return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", v);
+            }
+        } else if (argv[i][0] == '-') {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof inefficiency --help'", argv[i]);
+        } else if (trace) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", trace, argv[i]);
+        } else {
+            trace = argv[i];
+        }
+    }
+    if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof inefficiency TRACE [-n N]");
+
+    sqlite3 *db;
+    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    if (rc) return ggprof_fail(rc, "%s", why);
+    ggprof_rl_groups g;
+    if (ggprof_rl_groups_load(db, &g, why, sizeof(why)) != 0) {
+        sqlite3_close(db);
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", trace, why);
+    }
+    sqlite3_close(db);
+    ggprof_rl_row *rows;
+    size_t n;
+    if (ggprof_rl_rollup(&g, &roofs, 1, &rows, &n) != 0) {
+        ggprof_rl_groups_free(&g);
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    }
+    qsort(rows, n, sizeof(*rows), by_ns_per_byte);
+    size_t shown = n_rows == 0 || (size_t) n_rows > n ? n : (size_t) n_rows;
+
+    ggprof_table t;
+    ggprof_table_init(&t, k_cols, sizeof(k_cols) / sizeof(k_cols[0]));
+    for (size_t i = 0; i < shown; i++) {
+        const ggprof_rl_row *r = &rows[i];
+        double gbps, gflops, ai, roof;
+        ggprof_rl_row_rates(r, &gbps, &gflops, &ai, &roof);
+        ggprof_table_text(&t, r->label);
+        ggprof_table_text(&t, r->backend);
+        ggprof_table_int(&t, r->count);
+        ggprof_table_real(&t, (double) r->total_ns / (double) r->count / 1e3);
+        ggprof_table_real(&t, ns_per_byte(r));
+        ggprof_table_real(&t, roof);
+        ggprof_table_text(&t, r->shape);
+        ggprof_table_text(&t, r->out_shape);
+        ggprof_table_real(&t, r->bytes_known ? r->bytes_written / (double) r->count : NAN);
+        ggprof_table_int(&t, (int64_t) r->total_ns);
+        ggprof_table_real(&t, gbps);
+        ggprof_table_real(&t, gflops);
+        ggprof_table_real(&t, ai);
+    }
+    if (fmt == GGPROF_FMT_TABLE) {
+        if (n == 0) {
+            printf("No OP records in this trace.\n");
+        } else {
+            printf("The %zu of %zu op and shape groups with the most time per output byte (ns/B).\n", shown, n);
+        }
+    }
+    rc = 0;
+    if ((n || fmt != GGPROF_FMT_TABLE) && ggprof_table_write(&t, fmt, stdout, 80) != 0) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing the table failed");
+    }
+    if (fmt == GGPROF_FMT_TABLE && n) {
+        printf("Output bytes as the model counts them (SET_ROWS, CPY: the rows written)%s.\n",
+               g.types_from_trace ? "" : ";\ntype sizes are ggml 0.23's (the trace names no types)");
+        ggprof_roofs_describe(stdout, &roofs);
+    }
+    ggprof_table_free(&t);
+    free(rows);
+    ggprof_rl_groups_free(&g);
+    if (fflush(stdout) != 0 || ferror(stdout)) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing to stdout failed");
+    return rc;
+}

@@ -1,0 +1,169 @@
+/* ggprof top-kernels: the longest single op executions, each joined to its graph node (graph id, node index). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "output.h"
+#include "roofline.h"
+#include "trace.h"
+
+const char ggprof_usage_top_kernels[] =
+    "usage: ggprof top-kernels TRACE [-n N] [--format table|csv|json] [--roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16]]...\n"
+    "                         [--roof-file FILE]\n"
+    "\n"
+    "The longest individual op executions (OP records), longest first: op (or fused pair), backend, duration,\n"
+    "the graph node it computed (graph id, node index: join keys to the graphs and splits views), the output\n"
+    "tensor's name, and the execution's achieved GB/s and GFLOP/s under the roofline model (docs/analysis.md)\n"
+    "and, when its backend's roof is known, roof% (its time at the roof / its time).\n"
+    "CSV and JSON add the start time, process, split and the output and source shapes.\n"
+    "  -n N             the N longest executions (default 20; 0: all)\n"
+    "  --format F       table (default; fits 80 columns), csv or json\n"
+    "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable)\n"
+    "  --roof-file F    roofs as 'ggprof calibrate -o F' writes them\n"
+    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile.\n";
+
+static const ggprof_col k_cols[] = {
+    { "op", "op", NULL, GGPROF_COL_FLEX },
+    { "backend", "backend", NULL, 0 },
+    { "us", "duration_us", "%.1f", 0 },
+    { "graph", "graph_id", NULL, 0 },
+    { "node", "node_index", NULL, 0 },
+    { "tensor", "tensor", NULL, GGPROF_COL_FLEX },
+    { "GB/s", "gbps", "%.2f", 0 },
+    { "GFLOP/s", "gflops", "%.2f", 0 },
+    { "roof%", "roof_pct", "%.1f", 0 },
+    { "duration_ns", "duration_ns", NULL, GGPROF_COL_NO_TABLE },
+    { "start_ns", "start_ns", NULL, GGPROF_COL_NO_TABLE },
+    { "pid", "pid", NULL, GGPROF_COL_NO_TABLE },
+    { "split", "split_id", NULL, GGPROF_COL_NO_TABLE },
+    { "ne", "ne", NULL, GGPROF_COL_NO_TABLE },
+    { "sources", "sources", NULL, GGPROF_COL_NO_TABLE },
+};
+
+int ggprof_cmd_top_kernels(int argc, char **argv) {
+    const char *trace = NULL;
+    long n_rows = 20;
+    ggprof_format fmt = GGPROF_FMT_TABLE;
+    ggprof_roofs roofs = { .n = 0 };
+    char why[512];
+    for (int i = 1; i < argc; i++) {
+        int r = ggprof_roofs_option(&roofs, argc, argv, &i, why, sizeof(why));
+        if (r < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        if (r > 0) continue;
+        if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--format") == 0) {
+            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value", argv[i]);
+            const char *v = argv[++i];
+            char *end;
+            if (argv[i - 1][1] == 'n') {
+                n_rows = strtol(v, &end, 10);
+                if (end == v || *end || n_rows < 0) {
+                    return ggprof_fail(GGPROF_EXIT_USAGE, "bad row count '%s'; expected a number >= 0 (0: all)", v);
+                }
+            } else if (ggprof_format_parse(v, &fmt) != 0) {
+                return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", v);
+            }
+        } else if (argv[i][0] == '-') {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof top-kernels --help'", argv[i]);
+        } else if (trace) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", trace, argv[i]);
+        } else {
+            trace = argv[i];
+        }
+    }
+    if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof top-kernels TRACE [-n N]");
+
+    sqlite3 *db;
+    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    if (rc) return ggprof_fail(rc, "%s", why);
+    /* Ties (equal durations, common with coarse clocks) keep the trace's order, so output is reproducible. */
+    static const char sql[] =
+        "SELECT e.name, COALESCE(e.extra, CASE WHEN e.fused_node_id > 0 THEN n.op || '+' || f.op END),"
+        " COALESCE((SELECT b.name FROM backends b WHERE b.pid = e.pid AND b.sched_id = e.sched_id"
+        "   AND b.id = e.backend_id), (SELECT b.name FROM backends b WHERE b.id = e.backend_id"
+        "   ORDER BY b.pid, b.sched_id LIMIT 1), 'unknown'),"
+        " e.duration_ns, e.graph_id, e.node_index, NULLIF(n.tensor_name, ''), e.start_ns, e.pid, e.split_id,"
+        " n.sub_op_name, n.ne, COALESCE(n.out_type, -1), COALESCE(n.n_src, 0), n.ne_src, n.type_src, n.op_params,"
+        " COALESCE(n.sub_op, -1) FROM events e LEFT JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id"
+        " LEFT JOIN nodes f ON f.pid = e.pid AND f.node_id = e.fused_node_id"
+        " WHERE e.type = 0 ORDER BY e.duration_ns DESC, e.rowid LIMIT ?";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return rc;
+    }
+    sqlite3_bind_int64(st, 1, n_rows ? (sqlite3_int64) n_rows : -1);
+    ggprof_table t;
+    ggprof_table_init(&t, k_cols, sizeof(k_cols) / sizeof(k_cols[0]));
+    ggprof_rl_types types;
+    int32_t types_pid = -1;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *) sqlite3_column_text(st, 0), *fused = (const char *) sqlite3_column_text(st, 1);
+        int32_t pid = sqlite3_column_int(st, 8);
+        if (pid != types_pid) {
+            ggprof_rl_types_load(db, pid, &types);
+            types_pid = pid;
+        }
+        ggprof_rl_node node;
+        ggprof_rl_node_from_text(&node, name, fused, (const char *) sqlite3_column_text(st, 10),
+                                 sqlite3_column_int(st, 17), (const char *) sqlite3_column_text(st, 11), sqlite3_column_int(st, 12),
+                                 sqlite3_column_int(st, 13), (const char *) sqlite3_column_text(st, 14),
+                                 (const char *) sqlite3_column_text(st, 15), (const char *) sqlite3_column_text(st, 16));
+        ggprof_rl_cost cost;
+        ggprof_rl_cost_of(&node, &types, &cost);
+        double ns = (double) sqlite3_column_int64(st, 3);
+        ggprof_table_text(&t, fused && strchr(fused, '+') ? fused : name ? name : "unknown");
+        ggprof_table_text(&t, (const char *) sqlite3_column_text(st, 2));
+        ggprof_table_real(&t, ns / 1e3);
+        if (sqlite3_column_type(st, 4) == SQLITE_NULL) {
+            ggprof_table_null(&t);
+        } else {
+            ggprof_table_int(&t, sqlite3_column_int64(st, 4));
+        }
+        if (sqlite3_column_int64(st, 5) < 0) {
+            ggprof_table_null(&t); /* a profile without node indices (the upstream profiler's) */
+        } else {
+            ggprof_table_int(&t, sqlite3_column_int64(st, 5));
+        }
+        ggprof_table_text(&t, (const char *) sqlite3_column_text(st, 6));
+        ggprof_table_real(&t, cost.bytes_known && ns > 0 ? (cost.bytes_read + cost.bytes_written) / ns : NAN);
+        ggprof_table_real(&t, cost.flops_known && ns > 0 ? cost.flops / ns : NAN);
+        const ggprof_roof *roof = ggprof_roofs_find(&roofs, (const char *) sqlite3_column_text(st, 2));
+        ggprof_table_real(&t, roof && cost.flops_known && cost.bytes_known && ns > 0
+                                  ? 100.0 * ggprof_rl_roof_ns(roof, &cost) / ns : NAN);
+        ggprof_table_int(&t, sqlite3_column_int64(st, 3));
+        ggprof_table_int(&t, sqlite3_column_int64(st, 7));
+        ggprof_table_int(&t, pid);
+        ggprof_table_int(&t, sqlite3_column_int64(st, 9));
+        char ne[96], src[160];
+        ggprof_fmt_ne(ne, sizeof(ne), node.ne);
+        ggprof_rl_shape(src, sizeof(src), &node, &types);
+        ggprof_table_text(&t, ne);
+        ggprof_table_text(&t, src);
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));
+        ggprof_table_free(&t);
+        sqlite3_close(db);
+        return rc;
+    }
+    sqlite3_close(db);
+    size_t n = ggprof_table_rows(&t);
+    if (fmt == GGPROF_FMT_TABLE) {
+        if (n == 0) {
+            printf("No OP records in this trace.\n");
+        } else {
+            printf("The %zu longest op executions (graph, node: the node's place in its graph).\n", n);
+        }
+    }
+    if ((n || fmt != GGPROF_FMT_TABLE) && ggprof_table_write(&t, fmt, stdout, 80) != 0) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing the table failed");
+    }
+    ggprof_table_free(&t);
+    if (fflush(stdout) != 0 || ferror(stdout)) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing to stdout failed");
+    return rc;
+}
