@@ -58,36 +58,14 @@ static void roofline_cells(ggprof_table *t, const ggprof_rl_row *r) {
 }
 
 int ggprof_cmd_top_ops(int argc, char **argv) {
-    const char *trace = NULL;
-    long n_rows = 20;
-    ggprof_format fmt = GGPROF_FMT_TABLE;
-    ggprof_roofs roofs = { .n = 0 };
+    ggprof_rank_opts o;
+    int bad = ggprof_rank_opts_parse(&o, argc, argv, "top-ops");
+    if (bad) return bad;
+    const char *trace = o.trace;
+    long n_rows = o.n_rows;
+    ggprof_format fmt = (ggprof_format) o.format;
+    ggprof_roofs roofs = o.roofs;
     char why[512];
-    for (int i = 1; i < argc; i++) {
-        int r = ggprof_roofs_option(&roofs, argc, argv, &i, why, sizeof(why));
-        if (r < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
-        if (r > 0) continue;
-        if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--format") == 0) {
-            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value", argv[i]);
-            const char *v = argv[++i];
-            char *end;
-            if (argv[i - 1][1] == 'n') {
-                n_rows = strtol(v, &end, 10);
-                if (end == v || *end || n_rows < 0) {
-                    return ggprof_fail(GGPROF_EXIT_USAGE, "bad row count '%s'; expected a number >= 0 (0: all)", v);
-                }
-            } else if (ggprof_format_parse(v, &fmt) != 0) {
-                return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", v);
-            }
-        } else if (argv[i][0] == '-') {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof top-ops --help'", argv[i]);
-        } else if (trace) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", trace, argv[i]);
-        } else {
-            trace = argv[i];
-        }
-    }
-    if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof top-ops TRACE [-n N]");
 
     sqlite3 *db;
     int rc = ggprof_trace_open(trace, &db, why, sizeof(why));

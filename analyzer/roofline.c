@@ -1,6 +1,9 @@
 /* The roofline model of ggml ops (bytes moved, FLOPs), the device roofs, and a trace's ops costed by it. */
 #include "roofline.h"
 
+#include "cli.h"
+#include "output.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -600,4 +603,41 @@ int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t wh
 void ggprof_rl_groups_free(ggprof_rl_groups *g) {
     free(g->v);
     memset(g, 0, sizeof(*g));
+}
+
+int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const char *cmd) {
+    memset(o, 0, sizeof(*o));
+    o->n_rows = 20;
+    o->format = GGPROF_FMT_TABLE;
+    char why[512];
+    for (int i = 1; i < argc; i++) {
+        int r = ggprof_roofs_option(&o->roofs, argc, argv, &i, why, sizeof(why));
+        if (r < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        if (r > 0) continue;
+        if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--format") == 0) {
+            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value", argv[i]);
+            const char *v = argv[++i];
+            char *end;
+            if (argv[i - 1][1] == 'n') {
+                o->n_rows = strtol(v, &end, 10);
+                if (end == v || *end || o->n_rows < 0) {
+                    return ggprof_fail(GGPROF_EXIT_USAGE, "bad row count '%s'; expected a number >= 0 (0: all)", v);
+                }
+            } else {
+                ggprof_format f;
+                if (ggprof_format_parse(v, &f) != 0) {
+                    return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", v);
+                }
+                o->format = (int) f;
+            }
+        } else if (argv[i][0] == '-') {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof %s --help'", argv[i], cmd);
+        } else if (o->trace) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", o->trace, argv[i]);
+        } else {
+            o->trace = argv[i];
+        }
+    }
+    if (!o->trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof %s TRACE [-n N]", cmd);
+    return 0;
 }

@@ -141,4 +141,14 @@ void ggprof_rl_row_rates(const ggprof_rl_row *r, double *gbps, double *gflops, d
 int ggprof_rl_rollup(const ggprof_rl_groups *g, const ggprof_roofs *roofs, int by_shape, ggprof_rl_row **rows,
                      size_t *n);
 
+/* The options every ranking command takes: TRACE [-n N] [--format table|csv|json] [--roof ...] [--roof-file F].
+ * Returns 0, or the exit code after printing a one-line error that names the bad value. */
+typedef struct {
+    const char   *trace;
+    long          n_rows; /* 0: all */
+    int           format; /* ggprof_format */
+    ggprof_roofs  roofs;
+} ggprof_rank_opts;
+int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const char *cmd);
+
 #endif
