@@ -57,27 +57,12 @@ int ggprof_cmd_inefficiency(int argc, char **argv) {
     ggprof_rank_opts o;
     int bad = ggprof_rank_opts_parse(&o, argc, argv, "inefficiency");
     if (bad) return bad;
-    const char *trace = o.trace;
     long n_rows = o.n_rows;
     ggprof_format fmt = (ggprof_format) o.format;
-    ggprof_roofs roofs = o.roofs;
-    char why[512];
-
-    sqlite3 *db;
-    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
-    if (rc) return ggprof_fail(rc, "%s", why);
     ggprof_rl_groups g;
-    if (ggprof_rl_groups_load(db, &g, why, sizeof(why)) != 0) {
-        sqlite3_close(db);
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", trace, why);
-    }
-    sqlite3_close(db);
     ggprof_rl_row *rows;
     size_t n;
-    if (ggprof_rl_rollup(&g, &roofs, 1, &rows, &n) != 0) {
-        ggprof_rl_groups_free(&g);
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
-    }
+    if ((bad = ggprof_rank_rows(&o, 1, &g, &rows, &n)) != 0) return bad;
     qsort(rows, n, sizeof(*rows), by_ns_per_byte);
     size_t shown = n_rows == 0 || (size_t) n_rows > n ? n : (size_t) n_rows;
 
@@ -108,14 +93,14 @@ int ggprof_cmd_inefficiency(int argc, char **argv) {
             printf("The %zu of %zu op and shape groups with the most time per output byte (ns/B).\n", shown, n);
         }
     }
-    rc = 0;
+    int rc = 0;
     if ((n || fmt != GGPROF_FMT_TABLE) && ggprof_table_write(&t, fmt, stdout, 80) != 0) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing the table failed");
     }
     if (fmt == GGPROF_FMT_TABLE && n) {
         printf("Output bytes as the model counts them (SET_ROWS, CPY: the rows written)%s.\n",
                g.types_from_trace ? "" : ";\ntype sizes are ggml 0.23's (the trace names no types)");
-        ggprof_roofs_describe(stdout, &roofs);
+        ggprof_roofs_describe(stdout, &o.roofs);
     }
     ggprof_table_free(&t);
     free(rows);

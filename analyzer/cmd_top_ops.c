@@ -61,27 +61,12 @@ int ggprof_cmd_top_ops(int argc, char **argv) {
     ggprof_rank_opts o;
     int bad = ggprof_rank_opts_parse(&o, argc, argv, "top-ops");
     if (bad) return bad;
-    const char *trace = o.trace;
     long n_rows = o.n_rows;
     ggprof_format fmt = (ggprof_format) o.format;
-    ggprof_roofs roofs = o.roofs;
-    char why[512];
-
-    sqlite3 *db;
-    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
-    if (rc) return ggprof_fail(rc, "%s", why);
     ggprof_rl_groups g;
-    if (ggprof_rl_groups_load(db, &g, why, sizeof(why)) != 0) {
-        sqlite3_close(db);
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", trace, why);
-    }
-    sqlite3_close(db);
     ggprof_rl_row *rows;
     size_t n;
-    if (ggprof_rl_rollup(&g, &roofs, 0, &rows, &n) != 0) {
-        ggprof_rl_groups_free(&g);
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
-    }
+    if ((bad = ggprof_rank_rows(&o, 0, &g, &rows, &n)) != 0) return bad;
     qsort(rows, n, sizeof(*rows), by_time);
     size_t shown = n_rows == 0 || (size_t) n_rows > n ? n : (size_t) n_rows;
 
@@ -113,7 +98,7 @@ int ggprof_cmd_top_ops(int argc, char **argv) {
                    (double) g.op_ns / 1e6, (double) g.all_ns / 1e6);
         }
     }
-    rc = 0;
+    int rc = 0;
     if ((n || fmt != GGPROF_FMT_TABLE) && ggprof_table_write(&t, fmt, stdout, 80) != 0) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing the table failed");
     }
@@ -122,7 +107,7 @@ int ggprof_cmd_top_ops(int argc, char **argv) {
                "Bytes: sources read + output written, at the tensors' type sizes%s\n",
                g.types_from_trace ? "." : ",\nggml 0.23's (the trace names no types).");
         if (any_moe) printf("MUL_MAT_ID: weights of at most min(n_expert, n_expert_used x n_tokens) experts.\n");
-        ggprof_roofs_describe(stdout, &roofs);
+        ggprof_roofs_describe(stdout, &o.roofs);
     }
     ggprof_table_free(&t);
     free(rows);

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "trace.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -639,5 +640,22 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
         }
     }
     if (!o->trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof %s TRACE [-n N]", cmd);
+    return 0;
+}
+
+int ggprof_rank_rows(const ggprof_rank_opts *o, int by_shape, ggprof_rl_groups *g, ggprof_rl_row **rows, size_t *n) {
+    char why[512];
+    sqlite3 *db;
+    int rc = ggprof_trace_open(o->trace, &db, why, sizeof(why));
+    if (rc) return ggprof_fail(rc, "%s", why);
+    if (ggprof_rl_groups_load(db, g, why, sizeof(why)) != 0) {
+        sqlite3_close(db);
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", o->trace, why);
+    }
+    sqlite3_close(db);
+    if (ggprof_rl_rollup(g, &o->roofs, by_shape, rows, n) != 0) {
+        ggprof_rl_groups_free(g);
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    }
     return 0;
 }

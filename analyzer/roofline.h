@@ -150,5 +150,8 @@ typedef struct {
     ggprof_roofs  roofs;
 } ggprof_rank_opts;
 int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const char *cmd);
+/* Opens o->trace and rolls its OP records up into rows (per op and backend, or per shape too); the caller frees
+ * rows and g. Returns 0, or the exit code after printing a one-line error. */
+int ggprof_rank_rows(const ggprof_rank_opts *o, int by_shape, ggprof_rl_groups *g, ggprof_rl_row **rows, size_t *n);
 
 #endif
