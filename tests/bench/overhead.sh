@@ -7,6 +7,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PAIRS=${1:-7}
 LEVEL=${2:-op}
+TOKENS=${TOKENS:-64}
 make -C "$ROOT" -s all
 eval "$(bash "$ROOT/tests/fixture.sh" | sed 's/^/export /')"
 GGPROF=$ROOT/build/bin/ggprof
@@ -14,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 tps() { # prints llama-bench's average tokens/s of one run
-    "$@" -m "$GGUF_DENSE" -p 0 -n 64 -t 2 -r 1 -o jsonl 2> /dev/null | grep -o '"avg_ts": *[0-9.]*' | grep -o '[0-9.]*$'
+    "$@" -m "$GGUF_DENSE" -p 0 -n "$TOKENS" -t 2 -r 3 -o jsonl 2> /dev/null | grep -o '"avg_ts": *[0-9.]*' | grep -o '[0-9.]*$'
 }
 
 plain=() prof=()
@@ -27,6 +28,6 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 
 mp=$(median "${plain[@]}")
 mr=$(median "${prof[@]}")
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
-awk -v p="$mp" -v r="$mr" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" 'BEGIN {
-    printf "llama-bench -p 0 -n 64 -t 2, %d alternating pairs, --level %s (%d records per profiled run)\n", n, l, rec
+awk -v p="$mp" -v r="$mr" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v tok="$TOKENS" 'BEGIN {
+    printf "llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s (%d records per profiled run)\n", tok, n, l, rec
     printf "median plain: %.2f t/s   median profiled: %.2f t/s   ratio: %.3f (target >= 0.98)\n", p, r, r / p }'
