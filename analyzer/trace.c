@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "json_v3.h"
 #include "trace_db.h"
+#include "views.h"
 
 int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len) {
     FILE *f = fopen(path, "rb");
@@ -36,10 +37,12 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
             sqlite3_close(*db);
             return GGPROF_EXIT_USAGE;
         }
+        (void) ggprof_views_create(*db); /* best effort: rollup and diff create them again and say why not */
         return 0;
     }
     if ((n >= 2 && head[0] == 0x1f && head[1] == 0x8b) || (ws < n && head[ws] == '{')) {
         *db = ggprof_json_v3_import(path, why, why_len);
+        if (*db) (void) ggprof_views_create(*db);
         return *db ? 0 : GGPROF_EXIT_USAGE;
     }
     snprintf(why, why_len,

@@ -36,6 +36,8 @@ int ggprof_cmd_top_ops(int argc, char **argv);
 int ggprof_cmd_top_kernels(int argc, char **argv);
 int ggprof_cmd_inefficiency(int argc, char **argv);
 int ggprof_cmd_calibrate(int argc, char **argv);
+int ggprof_cmd_rollup(int argc, char **argv);
+int ggprof_cmd_diff(int argc, char **argv);
 
 extern const char ggprof_usage_record[];
 extern const char ggprof_usage_collect[];
@@ -47,5 +49,7 @@ extern const char ggprof_usage_top_ops[];
 extern const char ggprof_usage_top_kernels[];
 extern const char ggprof_usage_inefficiency[];
 extern const char ggprof_usage_calibrate[];
+extern const char ggprof_usage_rollup[];
+extern const char ggprof_usage_diff[];
 
 #endif

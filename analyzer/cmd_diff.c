@@ -1,0 +1,723 @@
+/* ggprof diff: two traces aligned op by op, each change judged against the spread of its repetitions. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "output.h"
+#include "trace.h"
+#include "views.h"
+
+const char ggprof_usage_diff[] =
+    "usage: ggprof diff A B [--fail-above PCT] [--min-impact PCT] [--match-backend name|any] [-n N]\n"
+    "                       [--format table|csv|json]\n"
+    "\n"
+    "Aligns the records of traces A and B by phase (prompt, generation), op, source shapes and types,\n"
+    "backend name and tensor name (which keeps the layer: Qcur-3). For each aligned group: its time in A\n"
+    "and in B (ms), the change (ms; and % of the median time per graph), the noise bound (%) and a verdict:\n"
+    "slower or faster when the medians of the group's per-graph times differ by more than 3 standard errors\n"
+    "(from their median absolute deviation), noise when not, few when a run has fewer than 3 graphs of it.\n"
+    "Sections: time per token by phase, then by op, by layer, the N groups that changed most (ms), and the\n"
+    "groups present in one run only.\n"
+    "  --fail-above PCT      exit 1 when a phase, op, layer or group slowed by more than PCT% beyond the\n"
+    "                        noise bound (change - bound > PCT), and say which on stderr: a gate for CI;\n"
+    "                        SYNC time (barrier waits) is shown but not gated: it measures the machine's load\n"
+    "  --min-impact PCT      with --fail-above: gate only slowdowns that add at least PCT% (default 1) to the\n"
+    "                        median graph time of their phase in A (a 2 us op 20% slower is not a regression)\n"
+    "  --match-backend any   align ignoring the backend (one model run on two backends); default: name\n"
+    "  -n N                  groups shown (default 20; 0: all)\n"
+    "  --format F            table (default), csv (one header, a 'section' column) or json (one object)\n"
+    "Exit status: 0; 1 when --fail-above tripped or on an internal error; 2 for a usage mistake.\n"
+    "Rules and statistics: docs/rollups-and-diff.md.\n";
+
+/* A change is beyond noise when the medians differ by more than Z standard errors of their difference; the
+ * standard error of a median is 1.2533 sigma / sqrt(n), sigma estimated as 1.4826 MAD (robust to the slow
+ * first token and to preemption on a shared machine). */
+#define NOISE_Z       3.0
+#define MIN_SAMPLES   3
+
+/* ------------------------------------------------------------ output columns */
+
+enum { C_PHASE, C_OP, C_TENSOR, C_LAYER, C_SHAPES, C_TYPES, C_BACKEND, C_NA, C_NB, C_AMS, C_BMS, C_DELTA, C_CHANGE,
+       C_NOISE, C_VERDICT, C_FROM, N_COLS };
+
+/* Every column any section shows, in the order they are shown; CSV has them all, after a "section" column. */
+static const ggprof_col k_cols[N_COLS] = {
+    { "phase", "phase", NULL, 0 },
+    { "op", "op", NULL, 0 },
+    { "tensor", "tensor", NULL, GGPROF_COL_FLEX },
+    { "layer", "layer", NULL, 0 },
+    { "shapes", "shapes", NULL, GGPROF_COL_FLEX },
+    { "types", "types", NULL, GGPROF_COL_NO_TABLE },
+    { "backend", "backend", NULL, 0 },
+    { "n_a", "n_a", NULL, 0 },
+    { "n_b", "n_b", NULL, 0 },
+    { "a_ms", "a_ms", "%.3f", 0 },
+    { "b_ms", "b_ms", "%.3f", 0 },
+    { "delta_ms", "delta_ms", "%.3f", 0 },
+    { "change%", "change_pct", "%.1f", 0 },
+    { "noise%", "noise_pct", "%.1f", 0 },
+    { "verdict", "verdict", NULL, 0 },
+    { "from", "from", NULL, 0 },
+};
+static const ggprof_col k_section_col = { "section", "section", NULL, 0 };
+
+/* Diff tables are wider than a terminal's 80 columns; this keeps a group's row on one line of a wide one. */
+#define TABLE_WIDTH 160
+
+/* ------------------------------------------------------------ groups and their per-graph samples */
+
+typedef struct {
+    double *v;
+    size_t  n, cap;
+    double  total;           /* ns */
+    int64_t last_pid, last_graph; /* the graph of v[n - 1]: rows come graph by graph */
+} samples;
+
+typedef struct {
+    char   *key;
+    char   *field[N_COLS]; /* the key's display fields */
+    samples s[2];
+    /* computed */
+    double med[2], bound, change_pct, noise_pct, delta;
+    const char *verdict;
+    int         gated, flagged;
+} group;
+
+typedef struct {
+    group  *g;
+    size_t  n, cap;
+    size_t *slot; /* open addressing: index + 1 into g, 0 for empty */
+    size_t  nslot;
+} group_map;
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char) *s) * 1099511628211ull;
+    return h;
+}
+
+static group *map_get(group_map *m, const char *key) {
+    if ((m->n + 1) * 2 > m->nslot) {
+        size_t nslot = m->nslot ? m->nslot * 2 : 1024;
+        size_t *slot = calloc(nslot, sizeof(*slot));
+        if (!slot) return NULL;
+        for (size_t i = 0; i < m->n; i++) {
+            size_t p = hash_str(m->g[i].key) & (nslot - 1);
+            while (slot[p]) p = (p + 1) & (nslot - 1);
+            slot[p] = i + 1;
+        }
+        free(m->slot);
+        m->slot  = slot;
+        m->nslot = nslot;
+    }
+    size_t p = hash_str(key) & (m->nslot - 1);
+    while (m->slot[p]) {
+        group *g = &m->g[m->slot[p] - 1];
+        if (strcmp(g->key, key) == 0) return g;
+        p = (p + 1) & (m->nslot - 1);
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        group *g = realloc(m->g, cap * sizeof(*g));
+        if (!g) return NULL;
+        m->g   = g;
+        m->cap = cap;
+    }
+    group *g = &m->g[m->n];
+    memset(g, 0, sizeof(*g));
+    if (!(g->key = strdup(key))) return NULL;
+    m->slot[p] = ++m->n;
+    return g;
+}
+
+static void map_free(group_map *m) {
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->g[i].key);
+        for (int c = 0; c < N_COLS; c++) free(m->g[i].field[c]);
+        free(m->g[i].s[0].v);
+        free(m->g[i].s[1].v);
+    }
+    free(m->g);
+    free(m->slot);
+}
+
+/* "[1, 0]" -> "1 0": type ids without the commas that CSV would have to quote. */
+static char *compact_ids(const char *json) {
+    char *out = strdup(json), *q = out;
+    if (!out) return NULL;
+    for (const char *p = json; *p; p++) {
+        if (*p == '[' || *p == ']') continue;
+        if (*p == ',') {
+            continue;
+        }
+        *q++ = *p;
+    }
+    *q = '\0';
+    return out;
+}
+
+/* One graph's time for a group: a new sample, or more of the last one when the graph is the same. */
+static int push(samples *s, int64_t pid, int64_t graph, double v, double total) {
+    s->total += total;
+    if (s->n && s->last_pid == pid && s->last_graph == graph) {
+        s->v[s->n - 1] += v;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        double *w  = realloc(s->v, cap * sizeof(*w));
+        if (!w) return -1;
+        s->v   = w;
+        s->cap = cap;
+    }
+    s->v[s->n++]  = v;
+    s->last_pid   = pid;
+    s->last_graph = graph;
+    return 0;
+}
+
+/* "[[512, 1408, 1, 1], [512, 6, 1, 1]]" -> "512x1408 512x6": trailing dimensions of 1 dropped. */
+static char *compact_shapes(const char *json) {
+    char out[256];
+    size_t p = 0;
+    int64_t ne[4];
+    int dim = -1;
+    for (const char *s = json ? json : ""; *s && p < sizeof(out) - 64; s++) {
+        if (*s == '[' && s != json) {
+            dim = 0;
+        } else if (*s == ']' && dim >= 0) {
+            int nd = dim;
+            while (nd > 1 && ne[nd - 1] == 1) nd--;
+            if (p) out[p++] = ' ';
+            for (int i = 0; i < nd; i++) p += (size_t) snprintf(out + p, sizeof(out) - p, "%s%lld", i ? "x" : "", (long long) ne[i]);
+            dim = -1;
+        } else if (dim >= 0 && ((*s >= '0' && *s <= '9') || *s == '-')) {
+            char *end;
+            long long v = strtoll(s, &end, 10);
+            if (dim < 4) ne[dim++] = v;
+            s = end - 1;
+        }
+    }
+    out[p] = '\0';
+    return strdup(out);
+}
+
+/* The row of the query every section reads (see open_run), by column. */
+enum { Q_PID, Q_GRAPH, Q_PHASE, Q_TYPE, Q_NAME, Q_SUB_OP, Q_OP, Q_NE_SRC, Q_TYPE_SRC, Q_BACKEND, Q_TENSOR, Q_LAYER, Q_NS,
+       N_Q };
+/* Which output column shows a query column (-1: none). */
+static const int k_q_col[N_Q] = { -1, -1, C_PHASE, -1, -1, -1, C_OP, C_SHAPES, C_TYPES, C_BACKEND, C_TENSOR, C_LAYER, -1 };
+
+/* A section groups the rows by some query columns (an op by its name and sub-op id, as a trace read from JSON
+ * has no sub-op names) and shows some. */
+typedef struct {
+    const char *name;  /* JSON key and CSV section */
+    const char *title; /* table heading */
+    int         key[10], nkey;
+    int         show[8], nshow;
+    int         op_only; /* OP records only */
+} section_def;
+
+static const section_def k_sections[] = {
+    { "phase", "time per token, by phase", { Q_PHASE }, 1, { Q_PHASE }, 1, 0 },
+    { "by_op", "by op", { Q_PHASE, Q_TYPE, Q_NAME, Q_SUB_OP, Q_BACKEND }, 5, { Q_PHASE, Q_OP, Q_BACKEND }, 3, 0 },
+    { "by_layer", "by layer (OP records)", { Q_PHASE, Q_LAYER }, 2, { Q_PHASE, Q_LAYER }, 2, 1 },
+    { "groups", "groups",
+      { Q_PHASE, Q_TYPE, Q_NAME, Q_SUB_OP, Q_NE_SRC, Q_TYPE_SRC, Q_BACKEND, Q_TENSOR, Q_LAYER }, 9,
+      { Q_PHASE, Q_OP, Q_TENSOR, Q_LAYER, Q_NE_SRC, Q_TYPE_SRC, Q_BACKEND }, 7, 0 },
+};
+#define N_SECTIONS ((int) (sizeof(k_sections) / sizeof(k_sections[0])))
+#define S_PHASE    0
+
+/* Adds one row (a group's time in one graph) to a section's group. SYNC time may not trip --fail-above:
+ * barrier waits measure the machine's load as much as the code, and what they cost shows in the phases'
+ * time per token, which is gated. */
+static int add_sample(const section_def *d, group_map *m, int side, sqlite3_stmt *st, double v, double total) {
+    char key[2048];
+    size_t p = 0;
+    for (int k = 0; k < d->nkey; k++) {
+        const char *t = (const char *) sqlite3_column_text(st, d->key[k]);
+        p += (size_t) snprintf(key + p, sizeof(key) - p, "%s\x1f", t ? t : "\x1e");
+        if (p >= sizeof(key)) p = sizeof(key) - 1;
+    }
+    group *g = map_get(m, key);
+    if (!g) return -1;
+    for (int k = 0; k < d->nshow; k++) {
+        int c         = k_q_col[d->show[k]];
+        const char *t = (const char *) sqlite3_column_text(st, d->show[k]);
+        if (g->field[c] || !t) continue;
+        if (!(g->field[c] = c == C_SHAPES ? compact_shapes(t) : c == C_TYPES ? compact_ids(t) : strdup(t))) return -1;
+    }
+    g->gated = d->key[0] == Q_PHASE && d->nkey == 1 ? 1 : sqlite3_column_int(st, Q_TYPE) != 2;
+    return push(&g->s[side], sqlite3_column_int64(st, Q_PID), sqlite3_column_int64(st, Q_GRAPH), v, total);
+}
+
+/* Reads one trace into the sections' maps: the phases from diff_phase (a graph's time per token), the rest
+ * from diff_rows, graph by graph. graph_ns gets each phase's graph durations. */
+static int load(sqlite3 *db, group_map *map, group_map *graph_ns, int side) {
+    sqlite3_stmt *st = NULL;
+    int step         = SQLITE_ERROR;
+    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id, phase, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+                               " ns_per_token, duration_ns FROM diff_phase WHERE n_tokens > 0 ORDER BY pid, graph_id",
+                           -1, &st, NULL) == SQLITE_OK) {
+        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+            double ns = sqlite3_column_double(st, 13);
+            if (add_sample(&k_sections[S_PHASE], &map[S_PHASE], side, st, sqlite3_column_double(st, 12), ns) != 0 ||
+                add_sample(&k_sections[S_PHASE], graph_ns, side, st, ns, ns) != 0) {
+                step = SQLITE_NOMEM;
+                break;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) return -1;
+    if (sqlite3_prepare_v2(db, "SELECT * FROM diff_rows", -1, &st, NULL) != SQLITE_OK) return -1;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        double ns = sqlite3_column_double(st, Q_NS);
+        for (int s = 0; s < N_SECTIONS; s++) {
+            if (s == S_PHASE || (k_sections[s].op_only && sqlite3_column_int(st, Q_TYPE) != 0)) continue;
+            if (add_sample(&k_sections[s], &map[s], side, st, ns, ns) != 0) {
+                step = SQLITE_NOMEM;
+                break;
+            }
+        }
+        if (step == SQLITE_NOMEM) break;
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n) {
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Median and median absolute deviation; reorders v. */
+static double med_mad(samples *s, double *mad) {
+    double med = median(s->v, s->n);
+    double *dev = malloc(s->n * sizeof(*dev));
+    *mad = 0;
+    if (dev) {
+        for (size_t i = 0; i < s->n; i++) dev[i] = fabs(s->v[i] - med);
+        *mad = median(dev, s->n);
+        free(dev);
+    }
+    return med;
+}
+
+/* floor_ns: the least a slowdown beyond noise must add to a graph to trip --fail-above (--min-impact). */
+static void judge(group *g, double fail_above, double floor_ns) {
+    g->delta = g->s[1].total - g->s[0].total;
+    if (!g->s[0].n || !g->s[1].n) {
+        g->verdict = g->s[0].n ? "only-a" : "only-b";
+        return;
+    }
+    double mad[2];
+    for (int k = 0; k < 2; k++) g->med[k] = med_mad(&g->s[k], &mad[k]);
+    double d        = g->med[1] - g->med[0];
+    g->change_pct   = g->med[0] > 0 ? 100.0 * d / g->med[0] : NAN;
+    if (g->s[0].n < MIN_SAMPLES || g->s[1].n < MIN_SAMPLES) {
+        g->verdict   = "few";
+        g->bound     = NAN;
+        g->noise_pct = NAN;
+        return;
+    }
+    double se = 1.2533 * 1.4826 *
+                sqrt(mad[0] * mad[0] / (double) g->s[0].n + mad[1] * mad[1] / (double) g->s[1].n);
+    g->bound     = NOISE_Z * se;
+    g->noise_pct = g->med[0] > 0 ? 100.0 * g->bound / g->med[0] : NAN;
+    g->verdict   = d > g->bound ? "slower" : -d > g->bound ? "faster" : "noise";
+    g->flagged   = g->gated && fail_above >= 0 && d > g->bound && g->med[0] > 0 &&
+                 100.0 * (d - g->bound) / g->med[0] > fail_above && d - g->bound >= floor_ns;
+}
+
+static int cmp_impact(const void *a, const void *b) {
+    const group *x = a, *y = b;
+    double dx = fabs(x->delta), dy = fabs(y->delta);
+    if (dx != dy) return dx < dy ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+static int cmp_only(const void *a, const void *b) {
+    const group *x = a, *y = b;
+    double tx = x->s[0].total + x->s[1].total, ty = y->s[0].total + y->s[1].total;
+    if (tx != ty) return tx < ty ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+/* A section of the output: its rows (groups, and for the flagged ones the section they come from). */
+typedef struct {
+    const char   *name; /* JSON key and CSV section */
+    char          title[160];
+    int           cols[N_COLS], ncol;
+    const group **g;
+    const char  **from;
+    size_t        n, cap;
+} section;
+
+static int sec_add(section *s, const group *g, const char *from) {
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 32;
+        const group **gv = realloc(s->g, cap * sizeof(*gv));
+        if (!gv) return -1;
+        s->g = gv;
+        const char **fv = realloc(s->from, cap * sizeof(*fv));
+        if (!fv) return -1;
+        s->from = fv;
+        s->cap  = cap;
+    }
+    s->g[s->n]      = g;
+    s->from[s->n++] = from;
+    return 0;
+}
+
+static void cell(ggprof_table *t, int c, const group *g, const char *from) {
+    int both = g->s[0].n && g->s[1].n;
+    switch (c) {
+    case C_LAYER:
+        if (g->field[c]) {
+            ggprof_table_int(t, strtoll(g->field[c], NULL, 10));
+        } else {
+            ggprof_table_null(t);
+        }
+        break;
+    case C_NA: ggprof_table_int(t, (int64_t) g->s[0].n); break;
+    case C_NB: ggprof_table_int(t, (int64_t) g->s[1].n); break;
+    case C_AMS: ggprof_table_real(t, g->s[0].total / 1e6); break;
+    case C_BMS: ggprof_table_real(t, g->s[1].total / 1e6); break;
+    case C_DELTA: ggprof_table_real(t, g->delta / 1e6); break;
+    case C_CHANGE: ggprof_table_real(t, both ? g->change_pct : NAN); break;
+    case C_NOISE: ggprof_table_real(t, both ? g->noise_pct : NAN); break;
+    case C_VERDICT: ggprof_table_text(t, g->verdict); break;
+    case C_FROM: ggprof_table_text(t, from); break;
+    default: ggprof_table_text(t, g->field[c]);
+    }
+}
+
+/* A section as a table of its own columns (the text table, and JSON). */
+static int write_section(const section *s, ggprof_format fmt, FILE *f) {
+    ggprof_col cols[N_COLS];
+    for (int k = 0; k < s->ncol; k++) cols[k] = k_cols[s->cols[k]];
+    ggprof_table t;
+    ggprof_table_init(&t, cols, (size_t) s->ncol);
+    for (size_t r = 0; r < s->n; r++) {
+        for (int k = 0; k < s->ncol; k++) cell(&t, s->cols[k], s->g[r], s->from[r]);
+    }
+    int rc = ggprof_table_write(&t, fmt, f, TABLE_WIDTH);
+    ggprof_table_free(&t);
+    return rc;
+}
+
+/* What a flagged row is: "phase generation", "generation: layer 3", "generation: MUL_MAT on CPU",
+ * "generation: MUL_MAT ffn_up-3 [512x1408 512] on CPU". */
+static void row_label(char *buf, size_t len, const group *g, const char *from) {
+    char *const *f = g->field;
+    const char *ph = f[C_PHASE] ? f[C_PHASE] : "-", *on = f[C_BACKEND] ? " on " : "", *be = f[C_BACKEND] ? f[C_BACKEND] : "";
+    if (strcmp(from, "phase") == 0) {
+        snprintf(buf, len, "phase %s", ph);
+    } else if (strcmp(from, "by_layer") == 0) {
+        snprintf(buf, len, "%s: layer %s", ph, f[C_LAYER] ? f[C_LAYER] : "-");
+    } else if (strcmp(from, "by_op") == 0) {
+        snprintf(buf, len, "%s: %s%s%s", ph, f[C_OP] ? f[C_OP] : "-", on, be);
+    } else {
+        snprintf(buf, len, "%s: %s %s [%s]%s%s", ph, f[C_OP] ? f[C_OP] : "-", f[C_TENSOR] ? f[C_TENSOR] : "-",
+                 f[C_SHAPES] ? f[C_SHAPES] : "", on, be);
+    }
+}
+
+/* ------------------------------------------------------------ the command */
+
+
+typedef struct {
+    const char *path;
+    sqlite3    *db;
+    int64_t     graphs, tokens;
+    double      ns[3]; /* OP, COPY, SYNC */
+} run_info;
+
+static int open_run(run_info *r, int match_any) {
+    char why[512];
+    int rc = ggprof_trace_open(r->path, &r->db, why, sizeof(why));
+    if (rc) return ggprof_fail(rc, "%s", why);
+    if (ggprof_views_create(r->db) != SQLITE_OK) {
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "creating the roll-up views on '%s': %s", r->path, sqlite3_errmsg(r->db));
+    }
+    /* Each node's time per graph (narrow keys first: grouping a million rows by their shapes' text costs
+     * seconds), then its description and its graph's phase; graph by graph, as load() merges per graph. */
+    char sql[2048];
+    snprintf(sql, sizeof(sql),
+             "CREATE TEMP TABLE diff_phase(pid INTEGER, graph_id INTEGER, phase TEXT, n_tokens INTEGER,"
+             " ns_per_token REAL, duration_ns INTEGER, PRIMARY KEY(pid, graph_id));"
+             "INSERT OR IGNORE INTO diff_phase SELECT pid, graph_id, phase, n_tokens, ns_per_token, duration_ns"
+             " FROM graph_phase;"
+             "CREATE TEMP TABLE diff_rows AS SELECT d.pid AS pid, d.graph_id AS graph_id, p.phase AS phase,"
+             " d.type AS type, d.name AS name, COALESCE(n.sub_op, -1) AS sub_op,"
+             " d.name || COALESCE('(' || NULLIF(n.sub_op_name, '') || ')', '') AS op,"
+             " COALESCE(n.ne_src, '[]') AS ne_src, COALESCE(n.type_src, '[]') AS type_src, %s AS backend,"
+             " NULLIF(n.tensor_name, '') AS tensor, d.layer AS layer, d.ns AS ns"
+             " FROM (SELECT pid, graph_id, node_id, type, name, sched_id, backend_id, layer, sum(duration_ns) AS ns"
+             "   FROM op_layers GROUP BY pid, graph_id, node_id, type, name, sched_id, backend_id, layer) d"
+             " LEFT JOIN main.nodes n ON n.pid = d.pid AND n.node_id = d.node_id"
+             " LEFT JOIN main.backend_list b ON b.pid = d.pid AND b.sched_id = d.sched_id AND b.id = d.backend_id"
+             " LEFT JOIN diff_phase p ON p.pid = d.pid AND p.graph_id = d.graph_id ORDER BY d.pid, d.graph_id;",
+             match_any ? "'any'" : "COALESCE(b.name, 'backend ' || d.backend_id)");
+    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", r->path, sqlite3_errmsg(r->db));
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db,
+                           "SELECT (SELECT count(*) FROM diff_phase), (SELECT sum(n_tokens) FROM diff_phase),"
+                           " (SELECT sum(ns) FROM diff_rows WHERE type = 0), (SELECT sum(ns) FROM diff_rows WHERE type = 1),"
+                           " (SELECT sum(ns) FROM diff_rows WHERE type = 2)",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", r->path, sqlite3_errmsg(r->db));
+    }
+    r->graphs = sqlite3_column_int64(st, 0);
+    r->tokens = sqlite3_column_int64(st, 1);
+    for (int k = 0; k < 3; k++) r->ns[k] = sqlite3_column_double(st, 2 + k);
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void print_run_line(FILE *f, const char *label, const run_info *r) {
+    fprintf(f, "%s  %s: %lld graphs, %lld tokens, OP %.3f ms, SYNC %.3f ms, COPY %.3f ms\n", label, r->path,
+            (long long) r->graphs, (long long) r->tokens, r->ns[0] / 1e6, r->ns[2] / 1e6, r->ns[1] / 1e6);
+}
+
+static void print_run_json(FILE *f, const char *key, const run_info *r) {
+    fprintf(f, "\"%s\": {\"trace\": ", key);
+    ggprof_out_json_string(f, r->path);
+    fprintf(f, ", \"graphs\": %lld, \"tokens\": %lld, \"op_ms\": %.3f, \"sync_ms\": %.3f, \"copy_ms\": %.3f},\n",
+            (long long) r->graphs, (long long) r->tokens, r->ns[0] / 1e6, r->ns[2] / 1e6, r->ns[1] / 1e6);
+}
+
+static int cmp_impact_p(const void *a, const void *b) { return cmp_impact(*(const group *const *) a, *(const group *const *) b); }
+static int cmp_only_p(const void *a, const void *b) { return cmp_only(*(const group *const *) a, *(const group *const *) b); }
+
+int ggprof_cmd_diff(int argc, char **argv) {
+    const char *path[2] = { NULL, NULL }, *format = "table", *match = "name";
+    double fail_above = -1, min_impact = 1;
+    long top = 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--fail-above") == 0 || strcmp(a, "--min-impact") == 0 || strcmp(a, "--match-backend") == 0 ||
+            strcmp(a, "-n") == 0 || strcmp(a, "--format") == 0) {
+            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value; see 'ggprof diff --help'", a);
+            const char *v = argv[++i];
+            char *end;
+            if (strcmp(a, "--fail-above") == 0 || strcmp(a, "--min-impact") == 0) {
+                double pct = strtod(v, &end);
+                if (end == v || *end || !(pct >= 0)) {
+                    return ggprof_fail(GGPROF_EXIT_USAGE, "%s '%s': expected a percentage >= 0", a, v);
+                }
+                *(a[2] == 'f' ? &fail_above : &min_impact) = pct;
+            } else if (strcmp(a, "-n") == 0) {
+                top = strtol(v, &end, 10);
+                if (end == v || *end || top < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "-n '%s': expected a count >= 0", v);
+            } else if (a[2] == 'm') {
+                match = v;
+            } else {
+                format = v;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof diff --help'", a);
+        } else if (path[1]) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "two traces only ('%s' is a third)", a);
+        } else {
+            path[path[0] ? 1 : 0] = a;
+        }
+    }
+    if (!path[1]) return ggprof_fail(GGPROF_EXIT_USAGE, "needs two traces; usage: ggprof diff A B [--fail-above PCT]");
+    if (strcmp(match, "name") != 0 && strcmp(match, "any") != 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--match-backend '%s': expected name or any", match);
+    }
+    ggprof_format fmt;
+    if (ggprof_format_parse(format, &fmt) != 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", format);
+    }
+
+    run_info run[2] = { { .path = path[0] }, { .path = path[1] } };
+    group_map map[N_SECTIONS], graph_ns;
+    memset(map, 0, sizeof(map));
+    memset(&graph_ns, 0, sizeof(graph_ns));
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        rc = open_run(&run[k], strcmp(match, "any") == 0);
+        if (!rc && load(run[k].db, map, &graph_ns, k) != 0) {
+            rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", run[k].path, sqlite3_errmsg(run[k].db));
+        }
+    }
+
+    /* Sections: each rollup and the aligned groups by |change|, then the groups of one run, then the flagged. */
+    static const int stat_cols[] = { C_NA, C_NB, C_AMS, C_BMS, C_DELTA, C_CHANGE, C_NOISE, C_VERDICT };
+    section out[N_SECTIONS + 3];
+    memset(out, 0, sizeof(out));
+    int n_out = 0, n_flagged = 0;
+    size_t n_aligned = 0, n_only[2] = { 0, 0 };
+    double only_ns[2] = { 0, 0 };
+    section *flagged = NULL, *only[2] = { NULL, NULL };
+    const group **order = NULL;
+    if (!rc) {
+        /* A section shows its columns in the order of k_cols. */
+        int shown[N_SECTIONS][N_COLS] = { { 0 } };
+        for (int s = 0; s < N_SECTIONS; s++) {
+            for (int k = 0; k < k_sections[s].nshow; k++) shown[s][k_q_col[k_sections[s].show[k]]] = 1;
+        }
+        for (int s = 0; s < N_SECTIONS; s++) {
+            section *o = &out[n_out++];
+            o->name    = k_sections[s].name;
+            snprintf(o->title, sizeof(o->title), "%s", k_sections[s].title);
+            for (int c = 0; c < N_COLS; c++) {
+                if (shown[s][c]) o->cols[o->ncol++] = c;
+            }
+            for (size_t k = 0; k < sizeof(stat_cols) / sizeof(stat_cols[0]); k++) o->cols[o->ncol++] = stat_cols[k];
+        }
+        for (int k = 0; k < 2; k++) {
+            only[k]       = &out[n_out++];
+            only[k]->name = k ? "only_b" : "only_a";
+            for (int c = 0; c < N_COLS; c++) {
+                if (shown[N_SECTIONS - 1][c]) only[k]->cols[only[k]->ncol++] = c;
+            }
+            only[k]->cols[only[k]->ncol++] = k ? C_NB : C_NA;
+            only[k]->cols[only[k]->ncol++] = k ? C_BMS : C_AMS;
+        }
+        static const int fcols[] = { C_FROM, C_PHASE, C_OP, C_TENSOR, C_LAYER, C_SHAPES, C_BACKEND, C_NA, C_NB,
+                                     C_CHANGE, C_NOISE };
+        flagged       = &out[n_out++];
+        flagged->name = "flagged";
+        memcpy(flagged->cols, fcols, sizeof(fcols));
+        flagged->ncol = (int) (sizeof(fcols) / sizeof(fcols[0]));
+
+        for (int s = 0; s < N_SECTIONS && !rc; s++) {
+            group_map *m = &map[s];
+            for (size_t i = 0; i < m->n; i++) {
+                double floor_ns = 0;
+                if (s != S_PHASE) {
+                    char key[256];
+                    snprintf(key, sizeof(key), "%s\x1f", m->g[i].field[C_PHASE] ? m->g[i].field[C_PHASE] : "\x1e");
+                    group *ph = map_get(&graph_ns, key);
+                    double mad;
+                    if (ph && ph->s[0].n) floor_ns = min_impact / 100.0 * med_mad(&ph->s[0], &mad);
+                }
+                judge(&m->g[i], fail_above, floor_ns);
+            }
+            free(order);
+            if (!(order = malloc((m->n ? m->n : 1) * sizeof(*order)))) {
+                rc = -1;
+                break;
+            }
+            for (size_t i = 0; i < m->n; i++) order[i] = &m->g[i];
+            qsort(order, m->n, sizeof(*order), cmp_impact_p);
+            int is_groups = s == N_SECTIONS - 1;
+            size_t shown_n = 0;
+            for (size_t i = 0; i < m->n && !rc; i++) {
+                const group *g = order[i];
+                if (is_groups && (!g->s[0].n || !g->s[1].n)) {
+                    n_only[g->s[1].n ? 1 : 0]++;
+                    only_ns[g->s[1].n ? 1 : 0] += g->s[0].total + g->s[1].total;
+                    continue;
+                }
+                if (is_groups) n_aligned++;
+                if (!is_groups || top == 0 || shown_n < (size_t) top) {
+                    rc = sec_add(&out[s], g, NULL);
+                    shown_n++;
+                }
+                if (g->flagged) {
+                    n_flagged++;
+                    rc |= sec_add(flagged, g, k_sections[s].name);
+                }
+            }
+            if (is_groups) {
+                snprintf(out[s].title, sizeof(out[s].title), "groups aligned: %zu; the %zu largest changes", n_aligned,
+                         shown_n);
+                qsort(order, m->n, sizeof(*order), cmp_only_p);
+                for (int k = 0; k < 2; k++) {
+                    size_t listed = 0;
+                    for (size_t i = 0; i < m->n && !rc; i++) {
+                        const group *g = order[i];
+                        if (g->s[k].n && !g->s[!k].n && (top == 0 || listed < (size_t) top)) {
+                            rc = sec_add(only[k], g, NULL);
+                            listed++;
+                        }
+                    }
+                    snprintf(only[k]->title, sizeof(only[k]->title), "only in %s: %zu groups, %.3f ms%s", k ? "B" : "A",
+                             n_only[k], only_ns[k] / 1e6, listed < n_only[k] ? " (the largest listed)" : "");
+                }
+            }
+        }
+        if (rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+        snprintf(flagged->title, sizeof(flagged->title), "slowed by more than %g%% beyond noise: %d", fail_above,
+                 n_flagged);
+    }
+
+    if (!rc) {
+        FILE *f = stdout;
+        int n_show = fail_above >= 0 ? n_out : n_out - 1; /* the flagged section is the last */
+        int werr   = 0;
+        if (fmt == GGPROF_FMT_TABLE) {
+            print_run_line(f, "A", &run[0]);
+            print_run_line(f, "B", &run[1]);
+            for (int s = 0; s < n_show; s++) {
+                fprintf(f, "\n%s\n", out[s].title);
+                if (out[s].n) werr |= write_section(&out[s], fmt, f);
+            }
+        } else if (fmt == GGPROF_FMT_CSV) {
+            /* One CSV: the rows of every section under one header, a "section" column first. */
+            ggprof_col cols[N_COLS + 1] = { k_section_col };
+            for (int c = 0; c < N_COLS; c++) cols[c + 1] = k_cols[c];
+            ggprof_table t;
+            ggprof_table_init(&t, cols, N_COLS + 1);
+            for (int s = 0; s < n_show; s++) {
+                for (size_t r = 0; r < out[s].n; r++) {
+                    ggprof_table_text(&t, out[s].name);
+                    for (int c = 0; c < N_COLS; c++) cell(&t, c, out[s].g[r], out[s].from[r]);
+                }
+            }
+            werr |= ggprof_table_write(&t, fmt, f, TABLE_WIDTH);
+            ggprof_table_free(&t);
+        } else {
+            fputs("{\n", f);
+            print_run_json(f, "a", &run[0]);
+            print_run_json(f, "b", &run[1]);
+            for (int s = 0; s < n_show; s++) {
+                fprintf(f, "\"%s\": ", out[s].name);
+                werr |= write_section(&out[s], fmt, f);
+                if (s + 1 < n_show) fputs(",\n", f);
+            }
+            fputs("}\n", f);
+        }
+        if (werr || fflush(f) != 0 || ferror(f)) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write the output");
+    }
+    if (!rc && n_flagged) {
+        char list[1024];
+        size_t p = 0;
+        for (size_t r = 0; r < flagged->n && r < 5 && p < sizeof(list); r++) {
+            char what[256];
+            const group *g = flagged->g[r];
+            row_label(what, sizeof(what), g, flagged->from[r]);
+            p += (size_t) snprintf(list + p, sizeof(list) - p, "%s%s (+%.1f%%, noise %.1f%%)", r ? "; " : "", what,
+                                   g->change_pct, g->noise_pct);
+        }
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "%d slowed by more than %g%% beyond noise: %s%s", n_flagged, fail_above,
+                         list, n_flagged > 5 ? "; ..." : "");
+    }
+    free(order);
+    for (int s = 0; s < n_out; s++) {
+        free(out[s].g);
+        free(out[s].from);
+    }
+    for (int s = 0; s < N_SECTIONS; s++) map_free(&map[s]);
+    map_free(&graph_ns);
+    for (int k = 0; k < 2; k++) sqlite3_close(run[k].db);
+    return rc;
+}
