@@ -9,8 +9,10 @@ const char ggprof_usage_query[] =
     "usage: ggprof query TRACE \"SQL\"\n"
     "\n"
     "Runs SQL on the trace database and prints each row with its columns separated by '|' (as the sqlite3\n"
-    "shell does by default; NULL prints as nothing). Views for scripts: backends, graphs, splits, records;\n"
-    "see docs/trace-database.md. A JSON profile given as TRACE is read into a temporary database first.\n";
+    "shell does by default; NULL prints as nothing). Views for scripts: backends, graphs, splits, records,\n"
+    "kernels (docs/trace-database.md), and the roll-ups op_layers, layer_time, layer_op_time, block_time,\n"
+    "block_op_time, graph_phase, phase_time (docs/queries.md). A JSON profile given as TRACE is read into a\n"
+    "temporary database first.\n";
 
 int ggprof_cmd_query(int argc, char **argv) {
     if (argc != 3) {
