@@ -156,7 +156,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.last_backend = -1;
     gc.last_end     = -1;
     gc.n_pending    = 0;
-    ggprof_use_counts_reset(&t_uc);
+    ggprof_use_counts_for_graph(&t_uc, gc.nodes, gc.n_nodes);
 
     uint64_t t0 = ggprof_now_ns();
     t_graph = &gc;

@@ -108,7 +108,19 @@ void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, gg
 
 /* ---- which nodes tick: the CPU backend's rules in ggml 0.23 ---- */
 
-void ggprof_use_counts_reset(ggprof_use_counts *u) { u->built = false; u->n = 0; }
+void ggprof_use_counts_reset(ggprof_use_counts *u) {
+    u->built     = false;
+    u->n         = 0;
+    u->graph_key = 0;
+}
+
+void ggprof_use_counts_for_graph(ggprof_use_counts *u, struct ggml_tensor **nodes, int n) {
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t) n;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t) (uintptr_t) nodes[i]) * 0x100000001b3ull;
+    if (h == u->graph_key && u->built) return;
+    ggprof_use_counts_reset(u);
+    u->graph_key = h;
+}
 
 static uint32_t ptr_hash(const void *p, int cap) {
     uint64_t v = (uint64_t) (uintptr_t) p * 0x9e3779b97f4a7c15ull;
