@@ -14,8 +14,14 @@ echo "demo: ggprof record -o $OUT/llama.db -- llama-completion -m $(basename "$G
     { tail -n 20 "$OUT/llama-completion.log" >&2; exit 1; }
 tail -n 1 "$OUT/llama-completion.log" >&2
 "$GGPROF" report "$OUT/llama.db"
+echo
+"$GGPROF" top-ops "$OUT/llama.db" -n 8
+echo
+"$GGPROF" rollup "$OUT/llama.db" --by layer
+"$GGPROF" export "$OUT/llama.db" --html "$OUT/llama.html" --chrome "$OUT/llama.trace.json"
 cat << MSG
 
-The trace: $OUT/llama.db (SQLite) and $OUT/llama.json.gz (version-3 JSON). Try:
+The trace: $OUT/llama.db (SQLite) and $OUT/llama.json.gz (version-3 JSON); a timeline to open in a browser:
+$OUT/llama.html; for Perfetto UI: $OUT/llama.trace.json. Try:
   $GGPROF query $OUT/llama.db "SELECT name, count(*), sum(duration_ns)/1e6 AS ms FROM records GROUP BY 1 ORDER BY 3 DESC LIMIT 5"
 MSG
