@@ -13,6 +13,8 @@ SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c schema/v3_format.c
 ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ticks.c analyzer/summary.c $(SCHEMA_ENGINE_SRC)
 # Device kernel timing: OpenCL (needs no OpenCL headers) and the hook that loads the CUPTI library when CUDA starts.
 ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
+# Vulkan dispatch timing: the hook that enables ggprof's Vulkan layer (below) when a program is recorded.
+ENGINE_SRC += kernels/vulkan/vk_hook.c
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c
 GGPROF_SRC += kernels/cpu/calibrate.c
 
@@ -84,6 +86,24 @@ $(BUILD)/samples/cuda_kernels: samples/cuda/kernels.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 -arch=sm_90 -o $@ $<
 
+# Vulkan dispatch timing: libggprof-vulkan.so, a Vulkan layer the loader puts into a recorded program
+# (kernels/vulkan/), and its manifest in $(BUILD)/lib/vulkan/, the folder kernels/vulkan/vk_hook.c adds to
+# VK_LAYER_PATH. Built only where Debian's libvulkan-dev headers are; it never links libvulkan (the loader hands
+# the layer every function it calls). The manifest's library_path is relative to the manifest.
+VK_LAYER_LIB  := $(BUILD)/lib/libggprof-vulkan.so
+VK_LAYER_JSON := $(BUILD)/lib/vulkan/ggprof_layer.json
+ifneq ($(wildcard /usr/include/vulkan/vk_layer.h),)
+all: $(VK_LAYER_LIB) $(VK_LAYER_JSON)
+endif
+$(VK_LAYER_LIB): $(BUILD)/obj/pic/kernels/vulkan/vk_layer.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
+$(VK_LAYER_JSON): kernels/vulkan/vk_layer_name.h
+	@mkdir -p $(dir $@)
+	name=$$(sed -n 's/^#define GGPROF_VK_LAYER_NAME "\(.*\)"/\1/p' $<); \
+	lib=$$(sed -n 's/^#define GGPROF_VK_LAYER_LIB  *"\(.*\)"/\1/p' $<); \
+	printf '{\n  "file_format_version": "1.1.2",\n  "layer": {\n    "name": "%s",\n    "type": "GLOBAL",\n    "library_path": "../%s",\n    "api_version": "1.3.0",\n    "implementation_version": "1",\n    "description": "ggprof: per-dispatch device time from timestamp queries"\n  }\n}\n' "$$name" "$$lib" > $@
+
 # Unit tests link the ggprof objects (all but main) as an archive, so each takes only what it uses.
 CORE    := $(BUILD)/libggprof-core.a
 UNIT    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -112,3 +132,4 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(ENGINE_OBJ:.o=.d) $(GGPROF_OBJ:.o=.d) $(BUILD)/obj/cupti/kernels/cuda/cupti_trace.d
+-include $(BUILD)/obj/pic/kernels/vulkan/vk_layer.d

@@ -4,6 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake git pkg-config libsqlite3-dev libcjson-dev zlib1g-dev libopenblas-dev)
 pkgs+=(pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers) # tests/e2e/opencl.sh: an OpenCL CPU device
 pkgs+=(mesa-vulkan-drivers libvulkan1) # tests/e2e/vulkan.sh: lavapipe, a CPU Vulkan driver
+pkgs+=(libvulkan-dev) # kernels/vulkan/: the layer's headers (vulkan/vk_layer.h); tests/e2e/vulkan_timestamps.sh
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)
 missing=()

@@ -1,0 +1,57 @@
+/* libggprof.so's side of Vulkan dispatch timing: enables the ggprof Vulkan layer when the program is recorded. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "vk_layer_name.h"
+
+/* Why a layer, enabled through the environment: a Vulkan program reaches the driver through the loader's
+ * dispatch tables (ggml-vulkan through vulkan.hpp's dynamic dispatcher), so an LD_PRELOAD definition of
+ * vkCmdDispatch never sees the calls. The loader itself puts the layers named by VK_INSTANCE_LAYERS, found in
+ * VK_LAYER_PATH, between the program and the driver, for every instance created later. Both are read in
+ * vkCreateInstance, after this constructor: setting them here is in time. The layer (vk_layer.c) loads only
+ * into programs started by `ggprof record` (GGPROF_RING), and where the build made it (vulkan/vk_layer.h). */
+__attribute__((constructor)) static void vulkan_hook_init(void) {
+    const char *ring = getenv("GGPROF_RING");
+    const char *off  = getenv("GGPROF_VULKAN");
+    if (!ring || !*ring || (off && strcmp(off, "0") == 0)) return; /* not recording, or asked not to */
+    Dl_info info;
+    char self[PATH_MAX], dir[PATH_MAX], lib[PATH_MAX + 32];
+    if (!dladdr((void *) vulkan_hook_init, &info) || !info.dli_fname || !realpath(info.dli_fname, self)) return;
+    char *slash = strrchr(self, '/');
+    if (!slash) return;
+    *slash = '\0';
+    snprintf(dir, sizeof(dir), "%s/vulkan", self);
+    snprintf(lib, sizeof(lib), "%s/%s", self, GGPROF_VK_LAYER_LIB);
+    if (access(lib, R_OK) != 0 || access(dir, R_OK) != 0) return; /* built without Vulkan headers */
+
+    /* Prepended to the user's VK_LAYER_PATH (a search path: their layers stay findable), appended to their
+     * VK_INSTANCE_LAYERS (an ordered list: their choice of layers and order stays). Never twice, so that a
+     * recorded program that starts another one does not grow the variables. */
+    const char *path = getenv("VK_LAYER_PATH");
+    if (!path || !*path) {
+        setenv("VK_LAYER_PATH", dir, 1);
+    } else if (!strstr(path, dir)) {
+        size_t n = strlen(dir) + strlen(path) + 2;
+        char  *v = malloc(n);
+        if (!v) return;
+        snprintf(v, n, "%s:%s", dir, path);
+        setenv("VK_LAYER_PATH", v, 1);
+        free(v);
+    }
+    const char *layers = getenv("VK_INSTANCE_LAYERS");
+    if (!layers || !*layers) {
+        setenv("VK_INSTANCE_LAYERS", GGPROF_VK_LAYER_NAME, 1);
+    } else if (!strstr(layers, GGPROF_VK_LAYER_NAME)) {
+        size_t n = strlen(layers) + strlen(GGPROF_VK_LAYER_NAME) + 2;
+        char  *v = malloc(n);
+        if (!v) return;
+        snprintf(v, n, "%s:%s", layers, GGPROF_VK_LAYER_NAME);
+        setenv("VK_INSTANCE_LAYERS", v, 1);
+        free(v);
+    }
+}
