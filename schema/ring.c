@@ -125,6 +125,30 @@ ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid) {
     return NULL;
 }
 
+/* Large messages (a split's CPU ops, kilobytes) go out with non-temporal stores: the ring's lines are not in
+ * the producer's cache, and ordinary stores would first read each one in; the producer never reads them back.
+ * Messages and ring positions are multiples of 8 bytes. */
+#if defined(__x86_64__)
+#include <emmintrin.h>
+static void copy_out(char *dst, const void *src, uint64_t n) {
+    if (n < 512) {
+        memcpy(dst, src, n);
+        return;
+    }
+    const char *s = src;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        long long v;
+        memcpy(&v, s + i, 8);
+        _mm_stream_si64((long long *) (void *) (dst + i), v);
+    }
+    if (i < n) memcpy(dst + i, s + i, n - i);
+    _mm_sfence(); /* the bytes are visible before the head that publishes them */
+}
+#else
+static void copy_out(char *dst, const void *src, uint64_t n) { memcpy(dst, src, n); }
+#endif
+
 int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg) {
     const uint64_t cap  = r->file->slot_cap;
     const uint64_t size = msg->size;
@@ -147,7 +171,7 @@ int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr 
         memcpy(data + pos, &filler, sizeof(filler));
         pos = 0;
     }
-    memcpy(data + pos, msg, size);
+    copy_out(data + pos, msg, size);
     atomic_store_explicit(&s->head, head + pad + size, memory_order_release);
     return 0;
 }

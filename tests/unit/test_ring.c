@@ -142,6 +142,39 @@ static void test_attach_rejects_other_versions(void) {
     CHECK(strstr(why, g_path) != NULL);
 }
 
+/* Large messages take the non-temporal copy: their bytes must arrive intact, across the wrap too. */
+typedef struct {
+    int      n, bad;
+} big_seen_t;
+
+static void on_big(const ggprof_ring_slot *slot, const ggprof_msg_hdr *m, void *user) {
+    (void) slot;
+    big_seen_t *b = user;
+    const unsigned char *p = (const unsigned char *) m;
+    for (uint32_t i = sizeof(*m); i < m->size; i++) b->bad += p[i] != (unsigned char) (i * 7 + b->n);
+    b->n++;
+}
+
+static void test_large_messages_arrive_intact(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 4096);
+    ggprof_ring_slot *s = ggprof_ring_claim(&p, 1, 1);
+    big_seen_t seen = { 0, 0 };
+    union {
+        ggprof_msg_hdr h;
+        unsigned char  b[1000];
+    } m;
+    for (int k = 0; k < 40; k++) {
+        m.h = (ggprof_msg_hdr){ 1000, GGPROF_MSG_EVENT, 0 };
+        for (uint32_t i = sizeof(m.h); i < 1000; i++) m.b[i] = (unsigned char) (i * 7 + k);
+        CHECK(ggprof_ring_write(&p, s, &m.h) == 0);
+        ggprof_ring_drain(&c, on_big, &seen);
+    }
+    CHECK_EQ_INT(seen.n, 40);
+    CHECK_EQ_INT(seen.bad, 0);
+    done(&c, &p);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_order_and_wrap);
@@ -149,5 +182,6 @@ int main(void) {
     RUN(test_unpublished_message_is_invisible);
     RUN(test_released_slot_is_reused_after_drain);
     RUN(test_attach_rejects_other_versions);
+    RUN(test_large_messages_arrive_intact);
     return failures ? 1 : 0;
 }
