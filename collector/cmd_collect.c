@@ -91,7 +91,7 @@ int ggprof_cmd_collect(int argc, char **argv) {
     if (!ring_path || parent <= 0 || !profile) return ggprof_fail(GGPROF_EXIT_USAGE, "needs --ring, --parent and --profile");
     signal(SIGINT, SIG_IGN); /* a Ctrl-C meant for the program must not take its profile with it */
     /* Below the program: our wake-ups should not preempt threads that spin in ggml's barriers. */
-    if (setpriority(PRIO_PROCESS, 0, 10) != 0) { /* not fatal: only the overhead is higher */ }
+    if (setpriority(PRIO_PROCESS, 0, 19) != 0) { /* not fatal: only the overhead is higher */ }
     signal(SIGPIPE, SIG_IGN);
     ggprof_ring ring = { 0 };
     char why[256];

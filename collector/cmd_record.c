@@ -190,7 +190,7 @@ int ggprof_cmd_record(int argc, char **argv) {
     g_child = child;
     close(pfd[1]);
     /* Below the workload: the collector's wake-ups should not preempt threads that spin in ggml's barriers. */
-    if (setpriority(PRIO_PROCESS, 0, 10) != 0) { /* not fatal: only the overhead is higher */ }
+    if (setpriority(PRIO_PROCESS, 0, 19) != 0) { /* not fatal: only the overhead is higher */ }
     int exec_errno = 0;
     ssize_t got = read(pfd[0], &exec_errno, sizeof(exec_errno));
     close(pfd[0]);
