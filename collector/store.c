@@ -386,8 +386,6 @@ int ggprof_store_commit(ggprof_store *s) {
 
 ggprof_store_counts ggprof_store_get_counts(const ggprof_store *s) { return s->counts; }
 
-sqlite3 *ggprof_store_db(ggprof_store *s) { return s->db; }
-
 sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
     sqlite3 *db = s->db;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);

@@ -548,7 +548,7 @@ static void sink_init(void) {
     ggprof_busy--;
 }
 
-bool ggprof_sink_ready(void) {
+static bool ggprof_sink_ready(void) {
     pthread_once(&g_sink_once, sink_init);
     return g_sink_ok;
 }
