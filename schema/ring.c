@@ -102,11 +102,16 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
 #endif
 
 /* A first write to a page of shared memory costs a fault (allocation, zeroing): measured at about 15 us, it
- * made every record cost hundreds of ns on the computing thread. Fault the slot in once, when claimed. */
+ * made every record cost hundreds of ns on the computing thread. Fault the slot in once, when claimed, and
+ * write to every page: MADV_POPULATE_WRITE alone maps the pages, yet under a hypervisor that backs guest
+ * memory lazily (Firecracker here) the first store to each page still costs ~5 us, a host-side fault, for
+ * the whole first lap of the ring (tests/bench/ring_write.sh: ~11000 TSC cycles per 4 KiB message on a slot
+ * only populated, ~300 once each page was written). Once the pages are backed, non-temporal stores were no
+ * faster than memcpy for a split's 4 KiB of ops (same benchmark, and in the engine), so messages are memcpy'd. */
 static void prefault(ggprof_ring_slot *s, uint64_t cap) {
     char  *data = slot_data(s);
     size_t page = (size_t) sysconf(_SC_PAGESIZE);
-    if (madvise((void *) ((uintptr_t) s & ~(page - 1)), GGPROF_SLOT_HDR + cap, MADV_POPULATE_WRITE) == 0) return;
+    madvise((void *) ((uintptr_t) s & ~(page - 1)), GGPROF_SLOT_HDR + cap, MADV_POPULATE_WRITE);
     for (uint64_t off = 0; off < cap; off += page) ((volatile char *) data)[off] = 0;
 }
 
@@ -124,30 +129,6 @@ ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid) {
     }
     return NULL;
 }
-
-/* Large messages (a split's CPU ops, kilobytes) go out with non-temporal stores: the ring's lines are not in
- * the producer's cache, and ordinary stores would first read each one in; the producer never reads them back.
- * Messages and ring positions are multiples of 8 bytes. */
-#if defined(__x86_64__)
-#include <emmintrin.h>
-static void copy_out(char *dst, const void *src, uint64_t n) {
-    if (n < 512) {
-        memcpy(dst, src, n);
-        return;
-    }
-    const char *s = src;
-    uint64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        long long v;
-        memcpy(&v, s + i, 8);
-        _mm_stream_si64((long long *) (void *) (dst + i), v);
-    }
-    if (i < n) memcpy(dst + i, s + i, n - i);
-    _mm_sfence(); /* the bytes are visible before the head that publishes them */
-}
-#else
-static void copy_out(char *dst, const void *src, uint64_t n) { memcpy(dst, src, n); }
-#endif
 
 int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg) {
     const uint64_t cap  = r->file->slot_cap;
@@ -171,7 +152,7 @@ int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr 
         memcpy(data + pos, &filler, sizeof(filler));
         pos = 0;
     }
-    copy_out(data + pos, msg, size);
+    memcpy(data + pos, msg, size);
     atomic_store_explicit(&s->head, head + pad + size, memory_order_release);
     return 0;
 }
