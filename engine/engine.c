@@ -80,20 +80,12 @@ static struct {
 } g_nodes[NODE_CACHE_SIZE];
 static uint32_t g_next_node_id = 1;
 
-/* One multiply per 8 bytes: this runs for every node of every split, on the thread that computes. */
-static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x9e3779b97f4a7c15ull; }
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint64_t v;
-    for (; n >= 8; n -= 8, b += 8) {
-        memcpy(&v, b, 8);
-        h = mix(h, v);
-    }
-    v = 0;
-    memcpy(&v, b, n);
-    return mix(h, v ^ n);
-}
+/* The key of a node's description runs for every node of every split, on the thread that computes: its words
+ * go through four independent multiply lanes, so the multiplies overlap instead of forming one long chain.
+ * Each lane step (h ^ w) * K (K odd) is a bijection of both h and w, so two descriptions of the same length
+ * that differ in any word always differ in that lane; the lanes and the length are then mixed together. */
+#define KEY_MUL 0x9e3779b97f4a7c15ull
+static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * KEY_MUL; }
 
 static uint64_t finish(uint64_t h) {
     h ^= h >> 33;
@@ -102,25 +94,44 @@ static uint64_t finish(uint64_t h) {
     return h ? h : 1;
 }
 
-/* The key covers every field the description carries; a collision of two distinct nodes on 64 bits
- * would merge their descriptions, which is why the key is this wide. */
-static uint64_t node_key(const struct ggml_tensor *t, int is_copy) {
-    uint64_t h = mix((uint64_t) is_copy + 1, (uint64_t) (uint32_t) t->type);
-    h = mix(h, (uint64_t) (uint32_t) t->op);
-    h = hash_bytes(h, t->ne, sizeof(t->ne));
-    h = hash_bytes(h, t->nb, sizeof(t->nb));
-    h = hash_bytes(h, t->name, strnlen(t->name, GGML_ABI_MAX_NAME));
+#define KEY_WORDS (2 + 4 + 4 + GGML_ABI_MAX_NAME / 8 + GGML_ABI_MAX_OP_PARAMS / 8 + GGML_ABI_MAX_SRC * 9)
+
+/* The key covers every field the description carries (the whole name buffer: bytes after its NUL only ever
+ * make a second, identical description); a collision of two distinct nodes on 64 bits would merge their
+ * descriptions, which is why the key is this wide. */
+uint64_t ggprof_node_key(const struct ggml_tensor *t, int is_copy) {
+    uint64_t w[KEY_WORDS];
+    int      n = 0;
+    w[n++] = (uint64_t) (uint32_t) t->type | (uint64_t) (uint32_t) t->op << 32;
+    w[n++] = (uint64_t) is_copy;
+    memcpy(w + n, t->ne, sizeof(t->ne));
+    n += 4;
+    memcpy(w + n, t->nb, sizeof(t->nb));
+    n += 4;
+    memcpy(w + n, t->name, sizeof(t->name));
+    n += GGML_ABI_MAX_NAME / 8;
     if (!is_copy) {
-        h = hash_bytes(h, t->op_params, sizeof(t->op_params));
+        memcpy(w + n, t->op_params, sizeof(t->op_params));
+        n += GGML_ABI_MAX_OP_PARAMS / 8;
         for (int i = 0; i < GGML_ABI_MAX_SRC; i++) {
             const struct ggml_tensor *s = t->src[i];
             if (!s) continue;
-            h = mix(h, (uint64_t) i << 32 | (uint32_t) s->type);
-            h = hash_bytes(h, s->ne, sizeof(s->ne));
-            h = hash_bytes(h, s->nb, sizeof(s->nb));
+            w[n++] = (uint64_t) i << 32 | (uint32_t) s->type;
+            memcpy(w + n, s->ne, sizeof(s->ne));
+            memcpy(w + n + 4, s->nb, sizeof(s->nb));
+            n += 8;
         }
     }
-    return finish(h);
+    uint64_t a = 0x243f6a8885a308d3ull, b = 0x13198a2e03707344ull, c = 0xa4093822299f31d0ull, d = 0x082efa98ec4e6c89ull;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        a = mix(a, w[i]);
+        b = mix(b, w[i + 1]);
+        c = mix(c, w[i + 2]);
+        d = mix(d, w[i + 3]);
+    }
+    for (; i < n; i++) a = mix(a, w[i]);
+    return finish(mix(mix(mix(mix((uint64_t) n, a), b), c), d));
 }
 
 /* Types are described as they are first seen: this ggml's ggml_type_name has no bound to enumerate up to. */
@@ -229,13 +240,23 @@ static int find_slot(uint64_t key, uint32_t *pos_out) {
     return 0;
 }
 
-static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy) {
-    uint64_t key = node_key(t, is_copy);
+/* Bumped whenever the descriptions sent so far stop counting (a forked child, the C API starting to keep
+ * them): ids remembered outside this file are only good for the epoch they were given in. */
+static _Atomic uint32_t g_desc_epoch = 1;
+
+uint32_t ggprof_desc_epoch(void) { return atomic_load_explicit(&g_desc_epoch, memory_order_acquire); }
+
+static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy, uint64_t key, bool *kept) {
     uint32_t pos;
-    if (find_slot(key, &pos)) return g_nodes[pos].id;
+    if (kept) *kept = false;
+    if (find_slot(key, &pos)) {
+        if (kept) *kept = true;
+        return g_nodes[pos].id;
+    }
     pthread_mutex_lock(&g_lock);
     if (find_slot(key, &pos)) { /* another thread described it meanwhile */
         pthread_mutex_unlock(&g_lock);
+        if (kept) *kept = true;
         return g_nodes[pos].id;
     }
     ggprof_msg_node m;
@@ -249,13 +270,17 @@ static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy) {
         atomic_load_explicit(&g_nodes[pos].key, memory_order_relaxed) == 0) {
         g_nodes[pos].id = m.node_id;
         atomic_store_explicit(&g_nodes[pos].key, key, memory_order_release);
+        if (kept) *kept = true;
     }
     pthread_mutex_unlock(&g_lock);
     return m.node_id;
 }
 
-uint32_t ggprof_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 0); }
-uint32_t ggprof_copy_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 1); }
+uint32_t ggprof_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 0, ggprof_node_key(t, 0), NULL); }
+uint32_t ggprof_node_id_keyed(const struct ggml_tensor *t, uint64_t key, bool *kept) {
+    return lookup_or_send(t, 0, key, kept);
+}
+uint32_t ggprof_copy_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 1, ggprof_node_key(t, 1), NULL); }
 
 /* ---- finding ggml and checking that it is the ggml this engine understands ---- */
 
@@ -398,6 +423,7 @@ static void after_fork_child(void) {
     t_slot_tried = 0;
     ggprof_eng.pid = (int32_t) getpid();
     for (uint32_t i = 0; i < NODE_CACHE_SIZE; i++) atomic_store(&g_nodes[i].key, 0);
+    atomic_fetch_add(&g_desc_epoch, 1);
     memset(g_type_sent, 0, sizeof(g_type_sent));
     pthread_mutex_init(&g_lock, NULL);
     if (g_sink_ok && g_ring.file) {
@@ -609,6 +635,7 @@ bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
         /* Nodes already described were not kept: forget them, so that each is described (and kept) again. */
         g_keep_descs = true;
         for (uint32_t i = 0; i < NODE_CACHE_SIZE; i++) atomic_store(&g_nodes[i].key, 0);
+        atomic_fetch_add(&g_desc_epoch, 1);
     }
     pthread_mutex_unlock(&g_lock);
     if (!g_sink_ok) ggprof_eng.level = GGPROF_LEVEL_OP;

@@ -76,6 +76,12 @@ void *ggprof_resolve_real(const char *name, const void *caller, const void *self
 int      ggprof_emit(const ggprof_msg_hdr *msg);
 uint32_t ggprof_node_id(const struct ggml_tensor *t);      /* describes a node once, returns its id */
 uint32_t ggprof_copy_node_id(const struct ggml_tensor *t); /* the seed's COPY description of a tensor */
+/* The same in two steps, for callers that remember ids by a node's place in its graph: the key of the node's
+ * description, and its id. *kept says whether the id may be remembered (its description reached the trace);
+ * remembered ids hold only while ggprof_desc_epoch() returns the value it had when they were given. */
+uint64_t ggprof_node_key(const struct ggml_tensor *t, int is_copy);
+uint32_t ggprof_node_id_keyed(const struct ggml_tensor *t, uint64_t key, bool *kept);
+uint32_t ggprof_desc_epoch(void);
 void     ggprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Thread-local recursion guard: engine code that calls back into ggml never records itself. */

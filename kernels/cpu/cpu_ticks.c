@@ -26,7 +26,6 @@ typedef struct {
     int32_t  *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
     uint32_t *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
     uint32_t *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
-    uint64_t *exp_bytes;
     uint64_t *tick;       /* thread 0's tick after the node (stamp() units until the split ends) */
     uint64_t *bar_exit;   /* end of the barrier between this node and the next, 0 if none (stamp()) */
     uint64_t *inop_wait;  /* thread 0's barrier waits inside the node (stamp() units) */
@@ -224,11 +223,33 @@ static bool grow(cpu_split *s, int need) {
     if (f) s->exp_id = f;
     uint32_t *h = realloc(s->exp_fid, sizeof(uint32_t) * (size_t) cap);
     if (h) s->exp_fid = h;
-    uint64_t *i = realloc(s->exp_bytes, sizeof(uint64_t) * (size_t) cap);
-    if (i) s->exp_bytes = i;
-    if (!a || !b || !c || !d || !e || !f || !h || !i) return false;
+    if (!a || !b || !c || !d || !e || !f || !h) return false;
     s->cap = cap;
     return true;
+}
+
+/* Description ids remembered by the node's place in its graph, per thread: llama.cpp computes the same graph
+ * token after token, so a node whose key is the one remembered for its place takes the remembered id without a
+ * probe of the engine's shared table (a random access into 256 KiB that the weights evict every token). */
+typedef struct {
+    uint64_t key;
+    uint32_t id, epoch;
+} place_memo;
+
+static __thread place_memo *t_memo;
+static __thread int         t_memo_cap;
+
+static uint32_t node_id_at(const struct ggml_tensor *t, int place, uint32_t epoch) {
+    uint64_t key = ggprof_node_key(t, 0);
+    if (place >= 0 && place < t_memo_cap) {
+        place_memo *m = &t_memo[place];
+        if (m->key == key && m->epoch == epoch) return m->id;
+        bool     kept = false;
+        uint32_t id   = ggprof_node_id_keyed(t, key, &kept);
+        *m = (place_memo){ kept ? key : 0, id, epoch };
+        return id;
+    }
+    return ggprof_node_id_keyed(t, key, NULL);
 }
 
 int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
@@ -236,6 +257,16 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     const ggprof_ggml *g = &ggprof_eng.g;
     cpu_split *s = &t_split;
     if (!grow(s, n > 0 ? n : 1)) return -1;
+    if (graph_n > t_memo_cap) {
+        place_memo *m = realloc(t_memo, sizeof(*m) * (size_t) graph_n);
+        if (m) {
+            memset(m + t_memo_cap, 0, sizeof(*m) * (size_t) (graph_n - t_memo_cap));
+            t_memo     = m;
+            t_memo_cap = graph_n;
+        }
+    }
+    int      base  = (int) (nodes - graph_nodes);
+    uint32_t epoch = ggprof_desc_epoch();
     s->n_exp = 0;
     for (int i = 0; i < n; i++) {
         const struct ggml_tensor *t = nodes[i];
@@ -247,12 +278,11 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
         s->exp_node[k]  = i;
         s->exp_fused[k] = -1;
         s->inop_wait[k] = 0;
-        s->exp_id[k]    = ggprof_node_id(t);
-        s->exp_bytes[k] = g->ggml_nbytes(t);
+        s->exp_id[k]    = node_id_at(t, base + i, epoch);
         s->exp_fid[k]   = 0;
         if (fuses(nodes, n, i, graph_nodes, graph_n, uc)) {
             s->exp_fused[k] = ++i;
-            s->exp_fid[k]   = ggprof_node_id(nodes[i]);
+            s->exp_fid[k]   = node_id_at(nodes[i], base + i, epoch);
         }
     }
     s->n_ticks         = 0;

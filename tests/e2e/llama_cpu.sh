@@ -13,6 +13,12 @@ for model in dense moe; do
     check_json "$OUT/$model.json.gz" "$db" "$model"
     expect "$model: one graph per decoded batch (prompt + 11 tokens)" \
         "$(q "$db" "SELECT count(*) FROM graphs WHERE sched_id = (SELECT max(sched_id) FROM graphs)")" 12
+    # The prompt's graph and the token graphs have the same node at the same place with other shapes: each
+    # record must carry its own graph's (the engine remembers descriptions by place, checked by content).
+    expect "$model: node 0 has each graph's own shape (the prompt's tokens, then one)" "$(q "$db" "SELECT
+        group_concat(t, ',') FROM (SELECT json_extract(ne, '\$[1]') > 1 AS t FROM records WHERE type = 0
+        AND node_index = 0 AND sched_id = (SELECT max(sched_id) FROM graphs) ORDER BY start_ns)")" \
+        "1,0,0,0,0,0,0,0,0,0,0,0"
     for op in GET_ROWS RMS_NORM MUL_MAT ROPE FLASH_ATTN_EXT GLU ADD; do
         expect_ge "$model: has $op on the CPU" "$(q "$db" "SELECT count(*) FROM records r JOIN backends b
             ON b.pid = r.pid AND b.sched_id = r.sched_id AND b.id = r.backend_id
