@@ -102,7 +102,8 @@ int ggprof_cmd_collect(int argc, char **argv) {
     collect_ctx c = { 0 };
     if (ggprof_spill_open(&c.spill, spill_path) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s'", spill_path);
     unlink(spill_path);
-    int rc = 0, unwritten = 0;
+    int  rc = 0, unwritten = 0;
+    long slept = 0;
     for (;;) {
         size_t n = ggprof_ring_drain_raw(&ring, on_chunk, &c);
         unwritten |= n > 0;
@@ -116,7 +117,9 @@ int ggprof_cmd_collect(int argc, char **argv) {
             if (c.final_seen || !alive) break;
             c.flush_seen = 0;
         }
-        struct timespec ts = { 0, (n > 256 * 1024 ? 5 : n > 32 * 1024 ? 20 : 50) * 1000 * 1000 };
+        /* At most 50 ms: a program that asked for its profile waits for the collector to see the request. */
+        slept = ggprof_ring_poll_ms(&ring, n, slept, 50);
+        struct timespec ts = { slept / 1000, (slept % 1000) * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
     ggprof_spill_close(&c.spill);

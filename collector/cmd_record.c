@@ -214,16 +214,24 @@ int ggprof_cmd_record(int argc, char **argv) {
         waitpid(child, &status, 0);
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", spill_path, strerror(e));
     }
+    /* The command's end cuts the collector's sleep short: SIGCHLD stays pending while blocked, and
+     * sigtimedwait returns with it, even when it came between waitpid and the wait. */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    long slept = 0;
     for (;;) {
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child || (w < 0 && errno != EINTR)) break;
         /* Poll slowly while little arrives (each wake-up can preempt a ggml thread that spins in a barrier),
          * quickly when the ring fills fast. */
         size_t n = ggprof_spill_drain(&spill, &ring);
-        long ms = n > 256 * 1024 ? 5 : n > 32 * 1024 ? 20 : 50;
-        struct timespec ts = { 0, ms * 1000 * 1000 };
-        nanosleep(&ts, NULL);
+        slept    = ggprof_ring_poll_ms(&ring, n, slept, 200);
+        struct timespec ts = { slept / 1000, (slept % 1000) * 1000 * 1000 };
+        sigtimedwait(&chld, NULL, &ts);
     }
+    sigprocmask(SIG_UNBLOCK, &chld, NULL);
     g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
     while (ggprof_spill_drain(&spill, &ring) > 0) {}

@@ -237,6 +237,14 @@ uint64_t ggprof_ring_dropped(const ggprof_ring *r) {
     return n;
 }
 
+long ggprof_ring_poll_ms(const ggprof_ring *r, size_t drained, long slept_ms, long max_ms) {
+    const long lo = 5, hi = max_ms > lo ? max_ms : lo;
+    if (drained == 0) return hi;
+    /* drained bytes per slept_ms ms, all slots together: one slot fills no faster than that. */
+    double ms = (double) (r->file->slot_cap / 8) * (double) (slept_ms > 0 ? slept_ms : lo) / (double) drained;
+    return ms < lo ? lo : ms > hi ? hi : (long) ms;
+}
+
 void ggprof_ring_unmap(ggprof_ring *r) {
     if (r->file) munmap(r->file, r->map_size);
     r->file = NULL;

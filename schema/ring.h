@@ -65,6 +65,10 @@ size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user);
 typedef void (*ggprof_msg_fn)(const ggprof_msg_hdr *msg, void *user);
 long ggprof_msgs_foreach(const void *bytes, size_t n, ggprof_msg_fn fn, void *user);
 uint64_t ggprof_ring_dropped(const ggprof_ring *r);
+/* How long the collector may sleep before its next drain, given the bytes its last drain moved after sleeping
+ * slept_ms: long enough that its wake-ups rarely take a core from a workload whose threads spin in ggml's
+ * barriers, short enough that a slot filling at that rate is drained at about an eighth full. 5 to max_ms. */
+long ggprof_ring_poll_ms(const ggprof_ring *r, size_t drained, long slept_ms, long max_ms);
 
 /* Engine side. attach returns 0, or -1 with a reason in why (the ring is missing or of another version). */
 int  ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_len);

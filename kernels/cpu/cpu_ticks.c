@@ -375,15 +375,18 @@ void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_thre
         real(tp);
         return;
     }
+    if (s->pending_between) {
+        /* The barrier right after a tick: the wait runs from the tick, which was just read. */
+        real(tp);
+        uint64_t t1 = stamp();
+        s->pending_between = false;
+        if (s->n_ticks >= 1 && s->n_ticks <= s->n_exp) s->bar_exit[s->n_ticks - 1] = t1;
+        return;
+    }
     uint64_t t0 = stamp();
     real(tp);
     uint64_t t1 = stamp();
-    if (s->pending_between) {
-        s->pending_between = false;
-        if (s->n_ticks >= 1 && s->n_ticks <= s->n_exp) s->bar_exit[s->n_ticks - 1] = t1;
-    } else if (s->n_ticks < s->n_exp) {
-        s->inop_wait[s->n_ticks] += t1 - t0;
-    }
+    if (s->n_ticks < s->n_exp) s->inop_wait[s->n_ticks] += t1 - t0;
 }
 
 void ggprof_cpu_graph_compute_entry(void) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): token-generation speed of llama-bench plain and under 'ggprof record', alternating
 # runs, medians of each; prints the tokens/s ratio (profiled / plain). Target >= 0.98 at --level op.
+# Pairs alternate which run goes first (plain first in odd pairs, profiled first in even ones): on this VM the
+# first run after a pause is measurably slower or faster, and a fixed order would put that into the ratio.
 # usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 7 pairs, level op)
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
@@ -19,9 +21,10 @@ tps() { # prints llama-bench's average tokens/s of one run
 }
 
 plain=() prof=()
+run_plain() { plain+=("$(tps "$LLAMA_BIN_DIR/llama-bench")"); }
+run_prof() { prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" -o "$tmp/bench.db" -- "$LLAMA_BIN_DIR/llama-bench")"); }
 for i in $(seq 1 "$PAIRS"); do
-    plain+=("$(tps "$LLAMA_BIN_DIR/llama-bench")")
-    prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" -o "$tmp/bench.db" -- "$LLAMA_BIN_DIR/llama-bench")")
+    if [ $((i % 2)) = 1 ]; then run_plain; run_prof; else run_prof; run_plain; fi
     echo "pair $i: plain ${plain[-1]} t/s, profiled ${prof[-1]} t/s" >&2
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -32,8 +35,9 @@ mr=$(median "${prof[@]}")
 ratios=()
 for i in "${!plain[@]}"; do ratios+=("$(awk -v a="${plain[$i]}" -v b="${prof[$i]}" 'BEGIN { print b / a }')"); done
 mq=$(median "${ratios[@]}")
+quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f-%.3f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v tok="$TOKENS" 'BEGIN {
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v tok="$TOKENS" 'BEGIN {
     printf "llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s (%d records per profiled run)\n", tok, n, l, rec
     printf "median plain: %.2f t/s   median profiled: %.2f t/s   ratio: %.3f (target >= 0.98)\n", p, r, r / p
-    printf "median of the per-pair ratios: %.3f\n", q }'
+    printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq }'
