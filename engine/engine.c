@@ -579,6 +579,10 @@ static bool ggprof_sink_ready(void) {
     return g_sink_ok;
 }
 
+bool ggprof_ticks_wanted(void) {
+    return !ggprof_eng.broken && ggprof_sink_ready() && ggprof_eng.level >= GGPROF_LEVEL_OP;
+}
+
 bool ggprof_device_ready(void) {
     if (!ggprof_sink_ready()) return false;
     int expect = 0;

@@ -48,6 +48,10 @@ static inline uint64_t ggprof_now_ns(void) {
  * Returns true when the engine records (level permitting). */
 bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
 
+/* Whether the CPU backend's abort callback should carry the tick now: a recording at level op. Needs no
+ * ggml, so it can be asked before the engine has found it. */
+bool ggprof_ticks_wanted(void);
+
 /* For producers that do not need ggml (device kernel tracing): attaches the sink and describes the process
  * once. Returns true when records can be written. */
 bool ggprof_device_ready(void);

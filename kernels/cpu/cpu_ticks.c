@@ -3,6 +3,7 @@
 #include "cpu_ticks.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +36,65 @@ typedef struct {
     uint64_t  gc_entry, t0_start;
 } cpu_split;
 
-static __thread cpu_split  t_split;
-static __thread cpu_split *t_active; /* set only on the thread computing, only while it computes */
+static __thread cpu_split t_split;
+
+/* The splits being timed, found by the calling thread's thread pointer: every thread calls the barrier
+ * wrapper at every barrier, and thread 0 the tick after every node, where a general-dynamic TLS access (a
+ * call to __tls_get_addr) would cost more than the timing itself. Initial-exec TLS would be one load, but
+ * it puts the library's whole TLS block (128 KiB with t_msg) in static TLS, and dlopen fails. When no split
+ * is being timed (every level but op), one load says so. */
+#define MAX_ACTIVE 8
+static struct {
+    _Atomic uintptr_t owner;
+    cpu_split        *split;
+} g_active[MAX_ACTIVE];
+static _Atomic int g_n_active;
+
+static inline uintptr_t thread_id(void) {
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && (defined(__x86_64__) || defined(__aarch64__))
+    return (uintptr_t) __builtin_thread_pointer();
+#else
+    return (uintptr_t) pthread_self();
+#endif
+}
+
+/* The split the calling thread is computing, or NULL: the owner's entry is only ever written by the owner,
+ * so a thread that finds its own id there reads its own earlier store. */
+static inline cpu_split *active_split(void) {
+    if (atomic_load_explicit(&g_n_active, memory_order_relaxed) == 0) return NULL;
+    uintptr_t me = thread_id();
+    for (int i = 0; i < MAX_ACTIVE; i++) {
+        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) == me) return g_active[i].split;
+    }
+    return NULL;
+}
+
+static bool activate(cpu_split *s) {
+    uintptr_t me = thread_id();
+    for (int i = 0; i < MAX_ACTIVE; i++) {
+        uintptr_t expect = 0;
+        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) != 0) continue;
+        if (atomic_compare_exchange_strong(&g_active[i].owner, &expect, me)) {
+            g_active[i].split = s; /* read only by this thread, after this store */
+            atomic_fetch_add(&g_n_active, 1);
+            return true;
+        }
+    }
+    return false; /* more threads computing CPU splits at once than MAX_ACTIVE: this one is not timed */
+}
+
+static cpu_split *deactivate(void) {
+    uintptr_t me = thread_id();
+    for (int i = 0; i < MAX_ACTIVE; i++) {
+        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) == me) {
+            cpu_split *s = g_active[i].split;
+            atomic_store(&g_active[i].owner, 0);
+            atomic_fetch_sub(&g_n_active, 1);
+            return s;
+        }
+    }
+    return NULL;
+}
 
 /* ---- the abort-callback hook, per CPU backend ---- */
 
@@ -54,7 +112,7 @@ static pthread_mutex_t g_hooks_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool tick_cb(void *data) {
     cpu_hook  *h = data;
-    cpu_split *s = t_active;
+    cpu_split *s = active_split();
     if (s) {
         if (s->n_ticks < s->n_exp) {
             s->tick[s->n_ticks]     = stamp();
@@ -111,11 +169,20 @@ void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, gg
         real(backend, cb, data);
         return;
     }
-    h->app_cb   = cb;
-    h->app_data = data;
-    h->installed = true;
+    /* The program's callback is remembered either way. The tick goes in front of it only when ops will be
+     * timed (a recording at level op, or a tick already installed); otherwise ggml keeps calling the
+     * program's own callback, or none, and ggprof_cpu_hook_backend installs the tick if the C API starts
+     * profiling later. */
+    h->app_cb    = cb;
+    h->app_data  = data;
+    bool tick    = h->installed || ggprof_ticks_wanted();
+    h->installed = tick;
     pthread_mutex_unlock(&g_hooks_lock);
-    real(backend, tick_cb, h);
+    if (tick) {
+        real(backend, tick_cb, h);
+    } else {
+        real(backend, cb, data);
+    }
 }
 
 /* ---- which nodes tick: the CPU backend's rules in ggml 0.23 ---- */
@@ -291,7 +358,7 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     s->t0_start        = 0;
     s->anchor_ns       = ggprof_now_ns();
     s->anchor_stamp    = stamp();
-    t_active           = s;
+    if (!activate(s)) return -1;
     return s->n_exp;
 }
 
@@ -321,8 +388,7 @@ static void flush_chunk(const ggprof_split_place *w, uint16_t flags, uint32_t n,
 }
 
 int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, chunk_fn on_chunk, void *user) {
-    cpu_split *s = t_active;
-    t_active     = NULL;
+    cpu_split *s = deactivate();
     if (!s) return -1;
     *n_ticks    = s->n_ticks;
     *n_expected = s->n_exp;
@@ -370,7 +436,7 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
 /* ---- hooks on thread 0 while it computes ---- */
 
 void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp) {
-    cpu_split *s = t_active;
+    cpu_split *s = active_split();
     if (!s) {
         real(tp);
         return;
@@ -390,11 +456,11 @@ void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_thre
 }
 
 void ggprof_cpu_graph_compute_entry(void) {
-    cpu_split *s = t_active;
+    cpu_split *s = active_split();
     if (s && !s->gc_entry) s->gc_entry = ggprof_now_ns();
 }
 
 void ggprof_cpu_thread_start(void) {
-    cpu_split *s = t_active;
+    cpu_split *s = active_split();
     if (s && s->gc_entry && !s->t0_start) s->t0_start = ggprof_now_ns();
 }
