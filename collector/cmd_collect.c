@@ -102,9 +102,13 @@ int ggprof_cmd_collect(int argc, char **argv) {
     collect_ctx c = { 0 };
     if (ggprof_spill_open(&c.spill, spill_path) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s'", spill_path);
     unlink(spill_path);
-    int  rc = 0, unwritten = 0;
-    long slept = 0;
+    int rc = 0, unwritten = 0;
+    ggprof_ring_pacer pacer = { 0, 0 };
     for (;;) {
+        /* Drained at every wake-up (a program's request for its profile comes through the ring), at most 50 ms
+         * apart: the program waits for the collector to see it. The pacer sees what arrived while it slept. */
+        long ms = 0;
+        ggprof_ring_pace(&pacer, &ring, 0, 50, &ms);
         size_t n = ggprof_ring_drain_raw(&ring, on_chunk, &c);
         unwritten |= n > 0;
         int alive = kill((pid_t) parent, 0) == 0 || errno != ESRCH;
@@ -117,9 +121,7 @@ int ggprof_cmd_collect(int argc, char **argv) {
             if (c.final_seen || !alive) break;
             c.flush_seen = 0;
         }
-        /* At most 50 ms: a program that asked for its profile waits for the collector to see the request. */
-        slept = ggprof_ring_poll_ms(&ring, n, slept, 50);
-        struct timespec ts = { slept / 1000, (slept % 1000) * 1000 * 1000 };
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
     ggprof_spill_close(&c.spill);

@@ -220,15 +220,16 @@ int ggprof_cmd_record(int argc, char **argv) {
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL);
-    long slept = 0;
+    /* While the command runs, a slot is only drained once it is a quarter full: a short run is not touched at
+     * all, a long one every second or so (the ring lives in shared memory: a command that crashes or is
+     * killed leaves it whole, and it is read to the end below). */
+    ggprof_ring_pacer pacer = { 0, 0 };
     for (;;) {
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child || (w < 0 && errno != EINTR)) break;
-        /* Poll slowly while little arrives (each wake-up can preempt a ggml thread that spins in a barrier),
-         * quickly when the ring fills fast. */
-        size_t n = ggprof_spill_drain(&spill, &ring);
-        slept    = ggprof_ring_poll_ms(&ring, n, slept, 200);
-        struct timespec ts = { slept / 1000, (slept % 1000) * 1000 * 1000 };
+        long ms = 0;
+        if (ggprof_ring_pace(&pacer, &ring, ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&spill, &ring);
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
         sigtimedwait(&chld, NULL, &ts);
     }
     sigprocmask(SIG_UNBLOCK, &chld, NULL);

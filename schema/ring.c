@@ -237,12 +237,30 @@ uint64_t ggprof_ring_dropped(const ggprof_ring *r) {
     return n;
 }
 
-long ggprof_ring_poll_ms(const ggprof_ring *r, size_t drained, long slept_ms, long max_ms) {
+bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain_at, long max_ms, long *sleep_ms) {
     const long lo = 5, hi = max_ms > lo ? max_ms : lo;
-    if (drained == 0) return hi;
-    /* drained bytes per slept_ms ms, all slots together: one slot fills no faster than that. */
-    double ms = (double) (r->file->slot_cap / 8) * (double) (slept_ms > 0 ? slept_ms : lo) / (double) drained;
-    return ms < lo ? lo : ms > hi ? hi : (long) ms;
+    uint64_t total = 0, fullest = 0;
+    bool     done  = false;
+    for (uint32_t i = 0; i < r->file->n_slots; i++) {
+        const ggprof_ring_slot *s = slot_at(r, i);
+        uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (state == GGPROF_SLOT_FREE) continue;
+        done |= state == GGPROF_SLOT_DONE;
+        uint64_t b = atomic_load_explicit(&s->head, memory_order_acquire) - atomic_load_explicit(&s->tail, memory_order_relaxed);
+        total += b;
+        fullest = b > fullest ? b : fullest;
+    }
+    /* Nothing is read between two calls but by a drain, after which the backlog is counted as 0: what it grew
+     * by is what the producers published meanwhile. */
+    uint64_t grew   = total > p->backlog ? total - p->backlog : 0;
+    bool     drain  = done || fullest >= drain_at;
+    uint64_t target = drain_at ? drain_at : r->file->slot_cap / 8;
+    uint64_t left   = drain ? target : target - fullest;
+    double   ms     = grew ? (double) left * (double) (p->slept_ms > 0 ? p->slept_ms : lo) / (double) grew : (double) hi;
+    p->slept_ms     = ms < lo ? lo : ms > hi ? hi : (long) ms;
+    p->backlog      = drain ? 0 : total;
+    *sleep_ms       = p->slept_ms;
+    return drain;
 }
 
 void ggprof_ring_unmap(ggprof_ring *r) {

@@ -3,6 +3,7 @@
 #define GGPROF_RING_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,10 +66,17 @@ size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user);
 typedef void (*ggprof_msg_fn)(const ggprof_msg_hdr *msg, void *user);
 long ggprof_msgs_foreach(const void *bytes, size_t n, ggprof_msg_fn fn, void *user);
 uint64_t ggprof_ring_dropped(const ggprof_ring *r);
-/* How long the collector may sleep before its next drain, given the bytes its last drain moved after sleeping
- * slept_ms: long enough that its wake-ups rarely take a core from a workload whose threads spin in ggml's
- * barriers, short enough that a slot filling at that rate is drained at about an eighth full. 5 to max_ms. */
-long ggprof_ring_poll_ms(const ggprof_ring *r, size_t drained, long slept_ms, long max_ms);
+/* Paces a collector between drains. Each wake-up of the collector can take a core from a workload whose
+ * threads spin in ggml's barriers, and each drain copies bytes: both are kept for when they are needed. Call
+ * it after each sleep: it returns true when the collector should drain now (a slot holds drain_at bytes or
+ * more, drain_at 0 meaning always, or a finished thread's slot waits to be freed) and sets *sleep_ms to the
+ * next sleep, 5 to max_ms: until a slot filling at the rate seen since the last call (all slots together)
+ * would hold drain_at bytes (an eighth of a slot with drain_at 0). It reads only the slots' headers. */
+typedef struct {
+    uint64_t backlog;  /* unread bytes left after the last call */
+    long     slept_ms; /* the sleep it last asked for */
+} ggprof_ring_pacer;
+bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain_at, long max_ms, long *sleep_ms);
 
 /* Engine side. attach returns 0, or -1 with a reason in why (the ring is missing or of another version). */
 int  ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_len);

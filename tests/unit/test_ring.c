@@ -1,4 +1,5 @@
-/* Unit tests of the shared-memory ring: order, wrap-around, drops, crash visibility, slot reuse, versions. */
+/* Unit tests of the shared-memory ring: order, wrap-around, drops, crash visibility, slot reuse, versions,
+ * the collector's pacing. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -175,6 +176,53 @@ static void test_large_messages_arrive_intact(void) {
     done(&c, &p);
 }
 
+static void write_bytes(ggprof_ring *p, ggprof_ring_slot *s, uint64_t n) { /* in 64-byte messages */
+    union {
+        ggprof_msg_hdr h;
+        unsigned char  b[64];
+    } m;
+    memset(&m, 0, sizeof(m));
+    m.h = (ggprof_msg_hdr){ 64, GGPROF_MSG_EVENT, 0 };
+    for (uint64_t i = 0; i < n; i += 64) CHECK(ggprof_ring_write(p, s, &m.h) == 0);
+}
+
+static void drop_all(const ggprof_ring_slot *slot, const ggprof_msg_hdr *m, void *user) {
+    (void) slot;
+    (void) m;
+    (void) user;
+}
+
+/* The collector drains a slot once it holds drain_at bytes (or always, with 0) and sleeps until a slot would
+ * reach it at the rate it saw, 5 ms to max_ms. */
+static void test_pacer_drains_when_needed_and_sleeps_by_rate(void) {
+    ggprof_ring c, p;
+    const uint64_t cap = 64 * 1024;
+    fresh(&c, &p, cap);
+    ggprof_ring_pacer pacer = { 0, 0 };
+    long ms = -1;
+    CHECK(!ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms)); /* nothing written: no drain, longest sleep */
+    CHECK_EQ_INT((int) ms, 200);
+    ggprof_ring_slot *s = ggprof_ring_claim(&p, 1, 1);
+    write_bytes(&p, s, 3 * cap / 16); /* 3/16 of a slot in 200 ms: 1/16 left to a quarter, 67 ms at that rate */
+    CHECK(!ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms));
+    CHECK_EQ_INT((int) ms, 66);
+    write_bytes(&p, s, cap / 16); /* a quarter: drain; a whole quarter left at 1/16 per 66 ms: capped at 200 */
+    CHECK(ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms));
+    CHECK_EQ_INT((int) ms, 200);
+    ggprof_ring_drain(&c, drop_all, NULL);
+    write_bytes(&p, s, cap); /* a whole slot in 200 ms: a quarter takes 50 ms */
+    CHECK(ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms));
+    CHECK_EQ_INT((int) ms, 50);
+    ggprof_ring_drain(&c, drop_all, NULL);
+    CHECK(!ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms)); /* nothing new: back to the longest sleep */
+    CHECK_EQ_INT((int) ms, 200);
+    CHECK(ggprof_ring_pace(&pacer, &c, 0, 50, &ms)); /* drain_at 0: always */
+    CHECK_EQ_INT((int) ms, 50);
+    ggprof_ring_release(s); /* a finished thread's slot is freed by a drain: drain even when nearly empty */
+    CHECK(ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms));
+    done(&c, &p);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_order_and_wrap);
@@ -183,5 +231,6 @@ int main(void) {
     RUN(test_released_slot_is_reused_after_drain);
     RUN(test_attach_rejects_other_versions);
     RUN(test_large_messages_arrive_intact);
+    RUN(test_pacer_drains_when_needed_and_sleeps_by_rate);
     return failures ? 1 : 0;
 }
