@@ -3,11 +3,11 @@
 # runs, medians of each; prints the tokens/s ratio (profiled / plain). Target >= 0.98 at --level op.
 # Pairs alternate which run goes first (plain first in odd pairs, profiled first in even ones): on this VM the
 # first run after a pause is measurably slower or faster, and a fixed order would put that into the ratio.
-# usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 7 pairs, level op)
+# usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 31 pairs, level op; about 1.2 s per pair here)
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PAIRS=${1:-7}
+PAIRS=${1:-31}
 LEVEL=${2:-op}
 TOKENS=${TOKENS:-64}
 make -C "$ROOT" -s all
@@ -36,8 +36,12 @@ ratios=()
 for i in "${!plain[@]}"; do ratios+=("$(awk -v a="${plain[$i]}" -v b="${prof[$i]}" 'BEGIN { print b / a }')"); done
 mq=$(median "${ratios[@]}")
 quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f-%.3f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')
+# Runs differ by a few % from one process to the next whatever the order: the mean of the per-pair ratios with
+# its 95% interval says how far the figure can be trusted.
+meanci=$(printf '%s\n' "${ratios[@]}" | awk '{ s += $1; ss += $1 * $1; n++ } END {
+    m = s / n; sd = n > 1 ? sqrt((ss - n * m * m) / (n - 1)) : 0; printf "%.3f +- %.3f", m, 1.96 * sd / sqrt(n) }')
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v tok="$TOKENS" 'BEGIN {
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$meanci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v tok="$TOKENS" 'BEGIN {
     printf "llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s (%d records per profiled run)\n", tok, n, l, rec
     printf "median plain: %.2f t/s   median profiled: %.2f t/s   ratio: %.3f (target >= 0.98)\n", p, r, r / p
-    printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq }'
+    printf "median of the per-pair ratios: %.3f (quartiles %s); their mean: %s (95%% interval)\n", q, iq, mc }'
