@@ -41,7 +41,8 @@ quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { p
 meanci=$(printf '%s\n' "${ratios[@]}" | awk '{ s += $1; ss += $1 * $1; n++ } END {
     m = s / n; sd = n > 1 ? sqrt((ss - n * m * m) / (n - 1)) : 0; printf "%.3f +- %.3f", m, 1.96 * sd / sqrt(n) }')
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$meanci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v tok="$TOKENS" 'BEGIN {
-    printf "llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s (%d records per profiled run)\n", tok, n, l, rec
+dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$meanci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" 'BEGIN {
+    printf "llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s (%d records per profiled run, %d dropped)\n", tok, n, l, rec, drop
     printf "median plain: %.2f t/s   median profiled: %.2f t/s   ratio: %.3f (target >= 0.98)\n", p, r, r / p
     printf "median of the per-pair ratios: %.3f (quartiles %s); their mean: %s (95%% interval)\n", q, iq, mc }'
