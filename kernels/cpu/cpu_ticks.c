@@ -71,6 +71,12 @@ static inline cpu_split *active_split(void) {
 
 static bool activate(cpu_split *s) {
     uintptr_t me = thread_id();
+    for (int i = 0; i < MAX_ACTIVE; i++) { /* a split this thread left active (its compute never returned) */
+        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) == me) {
+            g_active[i].split = s;
+            return true;
+        }
+    }
     for (int i = 0; i < MAX_ACTIVE; i++) {
         uintptr_t expect = 0;
         if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) != 0) continue;
