@@ -21,7 +21,8 @@
 #include "store.h"
 
 const char ggprof_usage_record[] =
-    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
+    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--ring-kib N] [-q]\n"
+    "                     -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
@@ -33,6 +34,8 @@ const char ggprof_usage_record[] =
     "                        op: also every CPU op and the barrier waits between them (default)\n"
     "  --serialize           also time GPU backends node by node (each node computed alone, then synchronized):\n"
     "                        per-node wall time at the cost of the backend's batching; BLAS always is\n"
+    "  --alternate           record every other scheduler graph at level graph only: adjacent graphs then show\n"
+    "                        what the engine's per-split and per-op work costs (tests/bench/overhead_ab.sh)\n"
     "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
     "                        when the workload outruns the collector, records are dropped and counted\n"
     "  -q, --quiet           print nothing but errors\n"
@@ -113,6 +116,8 @@ int ggprof_cmd_record(int argc, char **argv) {
             }
         } else if (strcmp(a, "--serialize") == 0) {
             flags |= GGPROF_RING_SERIALIZE;
+        } else if (strcmp(a, "--alternate") == 0) {
+            flags |= GGPROF_RING_ALTERNATE;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
         } else if (a[0] == '-') {

@@ -568,6 +568,7 @@ static void sink_init(void) {
     if (g_sink_ok) {
         ggprof_eng.level         = (int) g_ring.file->level;
         ggprof_eng.serialize_gpu = (g_ring.file->flags & GGPROF_RING_SERIALIZE) != 0;
+        ggprof_eng.alternate     = (g_ring.file->flags & GGPROF_RING_ALTERNATE) != 0;
         pthread_key_create(&g_slot_key, slot_destructor);
         pthread_atfork(NULL, NULL, after_fork_child);
     }

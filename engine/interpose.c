@@ -114,6 +114,7 @@ static int backend_index(sched_entry *se, ggml_backend_t b) {
 typedef struct {
     sched_entry         *se;
     uint64_t             graph_id;
+    int                  level;    /* the recording level for this graph (record --alternate varies it) */
     struct ggml_tensor **nodes;
     int                  n_nodes;
     int                  split_id, last_backend, last_end;
@@ -126,6 +127,9 @@ static __thread int        t_sched_depth;
 static __thread ggprof_use_counts t_uc;
 static __thread ggprof_place      t_place;  /* the split this thread is computing, for device tracers */
 static __thread bool              t_in_split;
+
+/* The level the calling thread records at: its scheduler graph's, or the process's outside any. */
+static int current_level(void) { return t_graph ? t_graph->level : ggprof_eng.level; }
 
 static void flush_pending(graph_ctx *gc, int split_id, int backend_id) {
     ggprof_api_sched *api = gc->se && ggprof_api_enabled(gc->se->api) ? gc->se->api : NULL;
@@ -152,6 +156,10 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.graph_id     = atomic_fetch_add(&g_next_graph_id, 1);
     gc.nodes        = g->ggml_graph_nodes(graph);
     gc.n_nodes      = g->ggml_graph_n_nodes(graph);
+    gc.level        = ggprof_eng.level;
+    /* --alternate: odd graphs at level graph, so that the two kinds of graph, computed one after the other,
+     * measure what the engine's per-split and per-op work costs (tests/bench/overhead_ab.sh). */
+    if (ggprof_eng.alternate && (gc.graph_id & 1)) gc.level = GGPROF_LEVEL_GRAPH;
     gc.split_id     = -1;
     gc.last_backend = -1;
     gc.last_end     = -1;
@@ -243,14 +251,16 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
 
 GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
     REAL(ggml_backend_graph_compute_async);
+    /* Ready first: on the first call it sets the engine up, level included. */
     if (!ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async) ||
-        ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+        current_level() < GGPROF_LEVEL_SPLIT) {
         return real_ggml_backend_graph_compute_async(backend, cgraph);
     }
+    graph_ctx *gc = t_graph;
+    int level     = current_level();
     const ggprof_ggml *g = &ggprof_eng.g;
     uint64_t t_in = ggprof_now_ns();
     ggprof_busy++;
-    graph_ctx  *gc = t_graph;
     sched_entry *se;
     if (gc && gc->se) {
         se = gc->se;
@@ -279,8 +289,8 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
         where.split_id   = 0;
         where.node_start = 0;
     }
-    bool ticked = ggprof_eng.level >= GGPROF_LEVEL_OP && backend_id >= 0 && se->is_cpu[backend_id];
-    bool serial = ggprof_eng.level >= GGPROF_LEVEL_OP && backend_id >= 0 && !se->is_cpu[backend_id] &&
+    bool ticked = level >= GGPROF_LEVEL_OP && backend_id >= 0 && se->is_cpu[backend_id];
+    bool serial = level >= GGPROF_LEVEL_OP && backend_id >= 0 && !se->is_cpu[backend_id] &&
                   g->graph_view_ok && (se->dev_type[backend_id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
     if (ticked) {
         ggprof_cpu_hook_backend(backend);
@@ -397,7 +407,7 @@ static int copy_dir(bool src_host, bool dst_host) {
 
 GGPROF_API void ggml_backend_tensor_copy(const struct ggml_tensor *src, struct ggml_tensor *dst) {
     REAL(ggml_backend_tensor_copy);
-    if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_copy) || ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+    if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_copy) || current_level() < GGPROF_LEVEL_SPLIT) {
         real_ggml_backend_tensor_copy(src, dst);
         return;
     }
@@ -414,7 +424,7 @@ GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggm
                                               size_t offset, size_t size) {
     REAL(ggml_backend_tensor_set_async);
     if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_set_async) ||
-        ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+        current_level() < GGPROF_LEVEL_SPLIT) {
         real_ggml_backend_tensor_set_async(backend, tensor, data, offset, size);
         return;
     }
@@ -430,7 +440,7 @@ GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggm
 /* The host waiting for a backend that computes asynchronously (GPU, RPC): the response to its requests. */
 GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
     REAL(ggml_backend_synchronize);
-    if (!ggprof_engine_ready((const void *) real_ggml_backend_synchronize) || ggprof_eng.level < GGPROF_LEVEL_SPLIT) {
+    if (!ggprof_engine_ready((const void *) real_ggml_backend_synchronize) || current_level() < GGPROF_LEVEL_SPLIT) {
         real_ggml_backend_synchronize(backend);
         return;
     }

@@ -19,6 +19,7 @@
 
 enum { GGPROF_SLOT_FREE = 0, GGPROF_SLOT_CLAIMED = 1, GGPROF_SLOT_DONE = 2 };
 #define GGPROF_RING_SERIALIZE 1u
+#define GGPROF_RING_ALTERNATE 2u /* every other scheduler graph at level graph: the engine's cost, measured */
 
 typedef struct {
     char     magic[8];
@@ -26,7 +27,8 @@ typedef struct {
     uint32_t n_slots;
     uint64_t slot_cap;          /* data bytes per slot, a power of two */
     uint32_t level;             /* enum ggprof_level, chosen by the collector */
-    uint32_t flags;             /* GGPROF_RING_SERIALIZE: time every non-CPU backend node by node */
+    uint32_t flags;             /* GGPROF_RING_SERIALIZE: time every non-CPU backend node by node;
+                                   GGPROF_RING_ALTERNATE: see record --alternate */
     _Atomic uint64_t dropped_noslot; /* messages lost because every slot was taken */
     _Atomic uint32_t n_processes;    /* processes that attached */
     _Atomic uint32_t recording;      /* 0 pauses producers (ggprof_pause / ggprof_resume) */

@@ -3,11 +3,11 @@
 # runs, medians of each; prints the tokens/s ratio (profiled / plain). Target >= 0.98 at --level op.
 # Pairs alternate which run goes first (plain first in odd pairs, profiled first in even ones): on this VM the
 # first run after a pause is measurably slower or faster, and a fixed order would put that into the ratio.
-# usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 31 pairs, level op; about 1.2 s per pair here)
+# usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 61 pairs, level op; about 1.2 s per pair here)
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PAIRS=${1:-31}
+PAIRS=${1:-61}
 LEVEL=${2:-op}
 TOKENS=${TOKENS:-64}
 make -C "$ROOT" -s all

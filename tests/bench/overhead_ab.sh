@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the engine's own cost inside the graph compute, measured within one process.
+# `ggprof record --alternate` records even graphs at LEVEL (default op) and odd ones at level graph only; llama-bench
+# computes the same token graph one after the other, so each pair of adjacent graphs ran under the same machine
+# state, which two separate processes (tests/bench/overhead.sh) never do on this VM. Prints, per run and over
+# all runs, the median over pairs of (graph-level graph time / LEVEL graph time) and of their difference.
+# What it leaves out: work outside the graph compute (the collector, llama.cpp's own per-token work).
+# usage: tests/bench/overhead_ab.sh [RUNS] [LEVEL]     (default 5 runs of llama-bench -p 0 -n 256 -r 3, level op)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+RUNS=${1:-5}
+LEVEL=${2:-op}
+make -C "$ROOT" -s all
+eval "$(bash "$ROOT/tests/fixture.sh" | sed 's/^/export /')"
+GGPROF=$ROOT/build/bin/ggprof
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: > "$tmp/all"
+for r in $(seq 1 "$RUNS"); do
+    "$GGPROF" record -q --alternate --level "$LEVEL" -o "$tmp/ab.db" -- "$LLAMA_BIN_DIR/llama-bench" -m "$GGUF_DENSE" \
+        -p 0 -n 256 -t 2 -r 3 > /dev/null 2>&1
+    # Even graphs at LEVEL, each paired with the odd, graph-level graph right after it.
+    "$GGPROF" query "$tmp/ab.db" "SELECT b.duration_ns, a.duration_ns FROM graphs a JOIN graphs b
+        ON b.pid = a.pid AND b.graph_id = a.graph_id + 1 WHERE a.graph_id % 2 = 0" | tr '|' ' ' > "$tmp/run"
+    cat "$tmp/run" >> "$tmp/all"
+    ratio=$(awk '{ print $1 / $2 }' "$tmp/run" | median)
+    diff_us=$(awk '{ print ($2 - $1) / 1000 }' "$tmp/run" | median)
+    awk -v r="$r" -v q="$ratio" -v d="$diff_us" -v n="$(wc -l < "$tmp/run")" 'BEGIN {
+        printf "run %d: %d pairs of graphs, median ratio %.4f, median difference %.1f us\n", r, n, q, d }'
+done
+ratio=$(awk '{ print $1 / $2 }' "$tmp/all" | median)
+diff_us=$(awk '{ print ($2 - $1) / 1000 }' "$tmp/all" | median)
+ms=$(awk '{ print $1 / 1e6 }' "$tmp/all" | median)
+awk -v q="$ratio" -v d="$diff_us" -v ms="$ms" -v l="$LEVEL" -v n="$(wc -l < "$tmp/all")" 'BEGIN {
+    printf "all runs, %d pairs: graph time at level graph / at level %s: %.4f (median); the engine adds %.1f us to a %.2f ms graph\n", n, l, q, d, ms }'
