@@ -21,19 +21,26 @@ static inline uint64_t stamp(void) { return __rdtsc(); }
 static inline uint64_t stamp(void) { return ggprof_now_ns(); }
 #endif
 
+/* Thread 0's times for one node, in stamp() units until the split ends: one stream of lines for the tick and
+ * the barriers to write (the weights streaming between two nodes evict whatever the last node touched). */
 typedef struct {
-    int       n_exp, cap;
-    int32_t  *exp_node;   /* index in the split of each node that ticks */
-    int32_t  *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
-    uint32_t *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
-    uint32_t *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
-    uint64_t *tick;       /* thread 0's tick after the node (stamp() units until the split ends) */
-    uint64_t *bar_exit;   /* end of the barrier between this node and the next, 0 if none (stamp()) */
-    uint64_t *inop_wait;  /* thread 0's barrier waits inside the node (stamp() units) */
-    uint64_t  anchor_stamp, anchor_ns; /* stamp() and CLOCK_MONOTONIC read together when the split began */
-    int       n_ticks;
-    bool      pending_between; /* a tick just came: the next barrier is the one between nodes */
-    uint64_t  gc_entry, t0_start;
+    uint64_t tick;      /* thread 0's tick after the node */
+    uint64_t bar_exit;  /* end of the barrier between this node and the next, 0 if none */
+    uint64_t inop_wait; /* thread 0's barrier waits inside the node */
+} node_times;
+
+typedef struct {
+    /* What the tick and the barrier read, in the struct's first cache line. */
+    int         n_exp, n_ticks;
+    bool        pending_between; /* a tick just came: the next barrier is the one between nodes */
+    node_times *times;
+    int         cap;
+    int32_t    *exp_node;   /* index in the split of each node that ticks */
+    int32_t    *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
+    uint32_t   *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
+    uint32_t   *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
+    uint64_t    anchor_stamp, anchor_ns; /* stamp() and CLOCK_MONOTONIC read together when the split began */
+    uint64_t    gc_entry, t0_start;
 } cpu_split;
 
 static __thread cpu_split t_split;
@@ -41,14 +48,14 @@ static __thread cpu_split t_split;
 /* The splits being timed, found by the calling thread's thread pointer: every thread calls the barrier
  * wrapper at every barrier, and thread 0 the tick after every node, where a general-dynamic TLS access (a
  * call to __tls_get_addr) would cost more than the timing itself. Initial-exec TLS would be one load, but
- * it puts the library's whole TLS block (128 KiB with t_msg) in static TLS, and dlopen fails. When no split
- * is being timed (every level but op), one load says so. */
-#define MAX_ACTIVE 8
+ * it puts the library's whole TLS block (128 KiB with t_msg) in static TLS, and dlopen fails. The table is
+ * one cache line: between two barriers the weights streaming through evict it, so each line read here is a
+ * miss on the critical path. */
+#define MAX_ACTIVE 4
 static struct {
-    _Atomic uintptr_t owner;
-    cpu_split        *split;
-} g_active[MAX_ACTIVE];
-static _Atomic int g_n_active;
+    _Atomic uintptr_t owner[MAX_ACTIVE];
+    cpu_split        *split[MAX_ACTIVE];
+} g_active __attribute__((aligned(64))); /* one cache line, read at every barrier by every thread */
 
 static inline uintptr_t thread_id(void) {
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11 && (defined(__x86_64__) || defined(__aarch64__))
@@ -61,10 +68,9 @@ static inline uintptr_t thread_id(void) {
 /* The split the calling thread is computing, or NULL: the owner's entry is only ever written by the owner,
  * so a thread that finds its own id there reads its own earlier store. */
 static inline cpu_split *active_split(void) {
-    if (atomic_load_explicit(&g_n_active, memory_order_relaxed) == 0) return NULL;
     uintptr_t me = thread_id();
     for (int i = 0; i < MAX_ACTIVE; i++) {
-        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) == me) return g_active[i].split;
+        if (atomic_load_explicit(&g_active.owner[i], memory_order_relaxed) == me) return g_active.split[i];
     }
     return NULL;
 }
@@ -72,17 +78,16 @@ static inline cpu_split *active_split(void) {
 static bool activate(cpu_split *s) {
     uintptr_t me = thread_id();
     for (int i = 0; i < MAX_ACTIVE; i++) { /* a split this thread left active (its compute never returned) */
-        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) == me) {
-            g_active[i].split = s;
+        if (atomic_load_explicit(&g_active.owner[i], memory_order_relaxed) == me) {
+            g_active.split[i] = s;
             return true;
         }
     }
     for (int i = 0; i < MAX_ACTIVE; i++) {
         uintptr_t expect = 0;
-        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) != 0) continue;
-        if (atomic_compare_exchange_strong(&g_active[i].owner, &expect, me)) {
-            g_active[i].split = s; /* read only by this thread, after this store */
-            atomic_fetch_add(&g_n_active, 1);
+        if (atomic_load_explicit(&g_active.owner[i], memory_order_relaxed) != 0) continue;
+        if (atomic_compare_exchange_strong(&g_active.owner[i], &expect, me)) {
+            g_active.split[i] = s; /* read only by this thread, after this store */
             return true;
         }
     }
@@ -92,10 +97,9 @@ static bool activate(cpu_split *s) {
 static cpu_split *deactivate(void) {
     uintptr_t me = thread_id();
     for (int i = 0; i < MAX_ACTIVE; i++) {
-        if (atomic_load_explicit(&g_active[i].owner, memory_order_relaxed) == me) {
-            cpu_split *s = g_active[i].split;
-            atomic_store(&g_active[i].owner, 0);
-            atomic_fetch_sub(&g_n_active, 1);
+        if (atomic_load_explicit(&g_active.owner[i], memory_order_relaxed) == me) {
+            cpu_split *s = g_active.split[i];
+            atomic_store(&g_active.owner[i], 0);
             return s;
         }
     }
@@ -120,9 +124,11 @@ static bool tick_cb(void *data) {
     cpu_hook  *h = data;
     cpu_split *s = active_split();
     if (s) {
-        if (s->n_ticks < s->n_exp) {
-            s->tick[s->n_ticks]     = stamp();
-            s->bar_exit[s->n_ticks] = 0;
+        int n = s->n_ticks;
+        if (n < s->n_exp) {
+            s->times[n].tick     = stamp();
+            s->times[n].bar_exit = 0;
+            if (n + 4 < s->n_exp) __builtin_prefetch(&s->times[n + 4], 1);
         }
         s->n_ticks++;
         s->pending_between = true;
@@ -286,17 +292,13 @@ static bool grow(cpu_split *s, int need) {
     if (a) s->exp_node = a;
     int32_t  *b = realloc(s->exp_fused, sizeof(int32_t) * (size_t) cap);
     if (b) s->exp_fused = b;
-    uint64_t *c = realloc(s->tick, sizeof(uint64_t) * (size_t) cap);
-    if (c) s->tick = c;
-    uint64_t *d = realloc(s->bar_exit, sizeof(uint64_t) * (size_t) cap);
-    if (d) s->bar_exit = d;
-    uint64_t *e = realloc(s->inop_wait, sizeof(uint64_t) * (size_t) cap);
-    if (e) s->inop_wait = e;
+    node_times *c = realloc(s->times, sizeof(node_times) * (size_t) cap);
+    if (c) s->times = c;
     uint32_t *f = realloc(s->exp_id, sizeof(uint32_t) * (size_t) cap);
     if (f) s->exp_id = f;
     uint32_t *h = realloc(s->exp_fid, sizeof(uint32_t) * (size_t) cap);
     if (h) s->exp_fid = h;
-    if (!a || !b || !c || !d || !e || !f || !h) return false;
+    if (!a || !b || !c || !f || !h) return false;
     s->cap = cap;
     return true;
 }
@@ -370,7 +372,7 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
         int k = s->n_exp++;
         s->exp_node[k]  = i;
         s->exp_fused[k] = -1;
-        s->inop_wait[k] = 0;
+        s->times[k].inop_wait = 0;
         s->exp_id[k]    = node_id_at(t, base + i, epoch);
         s->exp_fid[k]   = 0;
         if (fuses(nodes, n, i, graph_nodes, graph_n, uc)) {
@@ -433,14 +435,15 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     for (int k = 0; k < s->n_exp; k++) {
         ggprof_cpu_op *op = &t_msg.m.ops[n++];
         int32_t fi        = s->exp_fused[k];
-        uint64_t bar      = s->bar_exit[k] > s->tick[k] ? SPAN_NS(s->bar_exit[k] - s->tick[k]) : 0;
-        uint64_t wait     = SPAN_NS(s->inop_wait[k]);
+        const node_times *nt = &s->times[k];
+        uint64_t bar      = nt->bar_exit > nt->tick ? SPAN_NS(nt->bar_exit - nt->tick) : 0;
+        uint64_t wait     = SPAN_NS(nt->inop_wait);
         op->node_id       = s->exp_id[k];
         op->fused_node_id = s->exp_fid[k];
         op->node_index    = w->node_start + s->exp_node[k];
         op->fused_index   = fi >= 0 ? w->node_start + fi : -1;
         /* The anchors are two reads, tens of ns apart: keep converted ticks in order and inside the split. */
-        uint64_t tick     = TO_NS(s->tick[k]);
+        uint64_t tick     = TO_NS(nt->tick);
         tick              = tick > w->end_ns ? w->end_ns : tick < last_tick ? last_tick : tick;
         last_tick         = tick;
         op->tick_ns       = tick;
@@ -472,13 +475,13 @@ void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_thre
         real(tp);
         uint64_t t1 = stamp();
         s->pending_between = false;
-        if (s->n_ticks >= 1 && s->n_ticks <= s->n_exp) s->bar_exit[s->n_ticks - 1] = t1;
+        if (s->n_ticks >= 1 && s->n_ticks <= s->n_exp) s->times[s->n_ticks - 1].bar_exit = t1;
         return;
     }
     uint64_t t0 = stamp();
     real(tp);
     uint64_t t1 = stamp();
-    if (s->n_ticks < s->n_exp) s->inop_wait[s->n_ticks] += t1 - t0;
+    if (s->n_ticks < s->n_exp) s->times[s->n_ticks].inop_wait += t1 - t0;
 }
 
 void ggprof_cpu_graph_compute_entry(void) {
