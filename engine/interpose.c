@@ -252,12 +252,10 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
 GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
     REAL(ggml_backend_graph_compute_async);
     /* Ready first: on the first call it sets the engine up, level included. */
-    if (!ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async) ||
-        current_level() < GGPROF_LEVEL_SPLIT) {
-        return real_ggml_backend_graph_compute_async(backend, cgraph);
-    }
+    bool ready = ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async);
+    int  level = current_level();
+    if (!ready || level < GGPROF_LEVEL_SPLIT) return real_ggml_backend_graph_compute_async(backend, cgraph);
     graph_ctx *gc = t_graph;
-    int level     = current_level();
     const ggprof_ggml *g = &ggprof_eng.g;
     uint64_t t_in = ggprof_now_ns();
     ggprof_busy++;
