@@ -27,14 +27,14 @@ for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then run_plain; run_prof; else run_prof; run_plain; fi
     echo "pair $i: plain ${plain[-1]} t/s, profiled ${prof[-1]} t/s" >&2
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-mp=$(median "${plain[@]}")
-mr=$(median "${prof[@]}")
+. "$ROOT/tests/bench/stats.sh"
+mp=$(printf '%s\n' "${plain[@]}" | median)
+mr=$(printf '%s\n' "${prof[@]}" | median)
 # Each pair ran within the same minute: the median of the pairs' own ratios is less sensitive to the machine's
 # drift over the whole run than the ratio of the two medians.
 ratios=()
 for i in "${!plain[@]}"; do ratios+=("$(awk -v a="${plain[$i]}" -v b="${prof[$i]}" 'BEGIN { print b / a }')"); done
-mq=$(median "${ratios[@]}")
+mq=$(printf '%s\n' "${ratios[@]}" | median)
 quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f-%.3f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')
 # Runs differ by a few % from one process to the next whatever the order: the mean of the per-pair ratios with
 # its 95% interval says how far the figure can be trusted.

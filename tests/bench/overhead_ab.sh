@@ -16,7 +16,7 @@ GGPROF=$ROOT/build/bin/ggprof
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$ROOT/tests/bench/stats.sh"
 : > "$tmp/all"
 for r in $(seq 1 "$RUNS"); do
     "$GGPROF" record -q --alternate --level "$LEVEL" -o "$tmp/ab.db" -- "$LLAMA_BIN_DIR/llama-bench" -m "$GGUF_DENSE" \
