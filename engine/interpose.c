@@ -8,6 +8,7 @@
 #include "api.h"
 #include "cpu_ticks.h"
 #include "engine.h"
+#include "ring.h"
 
 /* Each wrapper finds the function it stands in for from its caller's library, once. */
 #define REAL(fn)                                                                                               \
@@ -157,9 +158,9 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.nodes        = g->ggml_graph_nodes(graph);
     gc.n_nodes      = g->ggml_graph_n_nodes(graph);
     gc.level        = ggprof_eng.level;
-    /* --alternate: odd graphs at level graph, so that the two kinds of graph, computed one after the other,
-     * measure what the engine's per-split and per-op work costs (tests/bench/overhead_ab.sh). */
-    if (ggprof_eng.alternate && (gc.graph_id & 1)) gc.level = GGPROF_LEVEL_GRAPH;
+    /* --alternate: half the graphs at level graph, so that adjacent graphs of the two kinds measure what the
+     * engine's per-split and per-op work costs (tests/bench/overhead_ab.sh). */
+    if (ggprof_eng.alternate && !ggprof_alternate_full(gc.graph_id)) gc.level = GGPROF_LEVEL_GRAPH;
     gc.split_id     = -1;
     gc.last_backend = -1;
     gc.last_end     = -1;

@@ -19,7 +19,18 @@
 
 enum { GGPROF_SLOT_FREE = 0, GGPROF_SLOT_CLAIMED = 1, GGPROF_SLOT_DONE = 2 };
 #define GGPROF_RING_SERIALIZE 1u
-#define GGPROF_RING_ALTERNATE 2u /* every other scheduler graph at level graph: the engine's cost, measured */
+#define GGPROF_RING_ALTERNATE 2u /* half the scheduler graphs at level graph: the engine's cost, measured */
+
+/* record --alternate: whether scheduler graph `graph_id` (counted from 0 in each process) is recorded at the
+ * level asked for; the others are recorded at level graph only. A fixed pseudo-random half (splitmix64's
+ * finalizer, top bit), not every other graph: consecutive graphs of a llama.cpp run can differ by tens of µs
+ * with their parity, and a strict alternation would add that difference to the engine's measured cost. */
+static inline bool ggprof_alternate_full(uint64_t graph_id) {
+    uint64_t z = graph_id + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return ((z ^ (z >> 31)) >> 63) != 0;
+}
 
 typedef struct {
     char     magic[8];
