@@ -165,7 +165,9 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.last_backend = -1;
     gc.last_end     = -1;
     gc.n_pending    = 0;
-    ggprof_use_counts_for_graph(&t_uc, gc.nodes, gc.n_nodes);
+    /* Only the CPU ops' fusion model reads the use counts: below level op they are not worth a pass over the
+     * graph's nodes (each op-level graph checks them for itself). */
+    if (gc.level >= GGPROF_LEVEL_OP) ggprof_use_counts_for_graph(&t_uc, gc.nodes, gc.n_nodes);
 
     uint64_t t0 = ggprof_now_ns();
     t_graph = &gc;
