@@ -41,6 +41,7 @@ typedef struct {
     uint32_t   *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
     uint64_t    anchor_stamp, anchor_ns; /* stamp() and CLOCK_MONOTONIC read together when the split began */
     uint64_t    gc_entry, t0_start;
+    ggprof_msg_cpu_ops *msg; /* the ops go out in chunks of at most GGPROF_CPU_OPS_MAX, built here */
 } cpu_split;
 
 static __thread cpu_split t_split;
@@ -48,7 +49,7 @@ static __thread cpu_split t_split;
 /* The splits being timed, found by the calling thread's thread pointer: every thread calls the barrier
  * wrapper at every barrier, and thread 0 the tick after every node, where a general-dynamic TLS access (a
  * call to __tls_get_addr) would cost more than the timing itself. Initial-exec TLS would be one load, but
- * it puts the library's whole TLS block (128 KiB with t_msg) in static TLS, and dlopen fails. The table is
+ * it puts the library's whole TLS block in static TLS, and a dlopen'd library may not get that. The table is
  * one cache line: between two barriers the weights streaming through evict it, so each line read here is a
  * miss on the critical path. */
 #define MAX_ACTIVE 4
@@ -351,6 +352,10 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     const ggprof_ggml *g = &ggprof_eng.g;
     cpu_split *s = &t_split;
     if (!grow(s, n > 0 ? n : 1)) return -1;
+    /* On the heap, not in TLS: 128 KiB of static TLS would go with every thread of every program the library
+     * is preloaded into, and only the threads that compute CPU splits at level op need it. */
+    if (!s->msg) s->msg = malloc(sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op));
+    if (!s->msg) return -1;
     if (graph_n > t_memo_cap) {
         place_memo *m = realloc(t_memo, sizeof(*m) * (size_t) graph_n);
         if (m) {
@@ -390,17 +395,10 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     return s->n_exp;
 }
 
-/* The ops go out in chunks of at most GGPROF_CPU_OPS_MAX, built in a thread-local buffer that stays cached. */
-static __thread union {
-    ggprof_msg_cpu_ops m;
-    char               bytes[sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op)];
-} t_msg;
-
 typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, void *user);
 
-static void flush_chunk(const ggprof_split_place *w, uint16_t flags, uint32_t n, uint64_t start, uint64_t plan_end,
-                        uint64_t kickoff_end, chunk_fn on_chunk, void *user) {
-    ggprof_msg_cpu_ops *m = &t_msg.m;
+static void flush_chunk(ggprof_msg_cpu_ops *m, const ggprof_split_place *w, uint16_t flags, uint32_t n,
+                        uint64_t start, uint64_t plan_end, uint64_t kickoff_end, chunk_fn on_chunk, void *user) {
     m->h              = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, flags };
     m->graph_id       = w->graph_id;
     m->sched_id       = w->sched_id;
@@ -433,7 +431,7 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     uint16_t flags = GGPROF_CPU_OPS_FIRST;
     uint32_t n     = 0;
     for (int k = 0; k < s->n_exp; k++) {
-        ggprof_cpu_op *op = &t_msg.m.ops[n++];
+        ggprof_cpu_op *op = &s->msg->ops[n++];
         int32_t fi        = s->exp_fused[k];
         const node_times *nt = &s->times[k];
         uint64_t bar      = nt->bar_exit > nt->tick ? SPAN_NS(nt->bar_exit - nt->tick) : 0;
@@ -450,13 +448,13 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
         op->barrier_ns    = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
         op->wait_ns       = wait > UINT32_MAX ? UINT32_MAX : (uint32_t) wait;
         if (n == GGPROF_CPU_OPS_MAX && k + 1 < s->n_exp) {
-            flush_chunk(w, flags, n, start, plan_end, kickoff_end, on_chunk, user);
+            flush_chunk(s->msg, w, flags, n, start, plan_end, kickoff_end, on_chunk, user);
             start = op->tick_ns + op->barrier_ns;
             flags = 0;
             n     = 0;
         }
     }
-    flush_chunk(w, flags | GGPROF_CPU_OPS_LAST, n, start, plan_end, kickoff_end, on_chunk, user);
+    flush_chunk(s->msg, w, flags | GGPROF_CPU_OPS_LAST, n, start, plan_end, kickoff_end, on_chunk, user);
 #undef TO_NS
 #undef SPAN_NS
     return 1;
