@@ -32,7 +32,7 @@ typedef struct {
     int      level;        /* enum ggprof_level */
     bool     cpu_fusion;   /* the CPU backend fuses RMS_NORM+MUL (GGML_CPU_DISABLE_FUSION unset) */
     bool     serialize_gpu;/* time GPU backends node by node too (record --serialize), not only ACCEL ones */
-    bool     alternate;    /* every other scheduler graph at level graph (record --alternate) */
+    bool     alternate;    /* half the scheduler graphs at level graph (record --alternate, ggprof_alternate_full) */
     int32_t  pid;
     ggprof_ggml g;
 } ggprof_engine;
