@@ -25,6 +25,13 @@ typedef struct {
     char lib[256]; /* path of libggml-base */
 } ggprof_ggml;
 
+/* Whether a backend computes node t of a graph: ggml skips the empty ops (NONE, RESHAPE, VIEW, PERMUTE,
+ * TRANSPOSE) and the nodes not flagged for compute. The CPU backend ticks after each node it computes. */
+static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_tensor *t) {
+    return !(t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
+             t->op == g->op.transpose || !(t->flags & GGML_ABI_FLAG_COMPUTE));
+}
+
 /* Process-wide engine state. */
 typedef struct {
     bool     enabled;      /* a ring is attached (or the in-process profile is on) and ggml passed the check */

@@ -216,10 +216,7 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
     ggprof_api_sched *api = ggprof_api_enabled(se->api) ? se->api : NULL;
     for (int i = 0; i < n; i++) {
         struct ggml_tensor *t = nodes[i];
-        if (t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
-            t->op == g->op.transpose || !(t->flags & GGML_ABI_FLAG_COMPUTE)) {
-            continue;
-        }
+        if (!ggprof_node_computed(g, t)) continue;
         ggprof_busy++;
         uint32_t id = ggprof_node_id(t);
         ggprof_busy--;

@@ -370,10 +370,7 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     for (int i = 0; i < n; i++) {
         const struct ggml_tensor *t = nodes[i];
         prefetch_ahead(nodes, n, i);
-        if (t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
-            t->op == g->op.transpose || !(t->flags & GGML_ABI_FLAG_COMPUTE)) {
-            continue;
-        }
+        if (!ggprof_node_computed(g, t)) continue;
         int k = s->n_exp++;
         s->exp_node[k]  = i;
         s->exp_fused[k] = -1;
