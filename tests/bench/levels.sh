@@ -35,7 +35,5 @@ echo "llama-bench -p 0 -n 64 -r 3 -t 2, $ROUNDS rounds; tokens/s over the same r
 for v in preload graph op; do
     awk -v v="$v" '{ t[$1 " " $2] = $3 } END { for (k in t) { split(k, a, " "); p = t[a[1] " plain"]
         if (a[2] == v && p > 0) print t[k] / p } }' "$tmp/runs" > "$tmp/ratios"
-    meanci=$(awk '{ s += $1; ss += $1 * $1; n++ } END { m = s / n; sd = n > 1 ? sqrt((ss - n * m * m) / (n - 1)) : 0
-        printf "%.3f +- %.3f", m, 1.96 * sd / sqrt(n) }' "$tmp/ratios")
-    printf "  %-8s median %.3f, mean %s (95%%)\n" "$v" "$(median < "$tmp/ratios")" "$meanci"
+    printf "  %-8s median %.3f, mean %s (95%%)\n" "$v" "$(median < "$tmp/ratios")" "$(mean_ci < "$tmp/ratios")"
 done

@@ -38,8 +38,7 @@ mq=$(printf '%s\n' "${ratios[@]}" | median)
 quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f-%.3f", v[int((NR + 3) / 4)], v[int((3 * NR + 3) / 4)] }')
 # Runs differ by a few % from one process to the next whatever the order: the mean of the per-pair ratios with
 # its 95% interval says how far the figure can be trusted.
-meanci=$(printf '%s\n' "${ratios[@]}" | awk '{ s += $1; ss += $1 * $1; n++ } END {
-    m = s / n; sd = n > 1 ? sqrt((ss - n * m * m) / (n - 1)) : 0; printf "%.3f +- %.3f", m, 1.96 * sd / sqrt(n) }')
+meanci=$(printf '%s\n' "${ratios[@]}" | mean_ci)
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
 dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
 awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$meanci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" 'BEGIN {
