@@ -2,6 +2,7 @@
 #ifndef GGPROF_ENGINE_H
 #define GGPROF_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -30,6 +31,16 @@ typedef struct {
 static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_tensor *t) {
     return !(t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
              t->op == g->op.transpose || !(t->flags & GGML_ABI_FLAG_COMPUTE));
+}
+
+/* Moves with every wrapped ggml call that can change a graph's nodes or their metadata: building, renaming,
+ * flagging, splitting (interpose.c). What the engine learned from walking a split's nodes holds while it stays
+ * put (kernels/cpu's split plans). Any change of value will do, so a bump is a plain load and store. */
+extern _Atomic uint32_t ggprof_graph_gen;
+static inline uint32_t ggprof_graph_gen_now(void) { return atomic_load_explicit(&ggprof_graph_gen, memory_order_acquire); }
+static inline void     ggprof_graph_changed(void) {
+    atomic_store_explicit(&ggprof_graph_gen, atomic_load_explicit(&ggprof_graph_gen, memory_order_relaxed) + 1,
+                          memory_order_release);
 }
 
 /* Process-wide engine state. */

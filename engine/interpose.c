@@ -510,6 +510,52 @@ GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     real_ggml_backend_sched_free(sched);
 }
 
+/* ---- calls that can change a graph's nodes: split plans are walked again after any of them ---- */
+
+_Atomic uint32_t ggprof_graph_gen;
+
+/* Nodes change where a graph is built (names and flags are set as it is), and where the scheduler rewrites its
+ * copy of a graph and the nodes' sources when it splits one. A graph is rebuilt where an old one lay only in a
+ * context made afresh: a ggml_init (llama.cpp hands it the same buffer for every graph it builds) or a
+ * ggml_reset. ggml_format_name is left out: it is variadic with no va_list form to forward to, and it names
+ * nodes while a graph is built, after a ggml_init. */
+#define CHANGES_GRAPHS(ret, fn, params, args)                                                                  \
+    GGPROF_API ret fn params {                                                                                 \
+        REAL(fn);                                                                                              \
+        ggprof_graph_changed();                                                                                \
+        return real_##fn args;                                                                                 \
+    }
+#define CHANGES_GRAPHS_VOID(fn, params, args)                                                                  \
+    GGPROF_API void fn params {                                                                                \
+        REAL(fn);                                                                                              \
+        ggprof_graph_changed();                                                                                \
+        real_##fn args;                                                                                        \
+    }
+
+GGPROF_API struct ggml_context *ggml_init(struct ggml_init_params params) {
+    REAL(ggml_init);
+    /* The CPU backend makes and frees a context too small for one tensor at every graph compute (ggml_cpu_init):
+     * no graph can be built in it. */
+    if (params.mem_buffer != NULL || params.mem_size >= sizeof(struct ggml_tensor)) ggprof_graph_changed();
+    return real_ggml_init(params);
+}
+CHANGES_GRAPHS_VOID(ggml_reset, (struct ggml_context *ctx), (ctx))
+CHANGES_GRAPHS(struct ggml_tensor *, ggml_set_name, (struct ggml_tensor *t, const char *name), (t, name))
+CHANGES_GRAPHS_VOID(ggml_set_input, (struct ggml_tensor *t), (t))
+CHANGES_GRAPHS_VOID(ggml_set_output, (struct ggml_tensor *t), (t))
+CHANGES_GRAPHS_VOID(ggml_set_param, (struct ggml_tensor *t), (t))
+CHANGES_GRAPHS_VOID(ggml_set_loss, (struct ggml_tensor *t), (t))
+CHANGES_GRAPHS_VOID(ggml_build_forward_expand, (struct ggml_cgraph *g, struct ggml_tensor *t), (g, t))
+CHANGES_GRAPHS_VOID(ggml_graph_add_node, (struct ggml_cgraph *g, struct ggml_tensor *t), (g, t))
+CHANGES_GRAPHS_VOID(ggml_graph_clear, (struct ggml_cgraph *g), (g))
+CHANGES_GRAPHS_VOID(ggml_graph_cpy, (struct ggml_cgraph *src, struct ggml_cgraph *dst), (src, dst))
+CHANGES_GRAPHS_VOID(ggml_backend_sched_reset, (ggml_backend_sched_t sched), (sched))
+CHANGES_GRAPHS_VOID(ggml_backend_sched_split_graph, (ggml_backend_sched_t sched, struct ggml_cgraph *g), (sched, g))
+CHANGES_GRAPHS(bool, ggml_backend_sched_alloc_graph, (ggml_backend_sched_t sched, struct ggml_cgraph *g), (sched, g))
+CHANGES_GRAPHS(bool, ggml_backend_sched_reserve, (ggml_backend_sched_t sched, struct ggml_cgraph *g), (sched, g))
+CHANGES_GRAPHS_VOID(ggml_backend_sched_set_tensor_backend,
+                    (ggml_backend_sched_t sched, struct ggml_tensor *t, ggml_backend_t b), (sched, t, b))
+
 /* ---- the CPU backend: abort-callback setters, barrier, compute entry, thread start ---- */
 
 typedef void (*set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);

@@ -29,16 +29,37 @@ typedef struct {
     uint64_t inop_wait; /* thread 0's barrier waits inside the node */
 } node_times;
 
+/* What the walk over a split's nodes finds before the compute: which nodes tick, which fuse, and their
+ * description ids. The walk reads every node's metadata and its sources' (about nine cache lines a node, all
+ * cold: the last token's weights went through the caches since), about 9 us of thread 0's time per token of the
+ * dense fixture model, on the token's critical path. llama.cpp computes the very same graph token after token
+ * (graph reuse), so a plan is kept per split and used again while nothing can have changed the nodes:
+ * ggprof_graph_gen moves with every wrapped ggml call that builds, renames or re-splits graphs (interpose.c). A
+ * program that writes tensor fields directly, with no ggml call, is caught by walking again at every
+ * PLAN_VERIFY_EVERY-th use: if the walk differs, the trace gets a note and this process keeps no plans any more. */
+typedef struct {
+    struct ggml_tensor **nodes, **graph_nodes; /* the split: its nodes, inside its graph's */
+    int       n, graph_n;
+    uint32_t  gen, epoch; /* ggprof_graph_gen and ggprof_desc_epoch when it was walked */
+    uint32_t  uses;       /* since the last walk */
+    bool      keep;       /* walked, and every description it refers to reached the trace */
+    int       n_exp, cap;
+    int32_t  *exp_node;   /* index in the split of each node that ticks */
+    int32_t  *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
+    uint32_t *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
+    uint32_t *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
+} split_plan;
+
+#define PLAN_VERIFY_EVERY 16
+#define MAX_PLANS         16 /* per thread, by the split's nodes pointer; one more is the verification's scratch */
+
 typedef struct {
     /* What the tick and the barrier read, in the struct's first cache line. */
     int         n_exp, n_ticks;
     bool        pending_between; /* a tick just came: the next barrier is the one between nodes */
     node_times *times;
     int         cap;
-    int32_t    *exp_node;   /* index in the split of each node that ticks */
-    int32_t    *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
-    uint32_t   *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
-    uint32_t   *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
+    split_plan *plan;
     uint64_t    anchor_stamp, anchor_ns; /* stamp() and CLOCK_MONOTONIC read together when the split began */
     uint64_t    gc_entry, t0_start;
     ggprof_msg_cpu_ops *msg; /* the ops go out in chunks of at most GGPROF_CPU_OPS_MAX, built here */
@@ -285,22 +306,31 @@ static bool fuses(struct ggml_tensor **nodes, int n, int i, struct ggml_tensor *
     return use_count(uc, node) == 1;
 }
 
-static bool grow(cpu_split *s, int need) {
+static bool grow_times(cpu_split *s, int need) {
     if (need <= s->cap) return true;
     int cap = s->cap ? s->cap : 256;
     while (cap < need) cap *= 2;
-    int32_t  *a = realloc(s->exp_node, sizeof(int32_t) * (size_t) cap);
-    if (a) s->exp_node = a;
-    int32_t  *b = realloc(s->exp_fused, sizeof(int32_t) * (size_t) cap);
-    if (b) s->exp_fused = b;
-    node_times *c = realloc(s->times, sizeof(node_times) * (size_t) cap);
-    if (c) s->times = c;
-    uint32_t *f = realloc(s->exp_id, sizeof(uint32_t) * (size_t) cap);
-    if (f) s->exp_id = f;
-    uint32_t *h = realloc(s->exp_fid, sizeof(uint32_t) * (size_t) cap);
-    if (h) s->exp_fid = h;
-    if (!a || !b || !c || !f || !h) return false;
-    s->cap = cap;
+    node_times *t = realloc(s->times, sizeof(node_times) * (size_t) cap);
+    if (!t) return false;
+    s->times = t;
+    s->cap   = cap;
+    return true;
+}
+
+static bool grow_plan(split_plan *p, int need) {
+    if (need <= p->cap) return true;
+    int cap = p->cap ? p->cap : 256;
+    while (cap < need) cap *= 2;
+    int32_t  *a = realloc(p->exp_node, sizeof(int32_t) * (size_t) cap);
+    if (a) p->exp_node = a;
+    int32_t  *b = realloc(p->exp_fused, sizeof(int32_t) * (size_t) cap);
+    if (b) p->exp_fused = b;
+    uint32_t *f = realloc(p->exp_id, sizeof(uint32_t) * (size_t) cap);
+    if (f) p->exp_id = f;
+    uint32_t *h = realloc(p->exp_fid, sizeof(uint32_t) * (size_t) cap);
+    if (h) p->exp_fid = h;
+    if (!a || !b || !f || !h) return false;
+    p->cap = cap;
     return true;
 }
 
@@ -315,17 +345,16 @@ typedef struct {
 static __thread place_memo *t_memo;
 static __thread int         t_memo_cap;
 
-static uint32_t node_id_at(const struct ggml_tensor *t, int place, uint32_t epoch) {
+static uint32_t node_id_at(const struct ggml_tensor *t, int place, uint32_t epoch, bool *kept) {
     uint64_t key = ggprof_node_key(t, 0);
     if (place >= 0 && place < t_memo_cap) {
         place_memo *m = &t_memo[place];
         if (m->key == key && m->epoch == epoch) return m->id;
-        bool     kept = false;
-        uint32_t id   = ggprof_node_id_keyed(t, key, &kept);
-        *m = (place_memo){ kept ? key : 0, id, epoch };
+        uint32_t id = ggprof_node_id_keyed(t, key, kept);
+        *m = (place_memo){ *kept ? key : 0, id, epoch };
         return id;
     }
-    return ggprof_node_id_keyed(t, key, NULL);
+    return ggprof_node_id_keyed(t, key, kept);
 }
 
 /* The nodes' metadata is cold here (the last token's weights went through the caches since): ask for the
@@ -347,15 +376,11 @@ static inline void prefetch_ahead(struct ggml_tensor **nodes, int n, int i) {
     }
 }
 
-int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
-                     ggprof_use_counts *uc) {
+/* Walks a split's nodes into p (which nodes tick, fusion, description ids); false when out of memory. */
+static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
+                 ggprof_use_counts *uc, uint32_t epoch) {
     const ggprof_ggml *g = &ggprof_eng.g;
-    cpu_split *s = &t_split;
-    if (!grow(s, n > 0 ? n : 1)) return -1;
-    /* On the heap, not in TLS: 128 KiB of static TLS would go with every thread of every program the library
-     * is preloaded into, and only the threads that compute CPU splits at level op need it. */
-    if (!s->msg) s->msg = malloc(sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op));
-    if (!s->msg) return -1;
+    if (!grow_plan(p, n > 0 ? n : 1)) return false;
     if (graph_n > t_memo_cap) {
         place_memo *m = realloc(t_memo, sizeof(*m) * (size_t) graph_n);
         if (m) {
@@ -364,24 +389,86 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
             t_memo_cap = graph_n;
         }
     }
-    int      base  = (int) (nodes - graph_nodes);
-    uint32_t epoch = ggprof_desc_epoch();
-    s->n_exp = 0;
+    int  base = (int) (nodes - graph_nodes);
+    bool kept = true;
+    p->n_exp  = 0;
     for (int i = 0; i < n; i++) {
         const struct ggml_tensor *t = nodes[i];
         prefetch_ahead(nodes, n, i);
         if (!ggprof_node_computed(g, t)) continue;
-        int k = s->n_exp++;
-        s->exp_node[k]  = i;
-        s->exp_fused[k] = -1;
-        s->times[k].inop_wait = 0;
-        s->exp_id[k]    = node_id_at(t, base + i, epoch);
-        s->exp_fid[k]   = 0;
+        int  k = p->n_exp++;
+        bool k1 = true, k2 = true;
+        p->exp_node[k]  = i;
+        p->exp_fused[k] = -1;
+        p->exp_id[k]    = node_id_at(t, base + i, epoch, &k1);
+        p->exp_fid[k]   = 0;
         if (fuses(nodes, n, i, graph_nodes, graph_n, uc)) {
-            s->exp_fused[k] = ++i;
-            s->exp_fid[k]   = node_id_at(nodes[i], base + i, epoch);
+            p->exp_fused[k] = ++i;
+            p->exp_fid[k]   = node_id_at(nodes[i], base + i, epoch, &k2);
         }
+        kept = kept && k1 && k2;
     }
+    p->nodes       = nodes;
+    p->n           = n;
+    p->graph_nodes = graph_nodes;
+    p->graph_n     = graph_n;
+    p->epoch       = epoch;
+    p->uses        = 0;
+    p->keep        = kept;
+    return true;
+}
+
+static bool same_walk(const split_plan *a, const split_plan *b) {
+    size_t n = (size_t) a->n_exp;
+    return a->n_exp == b->n_exp && memcmp(a->exp_node, b->exp_node, n * sizeof(int32_t)) == 0 &&
+           memcmp(a->exp_fused, b->exp_fused, n * sizeof(int32_t)) == 0 &&
+           memcmp(a->exp_id, b->exp_id, n * sizeof(uint32_t)) == 0 && memcmp(a->exp_fid, b->exp_fid, n * sizeof(uint32_t)) == 0;
+}
+
+static __thread split_plan *t_plans; /* MAX_PLANS + 1 */
+static _Atomic bool         g_plans_off;
+
+/* The plan for this split: kept from an earlier compute while it holds, walked otherwise. */
+static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
+                            ggprof_use_counts *uc) {
+    if (!t_plans && !(t_plans = calloc(MAX_PLANS + 1, sizeof(split_plan)))) return NULL;
+    /* Read before the walk: a change made while it runs leaves the plan out of date for the next compute. */
+    uint32_t gen   = ggprof_graph_gen_now();
+    uint32_t epoch = ggprof_desc_epoch();
+    uintptr_t h    = ((uintptr_t) nodes >> 3) ^ (uintptr_t) n;
+    split_plan *p  = &t_plans[(h ^ (h >> 7)) % MAX_PLANS];
+    bool held = p->keep && p->nodes == nodes && p->n == n && p->graph_nodes == graph_nodes && p->graph_n == graph_n &&
+                p->gen == gen && p->epoch == epoch && !atomic_load_explicit(&g_plans_off, memory_order_relaxed);
+    if (held && ++p->uses < PLAN_VERIFY_EVERY) return p;
+    split_plan *fresh = held ? &t_plans[MAX_PLANS] : p;
+    if (!walk(fresh, nodes, n, graph_nodes, graph_n, uc, epoch)) return NULL;
+    fresh->gen = gen;
+    if (held) {
+        if (!same_walk(p, fresh) && !atomic_exchange(&g_plans_off, true)) {
+            ggprof_note("split plans off: a node of a split changed with no ggml call (a program writing tensor fields "
+                        "directly); up to %d computes before this note may carry the node's earlier description",
+                        PLAN_VERIFY_EVERY - 1);
+        }
+        split_plan tmp = *p; /* the fresh walk takes the slot; the old arrays become the next scratch */
+        *p = *fresh;
+        *fresh = tmp;
+    }
+    return p;
+}
+
+int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
+                     ggprof_use_counts *uc) {
+    cpu_split *s = &t_split;
+    if (!grow_times(s, n > 0 ? n : 1)) return -1;
+    /* On the heap, not in TLS: 128 KiB of static TLS would go with every thread of every program the library
+     * is preloaded into, and only the threads that compute CPU splits at level op need it. */
+    if (!s->msg) s->msg = malloc(sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op));
+    if (!s->msg) return -1;
+    split_plan *p = plan_for(nodes, n, graph_nodes, graph_n, uc);
+    if (!p) return -1;
+    s->plan  = p;
+    s->n_exp = p->n_exp;
+    for (int k = 0; k < s->n_exp; k++) s->times[k].inop_wait = 0;
     s->n_ticks         = 0;
     s->pending_between = false;
     s->gc_entry        = 0;
@@ -425,17 +512,18 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
 #define SPAN_NS(x) ((uint64_t) ((double) (x) * scale))
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
     uint64_t last_tick = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
+    const split_plan *p = s->plan;
     uint16_t flags = GGPROF_CPU_OPS_FIRST;
     uint32_t n     = 0;
     for (int k = 0; k < s->n_exp; k++) {
         ggprof_cpu_op *op = &s->msg->ops[n++];
-        int32_t fi        = s->exp_fused[k];
+        int32_t fi        = p->exp_fused[k];
         const node_times *nt = &s->times[k];
         uint64_t bar      = nt->bar_exit > nt->tick ? SPAN_NS(nt->bar_exit - nt->tick) : 0;
         uint64_t wait     = SPAN_NS(nt->inop_wait);
-        op->node_id       = s->exp_id[k];
-        op->fused_node_id = s->exp_fid[k];
-        op->node_index    = w->node_start + s->exp_node[k];
+        op->node_id       = p->exp_id[k];
+        op->fused_node_id = p->exp_fid[k];
+        op->node_index    = w->node_start + p->exp_node[k];
         op->fused_index   = fi >= 0 ? w->node_start + fi : -1;
         /* The anchors are two reads, tens of ns apart: keep converted ticks in order and inside the split. */
         uint64_t tick     = TO_NS(nt->tick);

@@ -1,0 +1,55 @@
+/* A program that computes one graph again and again through a ggml scheduler (as llama.cpp does with graph
+ * reuse) and changes a node between computes in the two ways a program can: by a ggml call (ggml_set_name),
+ * and by writing the tensor's fields itself. tests/e2e/split_plans.sh checks, under 'ggprof record --level op',
+ * which description each compute's records carry. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+#define N    32
+#define RUNS 40
+#define RENAME_AT 4 /* ggml_set_name(z, "z_renamed") before this compute */
+#define WRITE_AT  8 /* strcpy(y->name, "y_direct") before this compute */
+
+int main(void) {
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    if (!cpu) return fprintf(stderr, "split_plans: no CPU backend\n"), 1;
+    ggml_backend_cpu_set_n_threads(cpu, 2);
+    ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, NULL, 1, GGML_DEFAULT_GRAPH_SIZE, false, true);
+
+    struct ggml_init_params ip = { 16 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context *ctx = ggml_init(ip);
+    struct ggml_tensor *x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, N, N);
+    ggml_set_name(x, "x");
+    ggml_set_input(x);
+    struct ggml_tensor *y = ggml_scale(ctx, x, 2.0f);
+    ggml_set_name(y, "y");
+    struct ggml_tensor *z = ggml_add(ctx, y, x);
+    ggml_set_name(z, "z");
+    struct ggml_tensor *out = ggml_soft_max(ctx, z);
+    ggml_set_name(out, "out");
+    ggml_set_output(out);
+    struct ggml_cgraph *gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    if (!ggml_backend_sched_alloc_graph(sched, gf)) return fprintf(stderr, "split_plans: cannot allocate\n"), 1;
+
+    float data[N * N];
+    for (int i = 0; i < N * N; i++) data[i] = (float) (i % 17) / 17.0f;
+    for (int run = 0; run < RUNS; run++) {
+        if (run == RENAME_AT) ggml_set_name(z, "z_renamed");
+        if (run == WRITE_AT) strcpy(y->name, "y_direct");
+        ggml_backend_tensor_set(x, data, 0, sizeof(data));
+        if (ggml_backend_sched_graph_compute(sched, gf) != GGML_STATUS_SUCCESS) {
+            return fprintf(stderr, "split_plans: compute failed\n"), 1;
+        }
+    }
+    ggml_free(ctx);
+    ggml_backend_sched_free(sched);
+    ggml_backend_free(cpu);
+    printf("ok\n");
+    return 0;
+}

@@ -1,0 +1,32 @@
+# Split plans (kernels/cpu/cpu_ticks.c): what the engine learns by walking a CPU split's nodes is kept while the
+# graph is computed again unchanged. A ggml call that changes a node makes the next compute walk again; a program
+# that writes a tensor's fields itself is caught at the next verification walk (every 16th use of a plan), which
+# notes it in the trace and stops keeping plans. The program: tests/e2e/split_plans.c, 40 computes of one graph.
+. "$(dirname "$0")/../lib.sh"
+
+cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/split_plans" "$GGPROF_ROOT/tests/e2e/split_plans.c" \
+    -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lggml-cpu -lggml -lggml-base \
+    -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
+expect "the program builds against ggml" "$?" 0
+
+db="$OUT/plans.db"
+"$GGPROF" record -q --level op -o "$db" -- "$OUT/split_plans" > "$OUT/stdout" 2> "$OUT/stderr"
+expect "record runs it" "$?:$(cat "$OUT/stdout")" "0:ok"
+check_cpu_trace "$db" "split plans"
+expect "one graph per compute, each with its SCALE, ADD and SOFT_MAX" "$(q "$db" "SELECT count(DISTINCT graph_id)
+    FROM records WHERE type = 0 AND name IN ('SCALE', 'ADD', 'SOFT_MAX') GROUP BY name" | sort -u)" 40
+
+# ggml_set_name before compute 4: computes 0-3 name the ADD 'z', every later one 'z_renamed'.
+expect "ADD named as ggml_set_name left it, from the very next compute" "$(q "$db" "SELECT group_concat(graph_id || '=' ||
+    tensor_name) FROM (SELECT graph_id, tensor_name FROM records WHERE name = 'ADD' AND (graph_id < 4) !=
+    (tensor_name = 'z') ORDER BY graph_id)")" ""
+# The name written directly before compute 8 shows once a verification walk has seen it; that walk notes it.
+first=$(q "$db" "SELECT min(graph_id) FROM records WHERE name = 'SCALE' AND tensor_name = 'y_direct'")
+expect_ge "the direct write shows in a later compute (the plan was kept)" "${first:-0}" 9
+expect_ge "... no more than 15 computes after it" "$((8 + 15))" "${first:-99}"
+expect "... in every compute from then on" "$(q "$db" "SELECT count(*) FROM records WHERE name = 'SCALE'
+    AND graph_id >= $first AND tensor_name != 'y_direct'")" 0
+expect "... and before it the SCALE kept its earlier name" "$(q "$db" "SELECT count(*) FROM records
+    WHERE name = 'SCALE' AND graph_id < $first AND tensor_name != 'y'")" 0
+expect "the trace notes that plans were turned off" "$(q "$db" "SELECT count(*) FROM notes
+    WHERE text LIKE 'split plans off: a node of a split changed with no ggml call%'")" 1
