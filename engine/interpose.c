@@ -91,13 +91,18 @@ static sched_entry *sched_register(ggml_backend_sched_t sched) {
     return se;
 }
 
+/* The entry found last: a program computes on one scheduler over and over, and the table is 64 entries of
+ * cold cache lines. Guarded by g_sched_lock. */
+static sched_entry *g_last_found;
+
 static sched_entry *sched_find(ggml_backend_sched_t sched, bool create) {
     pthread_mutex_lock(&g_sched_lock);
-    sched_entry *se = NULL;
-    for (int i = 0; i < MAX_SCHEDS; i++) {
+    sched_entry *se = g_last_found && g_last_found->sched == sched ? g_last_found : NULL;
+    for (int i = 0; i < MAX_SCHEDS && !se; i++) {
         if (g_scheds[i].sched == sched) se = &g_scheds[i];
     }
     if (!se && create) se = sched_register(sched);
+    if (se) g_last_found = se;
     pthread_mutex_unlock(&g_sched_lock);
     return se;
 }
@@ -165,10 +170,6 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.last_backend = -1;
     gc.last_end     = -1;
     gc.n_pending    = 0;
-    /* Only the CPU ops' fusion model reads the use counts: below level op they are not worth a pass over the
-     * graph's nodes (each op-level graph checks them for itself). */
-    if (gc.level >= GGPROF_LEVEL_OP) ggprof_use_counts_for_graph(&t_uc, gc.nodes, gc.n_nodes);
-
     uint64_t t0 = ggprof_now_ns();
     t_graph = &gc;
     t_sched_depth++;
@@ -292,12 +293,8 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
                   g->graph_view_ok && (se->dev_type[backend_id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
     if (ticked) {
         ggprof_cpu_hook_backend(backend);
-        if (gc) {
-            ticked = ggprof_cpu_begin(nodes, n_nodes, gc->nodes, gc->n_nodes, &t_uc) >= 0;
-        } else {
-            ggprof_use_counts_reset(&t_uc);
-            ticked = ggprof_cpu_begin(nodes, n_nodes, nodes, n_nodes, &t_uc) >= 0;
-        }
+        ticked = gc ? ggprof_cpu_begin(nodes, n_nodes, gc->nodes, gc->n_nodes, &t_uc) >= 0
+                    : ggprof_cpu_begin(nodes, n_nodes, nodes, n_nodes, &t_uc) >= 0;
     }
     ggprof_busy--;
 
@@ -446,10 +443,14 @@ GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
     real_ggml_backend_synchronize(backend);
     uint64_t t1 = ggprof_now_ns();
     ggprof_busy++;
-    /* Which scheduler's backend: the calling thread's graph, else the first scheduler that has it. */
+    /* Which scheduler's backend: the calling thread's graph's, else the one computed last, else the first that
+     * has it. */
     sched_entry *se = t_graph && t_graph->se ? t_graph->se : NULL;
     int id = se ? backend_index(se, backend) : -1;
     pthread_mutex_lock(&g_sched_lock);
+    if (id < 0 && g_last_found && g_last_found->sched && (id = backend_index(g_last_found, backend)) >= 0) {
+        se = g_last_found;
+    }
     for (int i = 0; i < MAX_SCHEDS && id < 0; i++) {
         if (g_scheds[i].sched && (id = backend_index(&g_scheds[i], backend)) >= 0) se = &g_scheds[i];
     }

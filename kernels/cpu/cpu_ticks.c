@@ -221,17 +221,17 @@ void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, gg
 
 /* ---- which nodes tick: the CPU backend's rules in ggml 0.23 ---- */
 
-void ggprof_use_counts_reset(ggprof_use_counts *u) {
+static void use_counts_reset(ggprof_use_counts *u) {
     u->built     = false;
     u->n         = 0;
     u->graph_key = 0;
 }
 
-void ggprof_use_counts_for_graph(ggprof_use_counts *u, struct ggml_tensor **nodes, int n) {
+static void use_counts_for_graph(ggprof_use_counts *u, struct ggml_tensor **nodes, int n) {
     uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t) n;
     for (int i = 0; i < n; i++) h = (h ^ (uint64_t) (uintptr_t) nodes[i]) * 0x100000001b3ull;
     if (h == u->graph_key && u->built) return;
-    ggprof_use_counts_reset(u);
+    use_counts_reset(u);
     u->graph_key = h;
 }
 
@@ -389,6 +389,7 @@ static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_t
             t_memo_cap = graph_n;
         }
     }
+    use_counts_for_graph(uc, graph_nodes, graph_n);
     int  base = (int) (nodes - graph_nodes);
     bool kept = true;
     p->n_exp  = 0;
@@ -422,7 +423,8 @@ static bool same_walk(const split_plan *a, const split_plan *b) {
     size_t n = (size_t) a->n_exp;
     return a->n_exp == b->n_exp && memcmp(a->exp_node, b->exp_node, n * sizeof(int32_t)) == 0 &&
            memcmp(a->exp_fused, b->exp_fused, n * sizeof(int32_t)) == 0 &&
-           memcmp(a->exp_id, b->exp_id, n * sizeof(uint32_t)) == 0 && memcmp(a->exp_fid, b->exp_fid, n * sizeof(uint32_t)) == 0;
+           memcmp(a->exp_id, b->exp_id, n * sizeof(uint32_t)) == 0 &&
+           memcmp(a->exp_fid, b->exp_fid, n * sizeof(uint32_t)) == 0;
 }
 
 static __thread split_plan *t_plans; /* MAX_PLANS + 1 */

@@ -8,8 +8,12 @@
 #include "ggml_abi.h"
 #include "wire.h"
 
-/* Use counts of the graph's RMS_NORM nodes, built once per graph compute: the CPU fuses RMS_NORM+MUL only
- * when the norm has exactly one use, and ggml keeps those counts in a private part of the graph. */
+/* Use counts of the graph's RMS_NORM nodes, built when a split of the graph is walked: the CPU fuses
+ * RMS_NORM+MUL only when the norm has exactly one use, and ggml keeps those counts in a private part of the
+ * graph. Kept while the graph has the same nodes (llama.cpp reuses its graph from token to token, and rebuilding
+ * the counts reads every node's sources, cold, each time). A graph rebuilt in place with other sources would make
+ * the fusion model wrong for one walk at worst: its ticks would not match, and the split is marked instead of
+ * given wrong times. */
 typedef struct {
     bool     built;
     uint64_t graph_key; /* the graph the counts were built for: its node pointers, in order */
@@ -17,13 +21,6 @@ typedef struct {
     const struct ggml_tensor **keys;
     int32_t *counts;
 } ggprof_use_counts;
-
-void ggprof_use_counts_reset(ggprof_use_counts *u);
-/* Keeps the counts when the graph has the same nodes as the last one (llama.cpp reuses its graph from token
- * to token, and rebuilding the counts reads every node's sources, cold, each time); resets them otherwise.
- * A graph rebuilt in place with other sources would make the fusion model wrong for one graph at worst:
- * its ticks would not match, and the split is marked instead of given wrong times. */
-void ggprof_use_counts_for_graph(ggprof_use_counts *u, struct ggml_tensor **nodes, int n);
 
 /* Where a split's records belong. */
 typedef struct {
