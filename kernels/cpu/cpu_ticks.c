@@ -458,14 +458,46 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
     return p;
 }
 
+/* What a thread that timed CPU splits holds on the heap (the ops buffer, times, plans, ids by place) goes when
+ * the thread ends: a program that starts a thread per request would otherwise leave ~150 KiB with each. */
+static pthread_key_t  g_thread_key;
+static pthread_once_t g_thread_key_once = PTHREAD_ONCE_INIT;
+
+static void free_thread_state(void *unused) {
+    (void) unused;
+    cpu_split *s = &t_split;
+    free(s->times);
+    free(s->msg);
+    memset(s, 0, sizeof(*s));
+    for (int i = 0; t_plans && i <= MAX_PLANS; i++) {
+        free(t_plans[i].exp_node);
+        free(t_plans[i].exp_fused);
+        free(t_plans[i].exp_id);
+        free(t_plans[i].exp_fid);
+    }
+    free(t_plans);
+    t_plans = NULL;
+    free(t_memo);
+    t_memo     = NULL;
+    t_memo_cap = 0;
+}
+
+static void make_thread_key(void) {
+    if (pthread_key_create(&g_thread_key, free_thread_state) != 0) g_thread_key = (pthread_key_t) -1;
+}
+
 int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
                      ggprof_use_counts *uc) {
     cpu_split *s = &t_split;
-    if (!grow_times(s, n > 0 ? n : 1)) return -1;
     /* On the heap, not in TLS: 128 KiB of static TLS would go with every thread of every program the library
      * is preloaded into, and only the threads that compute CPU splits at level op need it. */
-    if (!s->msg) s->msg = malloc(sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op));
-    if (!s->msg) return -1;
+    if (!s->msg) {
+        pthread_once(&g_thread_key_once, make_thread_key);
+        if (g_thread_key != (pthread_key_t) -1) pthread_setspecific(g_thread_key, s);
+        s->msg = malloc(sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op));
+        if (!s->msg) return -1;
+    }
+    if (!grow_times(s, n > 0 ? n : 1)) return -1;
     split_plan *p = plan_for(nodes, n, graph_nodes, graph_n, uc);
     if (!p) return -1;
     s->plan  = p;

@@ -2,6 +2,8 @@
  * reuse) and changes a node between computes in the two ways a program can: by a ggml call (ggml_set_name),
  * and by writing the tensor's fields itself. tests/e2e/split_plans.sh checks, under 'ggprof record --level op',
  * which description each compute's records carry. */
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,23 @@
 #define RUNS 40
 #define RENAME_AT 4 /* ggml_set_name(z, "z_renamed") before this compute */
 #define WRITE_AT  8 /* strcpy(y->name, "y_direct") before this compute */
+#define THREADS   40 /* then this many computes, each on a thread of its own (fewer than the ring's slots) */
+
+static ggml_backend_sched_t g_sched;
+static struct ggml_cgraph  *g_graph;
+static int                  g_failed;
+
+static void *compute_once(void *unused) {
+    (void) unused;
+    if (ggml_backend_sched_graph_compute(g_sched, g_graph) != GGML_STATUS_SUCCESS) g_failed = 1;
+    return NULL;
+}
+
+/* Bytes the program has allocated with malloc, over all arenas (glibc). */
+static long heap_kib(void) {
+    struct mallinfo2 m = mallinfo2();
+    return (long) ((m.uordblks + m.hblkhd) / 1024);
+}
 
 int main(void) {
     ggml_backend_t cpu = ggml_backend_cpu_init();
@@ -47,6 +66,17 @@ int main(void) {
             return fprintf(stderr, "split_plans: compute failed\n"), 1;
         }
     }
+    /* A thread per compute (a server's request threads): what the engine keeps per thread goes with it. */
+    g_sched = sched;
+    g_graph = gf;
+    long heap0 = heap_kib();
+    for (int i = 0; i < THREADS && !g_failed; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, compute_once, NULL) != 0) return fprintf(stderr, "split_plans: no thread\n"), 1;
+        pthread_join(t, NULL);
+    }
+    if (g_failed) return fprintf(stderr, "split_plans: compute on a thread failed\n"), 1;
+    printf("heap growth over %d threads: %ld KiB\n", THREADS, heap_kib() - heap0);
     ggml_free(ctx);
     ggml_backend_sched_free(sched);
     ggml_backend_free(cpu);
