@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what each layer of ggprof costs a llama-bench process, against the plain program:
 # the library preloaded without a recording, `record --level graph`, `record --level op`. Each round runs the
-# four once, in an order that rotates from round to round; prints, per variant, the median and the mean (with
-# its 95% interval) of its tokens/s over the plain run of the same round. Separates what the process pays for
-# the library and the collector (preload, graph) from what the per-op timing adds (op), which
+# four once, in an order that rotates from round to round; prints, per variant, the median and the geometric
+# mean (with its 95% interval) of its tokens/s over the plain run of the same round. Separates what the process
+# pays for the library and the collector (preload, graph) from what the per-op timing adds (op), which
 # tests/bench/overhead_ab.sh measures inside one process.
 # usage: tests/bench/levels.sh [ROUNDS]     (default 100; 3-5 s per round here; run it on an idle machine)
 set -euo pipefail
@@ -35,5 +35,5 @@ echo "llama-bench -p 0 -n 64 -r 3 -t 2, $ROUNDS rounds; tokens/s over the same r
 for v in preload graph op; do
     awk -v v="$v" '{ t[$1 " " $2] = $3 } END { for (k in t) { split(k, a, " "); p = t[a[1] " plain"]
         if (a[2] == v && p > 0) print t[k] / p } }' "$tmp/runs" > "$tmp/ratios"
-    printf "  %-8s median %.3f, mean %s (95%%)\n" "$v" "$(median < "$tmp/ratios")" "$(mean_ci < "$tmp/ratios")"
+    printf "  %-8s median %.3f, geometric mean %s (95%%)\n" "$v" "$(median < "$tmp/ratios")" "$(geomean_ci < "$tmp/ratios")"
 done
