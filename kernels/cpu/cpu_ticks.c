@@ -31,7 +31,7 @@ typedef struct {
 
 /* What the walk over a split's nodes finds before the compute: which nodes tick, which fuse, and their
  * description ids. The walk reads every node's metadata and its sources' (about nine cache lines a node, all
- * cold: the last token's weights went through the caches since), about 9 us of thread 0's time per token of the
+ * cold: the last token's weights went through the caches since), about 8 us of thread 0's time per token of the
  * dense fixture model, on the token's critical path. llama.cpp computes the very same graph token after token
  * (graph reuse), so a plan is kept per split and used again while nothing can have changed the nodes:
  * ggprof_graph_gen moves with every wrapped ggml call that builds, renames or re-splits graphs (interpose.c). A
