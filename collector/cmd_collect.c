@@ -106,7 +106,9 @@ int ggprof_cmd_collect(int argc, char **argv) {
     ggprof_ring_pacer pacer = { 0, 0 };
     for (;;) {
         /* Drained at every wake-up (a program's request for its profile comes through the ring), at most 50 ms
-         * apart: the program waits for the collector to see it. The pacer sees what arrived while it slept. */
+         * apart: the program waits for the collector to see it; and when a thread of the program ends (its
+         * slot is freed for the next one). The pacer sees what arrived while it slept. */
+        uint32_t seen = ggprof_ring_wake_seen(&ring);
         long ms = 0;
         ggprof_ring_pace(&pacer, &ring, 0, 50, &ms);
         size_t n = ggprof_ring_drain_raw(&ring, on_chunk, &c);
@@ -121,8 +123,7 @@ int ggprof_cmd_collect(int argc, char **argv) {
             if (c.final_seen || !alive) break;
             c.flush_seen = 0;
         }
-        struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
-        nanosleep(&ts, NULL);
+        ggprof_ring_wait(&ring, seen, ms);
     }
     ggprof_spill_close(&c.spill);
     ggprof_ring_unmap(&ring);

@@ -45,6 +45,15 @@ const char ggprof_usage_record[] =
 
 static volatile sig_atomic_t g_child;
 
+static ggprof_ring *volatile g_poke_ring;
+
+static void on_sigchld(int sig) {
+    (void) sig;
+    int e = errno; /* ggprof_ring_poke makes a system call */
+    if (g_poke_ring) ggprof_ring_poke(g_poke_ring);
+    errno = e;
+}
+
 static void forward_signal(int sig) {
     if (g_child > 0) kill((pid_t) g_child, sig);
 }
@@ -220,25 +229,26 @@ int ggprof_cmd_record(int argc, char **argv) {
         waitpid(child, &status, 0);
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", spill_path, strerror(e));
     }
-    /* The command's end cuts the collector's sleep short: SIGCHLD stays pending while blocked, and
-     * sigtimedwait returns with it, even when it came between waitpid and the wait. */
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, NULL);
     /* While the command runs, a slot is only drained once it is a quarter full: a short run is not touched at
      * all, a long one every second or so (the ring lives in shared memory: a command that crashes or is
-     * killed leaves it whole, and it is read to the end below). */
+     * killed leaves it whole, and it is read to the end below). The sleep ends early when a thread of the
+     * command ends (its slot is freed for the next one) and when the command does (SIGCHLD pokes the ring). */
+    g_poke_ring = &ring;
+    struct sigaction chld = { 0 };
+    chld.sa_handler = on_sigchld;
+    sigemptyset(&chld.sa_mask);
+    chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &chld, NULL);
     ggprof_ring_pacer pacer = { 0, 0 };
     for (;;) {
+        uint32_t seen = ggprof_ring_wake_seen(&ring);
         pid_t w = waitpid(child, &status, WNOHANG);
         if (w == child || (w < 0 && errno != EINTR)) break;
         long ms = 0;
         if (ggprof_ring_pace(&pacer, &ring, ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&spill, &ring);
-        struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
-        sigtimedwait(&chld, NULL, &ts);
+        ggprof_ring_wait(&ring, seen, ms);
     }
-    sigprocmask(SIG_UNBLOCK, &chld, NULL);
+    signal(SIGCHLD, SIG_DFL);
     g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
     while (ggprof_spill_drain(&spill, &ring) > 0) {}
@@ -248,6 +258,8 @@ int ggprof_cmd_record(int argc, char **argv) {
 
     int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     uint64_t dropped = ggprof_ring_dropped(&ring);
+    uint64_t noslot  = atomic_load(&ring.file->dropped_noslot); /* threads that found every slot taken */
+    uint32_t n_slots = ring.file->n_slots;
     uint32_t n_attached = atomic_load(&ring.file->n_processes);
     ggprof_ring_unmap(&ring);
     unlink(ring_path);
@@ -285,9 +297,13 @@ int ggprof_cmd_record(int argc, char **argv) {
                        " process%s in '%s' and '%s'",
                        c.events, c.graphs, c.splits, c.processes, c.processes == 1 ? "" : "es", out, json);
         }
-        if (dropped) {
+        if (dropped > noslot) {
             ggprof_err("warning: %" PRIu64 " records were dropped because the ring was full; try --ring-kib %" PRIu64,
-                       dropped, ring_kib * 4);
+                       dropped - noslot, ring_kib * 4);
+        }
+        if (noslot) {
+            ggprof_err("warning: %" PRIu64 " records were dropped because more threads recorded at once than the "
+                       "ring has slots (%" PRIu32 ")", noslot, n_slots);
         }
     }
     return exit_code;

@@ -51,7 +51,7 @@ void ggprof_note(const char *fmt, ...) {
 
 static void slot_destructor(void *p) {
     (void) p;
-    ggprof_ring_release(t_slot);
+    ggprof_ring_release(&g_ring, t_slot);
     t_slot = NULL;
 }
 

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static ggprof_ring_slot *slot_at(const ggprof_ring *r, uint32_t i) {
@@ -157,8 +160,27 @@ int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr 
     return 0;
 }
 
-void ggprof_ring_release(ggprof_ring_slot *s) {
-    if (s) atomic_store_explicit(&s->state, GGPROF_SLOT_DONE, memory_order_release);
+void ggprof_ring_release(ggprof_ring *r, ggprof_ring_slot *s) {
+    if (!s) return;
+    atomic_store_explicit(&s->state, GGPROF_SLOT_DONE, memory_order_release);
+    if (r && r->file) ggprof_ring_poke(r);
+}
+
+/* The wake count is a futex word in shared memory: the collector and the engine are different processes, so
+ * the operations are the shared (not private) ones. */
+uint32_t ggprof_ring_wake_seen(const ggprof_ring *r) { return atomic_load_explicit(&r->file->wake, memory_order_acquire); }
+
+void ggprof_ring_poke(ggprof_ring *r) {
+    atomic_fetch_add_explicit(&r->file->wake, 1, memory_order_release);
+    syscall(SYS_futex, (uint32_t *) &r->file->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+bool ggprof_ring_wait(ggprof_ring *r, uint32_t seen, long ms) {
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    /* Returns at once with EAGAIN when the word is no longer `seen`; EINTR (a signal) counts as a wake-up too:
+     * the caller looks at the world again either way. */
+    long rc = syscall(SYS_futex, (uint32_t *) &r->file->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
+    return rc == 0 || errno != ETIMEDOUT || ggprof_ring_wake_seen(r) != seen;
 }
 
 size_t ggprof_ring_drain_raw(ggprof_ring *r, ggprof_ring_chunk_fn fn, void *user) {

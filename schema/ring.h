@@ -13,7 +13,7 @@
  * Each producing thread claims a slot of its own, so a producer never waits for another and a process
  * killed mid-write leaves only its unpublished message behind: the head moves after the bytes are in. */
 #define GGPROF_RING_MAGIC   "GGPRING"
-#define GGPROF_RING_VERSION 1
+#define GGPROF_RING_VERSION 2
 #define GGPROF_RING_HDR     4096
 #define GGPROF_SLOT_HDR     256
 
@@ -43,7 +43,7 @@ typedef struct {
     _Atomic uint64_t dropped_noslot; /* messages lost because every slot was taken */
     _Atomic uint32_t n_processes;    /* processes that attached */
     _Atomic uint32_t recording;      /* 0 pauses producers (ggprof_pause / ggprof_resume) */
-    uint32_t pad1;
+    _Atomic uint32_t wake;           /* moves when a producer releases its slot: the collector sleeps on it */
     _Atomic uint64_t dropped_freed;  /* drops counted in slots that were recycled */
 } ggprof_ring_file;
 
@@ -96,7 +96,17 @@ int  ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_
 ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid);
 /* Copies one message (size a multiple of 8, header filled) and publishes it; 0 if written, -1 if dropped. */
 int  ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg);
-void ggprof_ring_release(ggprof_ring_slot *s);
+/* A producer that ends (its thread exits) hands its slot back: the collector frees it once it has read it,
+ * and is woken for that (ggprof_ring_poke): a program that starts and ends threads faster than the collector's
+ * sleeps would otherwise run out of slots. */
+void ggprof_ring_release(ggprof_ring *r, ggprof_ring_slot *s);
+
+/* Collector side: waking up early. Read the wake count, look at the world, then wait: the wait returns at once
+ * if the count moved since it was read (a release, or a poke from a signal handler), else after ms or at the next
+ * move. Returns true when woken by a move rather than by the time. ggprof_ring_poke is async-signal-safe. */
+uint32_t ggprof_ring_wake_seen(const ggprof_ring *r);
+bool     ggprof_ring_wait(ggprof_ring *r, uint32_t seen, long ms);
+void     ggprof_ring_poke(ggprof_ring *r);
 void ggprof_ring_unmap(ggprof_ring *r);
 
 #endif

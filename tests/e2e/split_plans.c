@@ -16,7 +16,7 @@
 #define RUNS 40
 #define RENAME_AT 4 /* ggml_set_name(z, "z_renamed") before this compute */
 #define WRITE_AT  8 /* strcpy(y->name, "y_direct") before this compute */
-#define THREADS   40 /* then this many computes, each on a thread of its own (fewer than the ring's slots) */
+#define THREADS   300 /* then this many computes, each on a thread of its own (the ring has 64 slots) */
 
 static ggml_backend_sched_t g_sched;
 static struct ggml_cgraph  *g_graph;

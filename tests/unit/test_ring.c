@@ -2,6 +2,7 @@
  * the collector's pacing. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -116,12 +117,36 @@ static void test_released_slot_is_reused_after_drain(void) {
     ggprof_ring_write(&p, NULL, &e.h);          /* a thread without a slot drops and counts */
     CHECK_EQ_INT(ggprof_ring_dropped(&c), 1);
     CHECK(ggprof_ring_write(&p, slots[2], &e.h) == 0);
-    ggprof_ring_release(slots[2]);
+    uint32_t woken = ggprof_ring_wake_seen(&c);
+    ggprof_ring_release(&p, slots[2]);
+    /* The release moved the wake count: a collector about to sleep on the count it read returns at once. */
+    CHECK(ggprof_ring_wake_seen(&c) != woken);
+    CHECK(ggprof_ring_wait(&c, woken, 60000));
     CHECK(ggprof_ring_claim(&p, 1, 9) == NULL); /* not before its messages are read */
     seen_t seen = { 0 };
     ggprof_ring_drain(&c, on_msg, &seen);
     CHECK_EQ_INT(seen.n, 1);
     CHECK(ggprof_ring_claim(&p, 1, 9) == slots[2]);
+    done(&c, &p);
+}
+
+/* A poke from another process (here a child: the ring is shared memory) ends a collector's wait early; a wait on
+ * a count that did not move ends with the time. */
+static void test_wait_ends_on_a_poke_from_another_process(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 4096);
+    uint32_t seen = ggprof_ring_wake_seen(&c);
+    CHECK(!ggprof_ring_wait(&c, seen, 1)); /* nothing moved: the 1 ms pass */
+    pid_t child = fork();
+    if (child == 0) {
+        usleep(20000); /* the parent is (almost certainly) asleep by now; if not, the wait returns at once */
+        ggprof_ring_poke(&p);
+        _exit(0);
+    }
+    CHECK(child > 0);
+    CHECK(ggprof_ring_wait(&c, seen, 60000)); /* woken, not timed out after a minute */
+    CHECK(ggprof_ring_wake_seen(&c) != seen);
+    waitpid(child, NULL, 0);
     done(&c, &p);
 }
 
@@ -218,7 +243,7 @@ static void test_pacer_drains_when_needed_and_sleeps_by_rate(void) {
     CHECK_EQ_INT((int) ms, 200);
     CHECK(ggprof_ring_pace(&pacer, &c, 0, 50, &ms)); /* drain_at 0: always */
     CHECK_EQ_INT((int) ms, 50);
-    ggprof_ring_release(s); /* a finished thread's slot is freed by a drain: drain even when nearly empty */
+    ggprof_ring_release(&p, s); /* a finished thread's slot is freed by a drain: drain even when nearly empty */
     CHECK(ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms));
     done(&c, &p);
 }
@@ -229,6 +254,7 @@ int main(void) {
     RUN(test_full_ring_drops_and_counts);
     RUN(test_unpublished_message_is_invisible);
     RUN(test_released_slot_is_reused_after_drain);
+    RUN(test_wait_ends_on_a_poke_from_another_process);
     RUN(test_attach_rejects_other_versions);
     RUN(test_large_messages_arrive_intact);
     RUN(test_pacer_drains_when_needed_and_sleeps_by_rate);
