@@ -40,3 +40,13 @@ expect "the trace notes that plans were turned off" "$(q "$db" "SELECT count(*) 
 growth=$(sed -n 's/^heap growth over 300 threads: \(-\{0,1\}[0-9]*\) KiB$/\1/p' "$OUT/stdout")
 expect_ge "a thread's CPU-split state is freed with it (heap grew ${growth:-?} KiB over 300 threads)" \
     "$((128 - ${growth:-99999}))" 0
+
+# 70 threads alive at once, each computing one graph: the ring's 64 slots go to the main thread and 63 of them;
+# the other 7 threads' records are dropped, counted, and record says why.
+"$GGPROF" record -o "$OUT/together.db" -- "$OUT/split_plans" together > "$OUT/together.out" 2> "$OUT/together.err"
+expect "record runs 70 threads at once" "$?:$(tail -n 1 "$OUT/together.out")" "0:ok"
+expect "the graphs of the threads that had a slot are recorded" "$(q "$OUT/together.db" "SELECT count(*) FROM graphs")" 63
+expect_ge "the others' records are counted as dropped" "$(q "$OUT/together.db" "SELECT value FROM meta
+    WHERE key = 'dropped_records'")" 7
+expect "record says they had no slot" "$(grep -c 'dropped because more threads recorded at once than the ring has slots (64)' \
+    "$OUT/together.err")" 1
