@@ -458,6 +458,20 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
     return p;
 }
 
+/* stamp() and CLOCK_MONOTONIC read together: the clock between two stamps, retried when they lie far apart (the
+ * thread was preempted between the reads, which would skew every tick of the split by as much). */
+static void read_anchor(uint64_t *st, uint64_t *ns) {
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 4 && best > 2000; i++) {
+        uint64_t a = stamp(), t = ggprof_now_ns(), b = stamp();
+        if (b - a < best) {
+            best = b - a;
+            *st  = a + (b - a) / 2;
+            *ns  = t;
+        }
+    }
+}
+
 /* What a thread that timed CPU splits holds on the heap (the ops buffer, times, plans, ids by place) goes when
  * the thread ends: a program that starts a thread per request would otherwise leave ~150 KiB with each. */
 static pthread_key_t  g_thread_key;
@@ -507,8 +521,7 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     s->pending_between = false;
     s->gc_entry        = 0;
     s->t0_start        = 0;
-    s->anchor_ns       = ggprof_now_ns();
-    s->anchor_stamp    = stamp();
+    read_anchor(&s->anchor_stamp, &s->anchor_ns);
     if (!activate(s)) return -1;
     return s->n_exp;
 }
@@ -539,13 +552,15 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     if (s->n_ticks != s->n_exp) return 0; /* no guessed times: the split is marked instead */
 
     /* From stamp() units to nanoseconds on CLOCK_MONOTONIC, through the anchors at both ends of the split. */
-    uint64_t end_stamp = stamp(), end_ns = ggprof_now_ns();
+    uint64_t end_stamp, end_ns;
+    read_anchor(&end_stamp, &end_ns);
     double   scale     = end_stamp > s->anchor_stamp ? (double) (end_ns - s->anchor_ns) / (double) (end_stamp - s->anchor_stamp)
                                                      : 1.0;
 #define TO_NS(x) (s->anchor_ns + (uint64_t) ((double) ((x) - s->anchor_stamp) * scale))
 #define SPAN_NS(x) ((uint64_t) ((double) (x) * scale))
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
     uint64_t last_tick = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
+    uint64_t op_start  = last_tick;
     const split_plan *p = s->plan;
     uint16_t flags = GGPROF_CPU_OPS_FIRST;
     uint32_t n     = 0;
@@ -559,10 +574,15 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
         op->fused_node_id = p->exp_fid[k];
         op->node_index    = w->node_start + p->exp_node[k];
         op->fused_index   = fi >= 0 ? w->node_start + fi : -1;
-        /* The anchors are two reads, tens of ns apart: keep converted ticks in order and inside the split. */
+        /* Converted times stay in order and inside the split, whatever error the anchors carry: the op inside
+         * [its start, the split's end], the barrier after it and its own waits inside what is left to them. */
         uint64_t tick     = TO_NS(nt->tick);
         tick              = tick > w->end_ns ? w->end_ns : tick < last_tick ? last_tick : tick;
+        if (bar > w->end_ns - tick) bar = w->end_ns - tick;
+        uint64_t span     = tick > op_start ? tick - op_start : 0;
+        if (wait > span) wait = span;
         last_tick         = tick;
+        op_start          = tick + bar;
         op->tick_ns       = tick;
         op->barrier_ns    = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
         op->wait_ns       = wait > UINT32_MAX ? UINT32_MAX : (uint32_t) wait;
