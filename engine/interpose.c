@@ -293,8 +293,8 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
                   g->graph_view_ok && (se->dev_type[backend_id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
     if (ticked) {
         ggprof_cpu_hook_backend(backend);
-        ticked = gc ? ggprof_cpu_begin(nodes, n_nodes, gc->nodes, gc->n_nodes, &t_uc) >= 0
-                    : ggprof_cpu_begin(nodes, n_nodes, nodes, n_nodes, &t_uc) >= 0;
+        /* A split of a scheduler graph lies inside that graph; a graph computed directly is its own. */
+        ticked = ggprof_cpu_begin(nodes, n_nodes, gc ? gc->nodes : nodes, gc ? gc->n_nodes : n_nodes, &t_uc) >= 0;
     }
     ggprof_busy--;
 
