@@ -33,18 +33,29 @@ static const void     *g_base_fn; /* a real function inside libggml-base, to fin
 
 /* ---- notes: one line on stderr, and into the trace when there is one ---- */
 
-void ggprof_note(const char *fmt, ...) {
+static void vnote(bool to_stderr, const char *fmt, va_list ap) {
     ggprof_msg_note m;
     memset(&m, 0, sizeof(m));
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(m.text, sizeof(m.text), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "ggprof: %s\n", m.text);
+    if (to_stderr) fprintf(stderr, "ggprof: %s\n", m.text);
     if (g_ring.file) {
         m.h = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_NOTE, 0 };
         ggprof_emit(&m.h);
     }
+}
+
+void ggprof_note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vnote(true, fmt, ap);
+    va_end(ap);
+}
+
+void ggprof_trace_note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vnote(false, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- per-thread ring slots ---- */
@@ -108,13 +119,14 @@ uint64_t ggprof_node_key(const struct ggml_tensor *t, int is_copy) {
     n += 4;
     memcpy(w + n, t->nb, sizeof(t->nb));
     n += 4;
-    memcpy(w + n, t->name, sizeof(t->name));
+    const struct ggml_tensor_links *l = ggprof_links(t);
+    memcpy(w + n, l->name, sizeof(l->name));
     n += GGML_ABI_MAX_NAME / 8;
     if (!is_copy) {
         memcpy(w + n, t->op_params, sizeof(t->op_params));
         n += GGML_ABI_MAX_OP_PARAMS / 8;
         for (int i = 0; i < GGML_ABI_MAX_SRC; i++) {
-            const struct ggml_tensor *s = t->src[i];
+            const struct ggml_tensor *s = l->src[i];
             if (!s) continue;
             w[n++] = (uint64_t) i << 32 | (uint32_t) s->type;
             memcpy(w + n, s->ne, sizeof(s->ne));
@@ -154,7 +166,8 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     const ggprof_ggml *g = &ggprof_eng.g;
     memset(m, 0, sizeof(*m));
     m->h = (ggprof_msg_hdr){ sizeof(*m), GGPROF_MSG_NODE, 0 };
-    snprintf(m->tensor_name, sizeof(m->tensor_name), "%s", t->name);
+    const struct ggml_tensor_links *l = ggprof_links(t);
+    snprintf(m->tensor_name, sizeof(m->tensor_name), "%.*s", GGML_ABI_MAX_NAME, l->name);
     m->sub_op = -1;
     for (int i = 0; i < GGPROF_MAX_SRC; i++) m->type_src[i] = -1;
     if (is_copy) {
@@ -184,7 +197,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     }
     /* n_src counts up to the last present source, as the seed's record does. */
     for (int i = 0; i < GGPROF_MAX_SRC; i++) {
-        const struct ggml_tensor *s = t->src[i];
+        const struct ggml_tensor *s = l->src[i];
         if (!s) continue;
         m->n_src = i + 1;
         for (int d = 0; d < 4; d++) {
@@ -284,49 +297,66 @@ uint32_t ggprof_copy_node_id(const struct ggml_tensor *t) { return lookup_or_sen
 
 /* ---- finding ggml and checking that it is the ggml this engine understands ---- */
 
+/* One note for every optional function missing, with what goes without them (each feature said once). */
+static void note_missing(char *names, size_t names_len, char *features, size_t features_len, const char *fn,
+                         const char *feature) {
+    if (!feature) return;
+    size_t n = strlen(names), f = strlen(features);
+    snprintf(names + n, names_len - n, "%s%s", n ? ", " : "", fn);
+    if (!strstr(features, feature)) snprintf(features + f, features_len - f, "%s%s", f ? ", " : "", feature);
+}
+
+/* Every function the engine needs, from the ggml the program loaded: a missing one turns off the feature it
+ * serves (a note names both), or the engine when it serves them all. */
 static bool load_functions(ggprof_ggml *g, void *h) {
     bool ok = true;
-#define X(ret, name, args)                                                                                     \
+#define X(ret, name, args, feature)                                                                            \
     g->name = (ret(*) args) dlsym(h, #name);                                                                   \
-    if (g->name == NULL && strcmp(#name, "ggml_commit") != 0 && strcmp(#name, "ggml_swiglu") != 0 &&           \
-        strcmp(#name, "ggml_glu_op_name") != 0) {                                                              \
+    if (g->name == NULL && feature == GGML_NEEDED) {                                                           \
         ggprof_note("profiling off: %s not found in %s", #name, g->lib);                                       \
         ok = false;                                                                                            \
     }
     GGPROF_GGML_FUNCS(X)
 #undef X
-    g->reg_get_proc_address = (void *(*) (ggml_backend_reg_t, const char *)) dlsym(h, "ggml_backend_reg_get_proc_address");
-    if (g->reg_get_proc_address == NULL) {
-        ggprof_note("profiling off: ggml_backend_reg_get_proc_address not found in %s", g->lib);
-        ok = false;
-    }
-    return ok;
+    if (!ok) return false;
+    char names[512] = "", features[512] = "";
+#define X(ret, name, args, feature)                                                                            \
+    if (g->name == NULL) note_missing(names, sizeof(names), features, sizeof(features), #name, feature);
+    GGPROF_GGML_FUNCS(X)
+#undef X
+    if (names[0]) ggprof_note("%s has no %s: profiling goes on without %s", g->lib, names, features);
+    return true;
 }
 
 /* ggml_graph_view's result, read through our mirror, must agree with the public accessors: only then may the
  * engine compute one node at a time (serialized timing of non-CPU backends). */
-static bool check_graph_view(ggprof_ggml *g, struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b) {
-    struct ggml_cgraph *(*new_graph)(struct ggml_context *) = NULL;
-    void (*expand)(struct ggml_cgraph *, struct ggml_tensor *) = NULL;
-    void *h = dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
-    if (h) {
-        new_graph = (struct ggml_cgraph * (*) (struct ggml_context *)) dlsym(h, "ggml_new_graph");
-        expand    = (void (*)(struct ggml_cgraph *, struct ggml_tensor *)) dlsym(h, "ggml_build_forward_expand");
-        dlclose(h);
-    }
-    if (!new_graph || !expand) return false;
-    struct ggml_cgraph *gr = new_graph(ctx);
-    if (!gr) return false;
-    expand(gr, a);
-    expand(gr, b);
+static bool check_graph_view(ggprof_ggml *g, struct ggml_cgraph *gr) {
     int n = g->ggml_graph_n_nodes(gr);
-    if (n < 2) return false;
+    if (!g->ggml_graph_view || n < 2) return false;
     ggml_cgraph_view_buf v = g->ggml_graph_view(gr, 1, n);
     return v.g.n_nodes == n - 1 && (void *) v.g.nodes == (void *) (g->ggml_graph_nodes(gr) + 1) && v.g.size == 0;
 }
 
 /* Builds a few tensors with ggml's own constructors and reads them back through our struct mirror: a ggml
  * whose layout differs fails here, before the engine reads a single field of a real graph. */
+/* Where the links of probe tensors a (named), b, add = a + b, rms = rms_norm(a) and vw = view of a at byte 4 lie:
+ * right after the flags (ggml 0.23), or one pointer further (the `grad` of releases up to late 2024). */
+static bool find_links(ggprof_ggml *g, const struct ggml_tensor *a, const struct ggml_tensor *b,
+                       const struct ggml_tensor *add, const struct ggml_tensor *rms, const struct ggml_tensor *vw) {
+    static const size_t candidates[] = { GGML_ABI_LINKS_OFFSET, GGML_ABI_LINKS_OFFSET + sizeof(void *) };
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+        g->links_off = candidates[i];
+        if (g->ggml_tensor_overhead() < g->links_off + sizeof(struct ggml_tensor_links)) continue;
+        const struct ggml_tensor_links *la = ggprof_links(a), *ladd = ggprof_links(add), *lrms = ggprof_links(rms),
+                                       *lvw = ggprof_links(vw);
+        if (strncmp(la->name, "ggprof_probe_a", GGML_ABI_MAX_NAME) == 0 && ladd->src[0] == a && ladd->src[1] == b &&
+            lvw->view_src == a && lvw->view_offs == 4 && lrms->src[0] == a && lrms->src[1] == NULL) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     if (g->ggml_tensor_overhead() < sizeof(struct ggml_tensor)) {
         snprintf(why, why_len, "ggml_tensor_overhead() %zu < %zu", g->ggml_tensor_overhead(), sizeof(struct ggml_tensor));
@@ -346,9 +376,9 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     g->ggml_set_name(a, "ggprof_probe_a");
     g->ggml_set_output(b);
     if (a->type != GGML_ABI_TYPE_F32 || a->ne[0] != 4 || a->ne[1] != 5 || a->ne[2] != 1 || a->nb[0] != 4 ||
-        a->nb[1] != 16 || h->type != F16 || h->nb[1] != 12 || strcmp(a->name, "ggprof_probe_a") != 0 ||
-        (b->flags & GGML_ABI_FLAG_OUTPUT) == 0 || g->ggml_nbytes(h) != 36) {
-        snprintf(why, why_len, "struct ggml_tensor layout differs (type/ne/nb/name/flags)");
+        a->nb[1] != 16 || h->type != F16 || h->nb[1] != 12 || (b->flags & GGML_ABI_FLAG_OUTPUT) == 0 ||
+        g->ggml_nbytes(h) != 36) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (type/ne/nb/flags)");
         goto out;
     }
     struct ggml_tensor *add = g->ggml_add(ctx, a, b);
@@ -359,9 +389,8 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     struct ggml_tensor *prm = g->ggml_permute(ctx, a, 1, 0, 2, 3);
     struct ggml_tensor *trn = g->ggml_transpose(ctx, a);
     struct ggml_tensor *un  = g->ggml_relu(ctx, a);
-    if (add->src[0] != a || add->src[1] != b || vw->view_src != a || vw->view_offs != 4 || rms->src[0] != a ||
-        rms->src[1] != NULL) {
-        snprintf(why, why_len, "struct ggml_tensor layout differs (src/view_src)");
+    if (!find_links(g, a, b, add, rms, vw)) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (name/src/view_src at no known offset)");
         goto out;
     }
     float eps;
@@ -381,7 +410,15 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     g->op.unary     = un->op;
     g->op.glu       = -1;
     if (g->ggml_swiglu && g->ggml_glu_op_name) g->op.glu = g->ggml_swiglu(ctx, a)->op;
-    g->graph_view_ok = check_graph_view(g, ctx, add, rms);
+    struct ggml_cgraph *gr = g->ggml_new_graph(ctx);
+    if (!gr) {
+        snprintf(why, why_len, "ggml_new_graph failed");
+        goto out;
+    }
+    g->ggml_build_forward_expand(gr, add);
+    g->ggml_build_forward_expand(gr, rms);
+    g->has_compute_flag = (add->flags & GGML_ABI_FLAG_COMPUTE) != 0;
+    g->graph_view_ok    = check_graph_view(g, gr);
     if (strcmp(g->ggml_op_name(add->op), "ADD") != 0 || strcmp(g->ggml_op_name(rms->op), "RMS_NORM") != 0 ||
         strcmp(g->ggml_op_name(vw->op), "VIEW") != 0) {
         snprintf(why, why_len, "ggml_op_name disagrees with the probe graph");
@@ -404,7 +441,7 @@ static void emit_process(void) {
     ssize_t n  = readlink("/proc/self/exe", p.exe, sizeof(p.exe) - 1);
     if (n < 0) p.exe[0] = '\0';
     if (g->ok) { /* a process without ggml (a CUDA or OpenCL program) leaves these empty */
-        snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->ggml_version());
+        snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->ggml_version ? g->ggml_version() : "unknown");
         snprintf(p.ggml_commit, sizeof(p.ggml_commit), "%s", g->ggml_commit ? g->ggml_commit() : "");
         snprintf(p.ggml_lib, sizeof(p.ggml_lib), "%s", g->lib);
     }
@@ -612,8 +649,8 @@ static void engine_init(void) {
     if (!have_all) goto broken;
     char why[160];
     if (!check_abi(g, why, sizeof(why))) {
-        ggprof_note("profiling off: ggml %s at %s is not the ggml this ggprof was built for: %s",
-                    g->ggml_version(), g->lib, why);
+        ggprof_note("profiling off: ggml %s at %s is not a ggml this ggprof understands: %s",
+                    g->ggml_version ? g->ggml_version() : "(no version)", g->lib, why);
         goto broken;
     }
     const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */

@@ -14,24 +14,18 @@
 
 /* One ggml found in the process: its functions and the enum values learned from probe graphs. */
 typedef struct {
-#define X(ret, name, args) ret(*name) args;
+#define X(ret, name, args, feature) ret(*name) args;
     GGPROF_GGML_FUNCS(X)
 #undef X
-    void *(*reg_get_proc_address)(ggml_backend_reg_t, const char *);
     struct {
         int32_t none, add, mul, rms_norm, reshape, view, permute, transpose, unary, glu;
     } op;
+    size_t links_off; /* where struct ggml_tensor_links begins in this ggml's tensors (ggml_abi.h) */
     bool ok;       /* layout verified and every required function found */
     bool graph_view_ok; /* ggml_graph_view understood: non-CPU backends can be timed node by node */
+    bool has_compute_flag; /* graphs flag the nodes to compute (GGML_TENSOR_FLAG_COMPUTE, ggml 2025 on) */
     char lib[256]; /* path of libggml-base */
 } ggprof_ggml;
-
-/* Whether a backend computes node t of a graph: ggml skips the empty ops (NONE, RESHAPE, VIEW, PERMUTE,
- * TRANSPOSE) and the nodes not flagged for compute. The CPU backend ticks after each node it computes. */
-static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_tensor *t) {
-    return !(t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
-             t->op == g->op.transpose || !(t->flags & GGML_ABI_FLAG_COMPUTE));
-}
 
 /* Moves with every wrapped ggml call that can change a graph's nodes or their metadata: building, renaming,
  * flagging, splitting (interpose.c). What the engine learned from walking a split's nodes holds while it stays
@@ -56,6 +50,18 @@ typedef struct {
 } ggprof_engine;
 
 extern ggprof_engine ggprof_eng;
+
+/* The part of a tensor after its flags (sources, view, name), where this ggml keeps it. */
+static inline const struct ggml_tensor_links *ggprof_links(const struct ggml_tensor *t) {
+    return ggml_abi_links(t, ggprof_eng.g.links_off);
+}
+
+/* Whether a backend computes node t of a graph: ggml skips the empty ops (NONE, RESHAPE, VIEW, PERMUTE,
+ * TRANSPOSE) and, in the releases that flag them, the nodes not flagged for compute. */
+static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_tensor *t) {
+    return !(t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
+             t->op == g->op.transpose || (g->has_compute_flag && !(t->flags & GGML_ABI_FLAG_COMPUTE)));
+}
 
 static inline uint64_t ggprof_now_ns(void) {
     struct timespec ts;
@@ -105,7 +111,8 @@ uint32_t ggprof_copy_node_id(const struct ggml_tensor *t); /* the seed's COPY de
 uint64_t ggprof_node_key(const struct ggml_tensor *t, int is_copy);
 uint32_t ggprof_node_id_keyed(const struct ggml_tensor *t, uint64_t key, bool *kept);
 uint32_t ggprof_desc_epoch(void);
-void     ggprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void     ggprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));       /* stderr and the trace */
+void     ggprof_trace_note(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* the trace only */
 
 /* Thread-local recursion guard: engine code that calls back into ggml never records itself. */
 extern __thread int ggprof_busy;

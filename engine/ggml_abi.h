@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* struct ggml_tensor as in ggml 0.23 (llama.cpp v0.4.0). ggprof_abi_check() verifies this layout against
- * the running ggml with a probe tensor before the engine reads any field; enum values are never assumed
- * but learned from probe graphs, since they move between ggml versions. */
+/* struct ggml_tensor, in two parts. Its head (type to flags) has had the same layout in every ggml since
+ * October 2024 (the deprecated `backend` enum of older releases sits in the padding after `type`). What follows
+ * the flags moved: releases up to about November 2024 (llama.cpp b3889) keep a `grad` pointer there, later ones
+ * do not. The engine reads the second part, the links, at an offset learned from probe tensors
+ * (ggprof_tensor_links, engine.h), never assumed; enum values are learned from probe graphs too. */
 #define GGML_ABI_MAX_DIMS      4
 #define GGML_ABI_MAX_SRC       10
 #define GGML_ABI_MAX_OP_PARAMS 64
@@ -22,16 +24,27 @@ struct ggml_tensor {
     int32_t op;
     int32_t op_params[GGML_ABI_MAX_OP_PARAMS / sizeof(int32_t)];
     int32_t flags;
+};
+
+struct ggml_tensor_links {
     struct ggml_tensor *src[GGML_ABI_MAX_SRC];
     struct ggml_tensor *view_src;
     size_t  view_offs;
     void   *data;
     char    name[GGML_ABI_MAX_NAME];
     void   *extra;
-    char    padding[8];
 };
 
-/* Flags and constants that are part of the published ggml.h contract. */
+/* The links of tensor t in a ggml that keeps them links_off bytes in. */
+static inline const struct ggml_tensor_links *ggml_abi_links(const struct ggml_tensor *t, size_t links_off) {
+    return (const struct ggml_tensor_links *) ((const char *) t + links_off);
+}
+
+/* Where the links begin in the ggml 0.23 layout, and the most a tensor of any known release takes. */
+#define GGML_ABI_LINKS_OFFSET ((sizeof(struct ggml_tensor) + 7) & ~(size_t) 7)
+#define GGML_ABI_TENSOR_MAX   (GGML_ABI_LINKS_OFFSET + 8 + sizeof(struct ggml_tensor_links) + 8)
+
+/* Flags and constants that are part of the published ggml.h contract (GGML_TENSOR_FLAG_COMPUTE since 2025). */
 #define GGML_ABI_FLAG_OUTPUT  2
 #define GGML_ABI_FLAG_COMPUTE 16
 #define GGML_ABI_TYPE_F32     0
@@ -83,45 +96,52 @@ struct ggml_init_params {
     bool   no_alloc;
 };
 
-/* The ggml functions the engine calls (resolved at run time from the ggml the program loaded). */
+/* The ggml functions the engine calls (resolved at run time from the ggml the program loaded). The last column
+ * says what a missing one turns off: NULL, the engine (profiling off, the program runs as it would); otherwise
+ * that feature only, with a note naming the function and the feature. */
+#define GGML_NEEDED NULL
 #define GGPROF_GGML_FUNCS(X)                                                                                   \
-    X(const char *, ggml_version, (void))                                                                     \
-    X(const char *, ggml_commit, (void))                                                                      \
-    X(size_t, ggml_tensor_overhead, (void))                                                                   \
-    X(struct ggml_context *, ggml_init, (struct ggml_init_params))                                            \
-    X(void, ggml_free, (struct ggml_context *))                                                               \
-    X(struct ggml_tensor *, ggml_new_tensor_2d, (struct ggml_context *, int32_t, int64_t, int64_t))           \
-    X(struct ggml_tensor *, ggml_set_name, (struct ggml_tensor *, const char *))                              \
-    X(void, ggml_set_output, (struct ggml_tensor *))                                                          \
-    X(struct ggml_tensor *, ggml_add, (struct ggml_context *, struct ggml_tensor *, struct ggml_tensor *))    \
-    X(struct ggml_tensor *, ggml_mul, (struct ggml_context *, struct ggml_tensor *, struct ggml_tensor *))    \
-    X(struct ggml_tensor *, ggml_rms_norm, (struct ggml_context *, struct ggml_tensor *, float))              \
-    X(struct ggml_tensor *, ggml_reshape_2d, (struct ggml_context *, struct ggml_tensor *, int64_t, int64_t)) \
-    X(struct ggml_tensor *, ggml_view_1d, (struct ggml_context *, struct ggml_tensor *, int64_t, size_t))     \
-    X(struct ggml_tensor *, ggml_permute, (struct ggml_context *, struct ggml_tensor *, int, int, int, int))  \
-    X(struct ggml_tensor *, ggml_transpose, (struct ggml_context *, struct ggml_tensor *))                    \
-    X(struct ggml_tensor *, ggml_relu, (struct ggml_context *, struct ggml_tensor *))                         \
-    X(struct ggml_tensor *, ggml_swiglu, (struct ggml_context *, struct ggml_tensor *))                       \
-    X(const char *, ggml_op_name, (int32_t))                                                                  \
-    X(const char *, ggml_unary_op_name, (int32_t))                                                            \
-    X(const char *, ggml_glu_op_name, (int32_t))                                                              \
-    X(const char *, ggml_type_name, (int32_t))                                                                \
-    X(size_t, ggml_type_size, (int32_t))                                                                      \
-    X(int64_t, ggml_blck_size, (int32_t))                                                                     \
-    X(size_t, ggml_nbytes, (const struct ggml_tensor *))                                                      \
-    X(int, ggml_graph_n_nodes, (struct ggml_cgraph *))                                                        \
-    X(struct ggml_tensor **, ggml_graph_nodes, (struct ggml_cgraph *))                                        \
-    X(const char *, ggml_backend_name, (ggml_backend_t))                                                      \
-    X(ggml_backend_dev_t, ggml_backend_get_device, (ggml_backend_t))                                          \
-    X(const char *, ggml_backend_dev_name, (ggml_backend_dev_t))                                              \
-    X(const char *, ggml_backend_dev_description, (ggml_backend_dev_t))                                       \
-    X(int, ggml_backend_dev_type, (ggml_backend_dev_t))                                                       \
-    X(ggml_backend_reg_t, ggml_backend_dev_backend_reg, (ggml_backend_dev_t))                                 \
-    X(bool, ggml_backend_buffer_is_host, (ggml_backend_buffer_t))                                             \
-    X(int, ggml_backend_sched_get_n_backends, (ggml_backend_sched_t))                                         \
-    X(ggml_backend_t, ggml_backend_sched_get_backend, (ggml_backend_sched_t, int))                            \
-    X(int, ggml_backend_sched_get_n_splits, (ggml_backend_sched_t))                                           \
-    X(void, ggml_backend_synchronize, (ggml_backend_t))                                                       \
-    X(ggml_cgraph_view_buf, ggml_graph_view, (struct ggml_cgraph *, int, int))
+    X(const char *, ggml_version, (void), "the ggml version")         \
+    X(const char *, ggml_commit, (void), "the ggml commit")                                      \
+    X(size_t, ggml_tensor_overhead, (void), GGML_NEEDED)                                                      \
+    X(struct ggml_context *, ggml_init, (struct ggml_init_params), GGML_NEEDED)                               \
+    X(void, ggml_free, (struct ggml_context *), GGML_NEEDED)                                                  \
+    X(struct ggml_tensor *, ggml_new_tensor_2d, (struct ggml_context *, int32_t, int64_t, int64_t), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_set_name, (struct ggml_tensor *, const char *), GGML_NEEDED)                 \
+    X(void, ggml_set_output, (struct ggml_tensor *), GGML_NEEDED)                                             \
+    X(struct ggml_tensor *, ggml_add, (struct ggml_context *, struct ggml_tensor *, struct ggml_tensor *), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_mul, (struct ggml_context *, struct ggml_tensor *, struct ggml_tensor *), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_rms_norm, (struct ggml_context *, struct ggml_tensor *, float), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_reshape_2d, (struct ggml_context *, struct ggml_tensor *, int64_t, int64_t), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_view_1d, (struct ggml_context *, struct ggml_tensor *, int64_t, size_t), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_permute, (struct ggml_context *, struct ggml_tensor *, int, int, int, int), GGML_NEEDED) \
+    X(struct ggml_tensor *, ggml_transpose, (struct ggml_context *, struct ggml_tensor *), GGML_NEEDED)      \
+    X(struct ggml_tensor *, ggml_relu, (struct ggml_context *, struct ggml_tensor *), GGML_NEEDED)           \
+    X(struct ggml_tensor *, ggml_swiglu, (struct ggml_context *, struct ggml_tensor *), "GLU sub-op names")  \
+    X(struct ggml_cgraph *, ggml_new_graph, (struct ggml_context *), GGML_NEEDED)                             \
+    X(void, ggml_build_forward_expand, (struct ggml_cgraph *, struct ggml_tensor *), GGML_NEEDED)            \
+    X(const char *, ggml_op_name, (int32_t), GGML_NEEDED)                                                     \
+    X(const char *, ggml_unary_op_name, (int32_t), GGML_NEEDED)                                               \
+    X(const char *, ggml_glu_op_name, (int32_t), "GLU sub-op names")                                          \
+    X(const char *, ggml_type_name, (int32_t), GGML_NEEDED)                                                   \
+    X(size_t, ggml_type_size, (int32_t), GGML_NEEDED)                                                         \
+    X(int64_t, ggml_blck_size, (int32_t), GGML_NEEDED)                                                        \
+    X(size_t, ggml_nbytes, (const struct ggml_tensor *), GGML_NEEDED)                                         \
+    X(int, ggml_graph_n_nodes, (struct ggml_cgraph *), GGML_NEEDED)                                           \
+    X(struct ggml_tensor **, ggml_graph_nodes, (struct ggml_cgraph *), GGML_NEEDED)                           \
+    X(const char *, ggml_backend_name, (ggml_backend_t), GGML_NEEDED)                                         \
+    X(ggml_backend_dev_t, ggml_backend_get_device, (ggml_backend_t), GGML_NEEDED)                             \
+    X(const char *, ggml_backend_dev_name, (ggml_backend_dev_t), GGML_NEEDED)                                 \
+    X(const char *, ggml_backend_dev_description, (ggml_backend_dev_t), GGML_NEEDED)                          \
+    X(int, ggml_backend_dev_type, (ggml_backend_dev_t), GGML_NEEDED)                                          \
+    X(ggml_backend_reg_t, ggml_backend_dev_backend_reg, (ggml_backend_dev_t), "abort-callback setters by registry") \
+    X(void *, ggml_backend_reg_get_proc_address, (ggml_backend_reg_t, const char *), "abort-callback setters by registry") \
+    X(bool, ggml_backend_buffer_is_host, (ggml_backend_buffer_t), GGML_NEEDED)                                \
+    X(int, ggml_backend_sched_get_n_backends, (ggml_backend_sched_t), GGML_NEEDED)                            \
+    X(ggml_backend_t, ggml_backend_sched_get_backend, (ggml_backend_sched_t, int), GGML_NEEDED)               \
+    X(int, ggml_backend_sched_get_n_splits, (ggml_backend_sched_t), GGML_NEEDED)                              \
+    X(void, ggml_backend_synchronize, (ggml_backend_t), GGML_NEEDED)                                          \
+    X(ggml_cgraph_view_buf, ggml_graph_view, (struct ggml_cgraph *, int, int),                                \
+      "node-by-node timing of BLAS and GPU backends")
 
 #endif

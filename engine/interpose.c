@@ -46,6 +46,16 @@ static uint32_t        g_next_sched_id = 1;
 static pthread_mutex_t g_sched_lock    = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_next_graph_id;
 
+/* A backend's device type, in the values of ggml 0.23 (CPU 0, GPU 1, IGPU 2, ACCEL 3): releases up to late 2024
+ * had CPU, GPU, CPU_FULL, GPU_FULL, their CPU device reporting CPU_FULL (2). ggml's CPU device is named "CPU" in
+ * every release. */
+static int dev_type_of(ggml_backend_dev_t d) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    if (!d) return -1;
+    const char *name = g->ggml_backend_dev_name(d);
+    return name && strcmp(name, "CPU") == 0 ? GGML_ABI_DEV_CPU : g->ggml_backend_dev_type(d);
+}
+
 static void emit_backend(const sched_entry *se, int i) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggml_backend_t     b = se->backends[i];
@@ -55,7 +65,7 @@ static void emit_backend(const sched_entry *se, int i) {
     m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_BACKEND, 0 };
     m.sched_id    = se->id;
     m.backend_id  = i;
-    m.device_type = d ? g->ggml_backend_dev_type(d) : -1;
+    m.device_type = dev_type_of(d);
     m.is_host     = m.device_type == GGML_ABI_DEV_CPU;
     snprintf(m.name, sizeof(m.name), "%s", g->ggml_backend_name(b));
     snprintf(m.device, sizeof(m.device), "%s", d ? g->ggml_backend_dev_name(d) : "unknown");
@@ -68,7 +78,7 @@ static void add_backend(sched_entry *se, ggml_backend_t b) {
     if (se->n == MAX_BACKENDS) return;
     ggml_backend_dev_t d = g->ggml_backend_get_device(b);
     se->backends[se->n] = b;
-    se->dev_type[se->n] = d ? g->ggml_backend_dev_type(d) : -1;
+    se->dev_type[se->n] = dev_type_of(d);
     se->is_cpu[se->n]   = se->dev_type[se->n] == GGML_ABI_DEV_CPU;
     emit_backend(se, se->n);
     se->n++;
@@ -574,7 +584,7 @@ static int g_n_setters;
 static void wrapped_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
-    ggml_backend_reg_t reg = dev ? g->ggml_backend_dev_backend_reg(dev) : NULL;
+    ggml_backend_reg_t reg = dev && g->ggml_backend_dev_backend_reg ? g->ggml_backend_dev_backend_reg(dev) : NULL;
     pthread_mutex_lock(&g_sched_lock);
     set_abort_fn real = NULL;
     for (int i = 0; i < g_n_setters; i++) {

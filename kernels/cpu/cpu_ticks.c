@@ -2,8 +2,10 @@
  * ggml_graph_compute_thread) and then the barrier; both are visible from outside ggml. */
 #include "cpu_ticks.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,8 +46,11 @@ typedef struct {
     uint32_t  uses;       /* since the last walk */
     bool      keep;       /* walked, and every description it refers to reached the trace */
     int       n_exp, cap;
-    int32_t  *exp_node;   /* index in the split of each node that ticks */
-    int32_t  *exp_fused;  /* index of the node computed with it (RMS_NORM+MUL), or -1 */
+    int       model;      /* the tick model it was walked with (tick_model.h) */
+    uint32_t  tested;     /* the other models still in the running when it was walked, with their counts: */
+    int       alt_count[GGPROF_TICK_MODELS_MAX];
+    uint64_t  alt_hash[GGPROF_TICK_MODELS_MAX]; /* (the model's own at [model]) */
+    ggprof_tick *exp;     /* each node that ticks, and the node computed with it (RMS_NORM+MUL), or -1 */
     uint32_t *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
     uint32_t *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
 } split_plan;
@@ -56,10 +61,12 @@ typedef struct {
 typedef struct {
     /* What the tick and the barrier read, in the struct's first cache line. */
     int         n_exp, n_ticks;
+    int         limit;           /* ticks kept: one per node at most, whichever model turns out right */
     bool        pending_between; /* a tick just came: the next barrier is the one between nodes */
     node_times *times;
     int         cap;
     split_plan *plan;
+    ggprof_use_counts *uc;
     uint64_t    anchor_stamp, anchor_ns; /* stamp() and CLOCK_MONOTONIC read together when the split began */
     uint64_t    gc_entry, t0_start;
     ggprof_msg_cpu_ops *msg; /* the ops go out in chunks of at most GGPROF_CPU_OPS_MAX, built here */
@@ -147,10 +154,10 @@ static bool tick_cb(void *data) {
     cpu_split *s = active_split();
     if (s) {
         int n = s->n_ticks;
-        if (n < s->n_exp) {
+        if (n < s->limit) {
             s->times[n].tick     = stamp();
             s->times[n].bar_exit = 0;
-            if (n + 4 < s->n_exp) __builtin_prefetch(&s->times[n + 4], 1);
+            if (n + 4 < s->limit) __builtin_prefetch(&s->times[n + 4], 1);
         }
         s->n_ticks++;
         s->pending_between = true;
@@ -171,11 +178,23 @@ static cpu_hook *hook_for(ggml_backend_t backend) {
 
 typedef void (*set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);
 
+/* The backend's abort-callback setter: its registry's proc address, or (releases up to late 2024, whose CPU
+ * registry answers no proc address) the CPU backend's exported setter in the ggml library. */
 static set_abort_fn setter_for(ggml_backend_t backend) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
-    ggml_backend_reg_t reg = dev ? g->ggml_backend_dev_backend_reg(dev) : NULL;
-    return reg ? (set_abort_fn) g->reg_get_proc_address(reg, "ggml_backend_set_abort_callback") : NULL;
+    ggml_backend_reg_t reg = dev && g->ggml_backend_dev_backend_reg ? g->ggml_backend_dev_backend_reg(dev) : NULL;
+    set_abort_fn set = reg && g->ggml_backend_reg_get_proc_address
+                           ? (set_abort_fn) g->ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback")
+                           : NULL;
+    if (!set) {
+        void *h = dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
+        if (h) {
+            set = (set_abort_fn) dlsym(h, "ggml_backend_cpu_set_abort_callback");
+            dlclose(h);
+        }
+    }
+    return set;
 }
 
 void ggprof_cpu_hook_backend(ggml_backend_t backend) {
@@ -219,93 +238,6 @@ void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, gg
     }
 }
 
-/* ---- which nodes tick: the CPU backend's rules in ggml 0.23 ---- */
-
-static void use_counts_reset(ggprof_use_counts *u) {
-    u->built     = false;
-    u->n         = 0;
-    u->graph_key = 0;
-}
-
-static void use_counts_for_graph(ggprof_use_counts *u, struct ggml_tensor **nodes, int n) {
-    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t) n;
-    for (int i = 0; i < n; i++) h = (h ^ (uint64_t) (uintptr_t) nodes[i]) * 0x100000001b3ull;
-    if (h == u->graph_key && u->built) return;
-    use_counts_reset(u);
-    u->graph_key = h;
-}
-
-static uint32_t ptr_hash(const void *p, int cap) {
-    uint64_t v = (uint64_t) (uintptr_t) p * 0x9e3779b97f4a7c15ull;
-    return (uint32_t) (v >> 32) & (uint32_t) (cap - 1);
-}
-
-static void use_counts_build(ggprof_use_counts *u, struct ggml_tensor **nodes, int n) {
-    const ggprof_ggml *g = &ggprof_eng.g;
-    int n_rms = 0;
-    for (int i = 0; i < n; i++) n_rms += nodes[i]->op == g->op.rms_norm;
-    int cap = 16;
-    while (cap < 2 * n_rms) cap *= 2;
-    if (cap > u->cap) {
-        u->keys   = realloc(u->keys, sizeof(*u->keys) * (size_t) cap);
-        u->counts = realloc(u->counts, sizeof(*u->counts) * (size_t) cap);
-        u->cap    = cap;
-    }
-    u->n = cap;
-    memset(u->keys, 0, sizeof(*u->keys) * (size_t) cap);
-    memset(u->counts, 0, sizeof(*u->counts) * (size_t) cap);
-    for (int i = 0; i < n; i++) {
-        if (nodes[i]->op != g->op.rms_norm) continue;
-        uint32_t p = ptr_hash(nodes[i], cap);
-        while (u->keys[p] && u->keys[p] != nodes[i]) p = (p + 1) & (uint32_t) (cap - 1);
-        u->keys[p] = nodes[i];
-    }
-    /* ggml counts one use per source slot of every node in the graph (ggml_visit_parents_graph). */
-    for (int i = 0; i < n; i++) {
-        for (int k = 0; k < GGML_ABI_MAX_SRC; k++) {
-            const struct ggml_tensor *s = nodes[i]->src[k];
-            if (!s || s->op != g->op.rms_norm) continue;
-            uint32_t p = ptr_hash(s, cap);
-            while (u->keys[p] && u->keys[p] != s) p = (p + 1) & (uint32_t) (cap - 1);
-            if (u->keys[p] == s) u->counts[p]++;
-        }
-    }
-    u->built = true;
-}
-
-static int use_count(const ggprof_use_counts *u, const struct ggml_tensor *t) {
-    uint32_t p = ptr_hash(t, u->n);
-    while (u->keys[p]) {
-        if (u->keys[p] == t) return u->counts[p];
-        p = (p + 1) & (uint32_t) (u->n - 1);
-    }
-    return 0;
-}
-
-static bool same_shape(const struct ggml_tensor *a, const struct ggml_tensor *b) {
-    return memcmp(a->ne, b->ne, sizeof(a->ne)) == 0;
-}
-
-/* ggml_cpu_try_fuse_ops: RMS_NORM followed by MUL, all F32, the norm used once and only by the MUL. */
-static bool fuses(struct ggml_tensor **nodes, int n, int i, struct ggml_tensor **graph_nodes, int graph_n,
-                  ggprof_use_counts *uc) {
-    const ggprof_ggml *g = &ggprof_eng.g;
-    struct ggml_tensor *node = nodes[i];
-    if (!ggprof_eng.cpu_fusion || node->op != g->op.rms_norm || i + 1 >= n) return false;
-    struct ggml_tensor *mul = nodes[i + 1];
-    if (mul->op != g->op.mul || !(mul->flags & GGML_ABI_FLAG_COMPUTE)) return false;
-    if (node->view_src != NULL || (node->flags & GGML_ABI_FLAG_OUTPUT)) return false;
-    if (mul->src[0] != node && mul->src[1] != node) return false;
-    if (!same_shape(mul, node)) return false;
-    const struct ggml_tensor *w = (mul->src[0] == node) ? mul->src[1] : mul->src[0];
-    if (node->src[0]->type != GGML_ABI_TYPE_F32 || mul->type != GGML_ABI_TYPE_F32 || w->type != GGML_ABI_TYPE_F32 ||
-        w->ne[0] != node->ne[0] || w->nb[0] != sizeof(float)) {
-        return false;
-    }
-    if (!uc->built) use_counts_build(uc, graph_nodes, graph_n);
-    return use_count(uc, node) == 1;
-}
-
 static bool grow_times(cpu_split *s, int need) {
     if (need <= s->cap) return true;
     int cap = s->cap ? s->cap : 256;
@@ -321,15 +253,13 @@ static bool grow_plan(split_plan *p, int need) {
     if (need <= p->cap) return true;
     int cap = p->cap ? p->cap : 256;
     while (cap < need) cap *= 2;
-    int32_t  *a = realloc(p->exp_node, sizeof(int32_t) * (size_t) cap);
-    if (a) p->exp_node = a;
-    int32_t  *b = realloc(p->exp_fused, sizeof(int32_t) * (size_t) cap);
-    if (b) p->exp_fused = b;
+    ggprof_tick *a = realloc(p->exp, sizeof(ggprof_tick) * (size_t) cap);
+    if (a) p->exp = a;
     uint32_t *f = realloc(p->exp_id, sizeof(uint32_t) * (size_t) cap);
     if (f) p->exp_id = f;
     uint32_t *h = realloc(p->exp_fid, sizeof(uint32_t) * (size_t) cap);
     if (h) p->exp_fid = h;
-    if (!a || !b || !f || !h) return false;
+    if (!a || !f || !h) return false;
     p->cap = cap;
     return true;
 }
@@ -364,10 +294,10 @@ static uint32_t node_id_at(const struct ggml_tensor *t, int place, uint32_t epoc
 static inline void prefetch_ahead(struct ggml_tensor **nodes, int n, int i) {
     if (i + 8 < n) {
         const char *p = (const char *) nodes[i + 8];
-        for (size_t l = 0; l < sizeof(struct ggml_tensor); l += 64) __builtin_prefetch(p + l);
+        for (size_t l = 0; l < ggprof_eng.g.links_off + sizeof(struct ggml_tensor_links); l += 64) __builtin_prefetch(p + l);
     }
     if (i + 4 < n) {
-        const struct ggml_tensor *q = nodes[i + 4];
+        const struct ggml_tensor_links *q = ggprof_links(nodes[i + 4]);
         for (int k = 0; k < 3; k++) {
             if (!q->src[k]) continue;
             __builtin_prefetch(q->src[k]);
@@ -376,10 +306,32 @@ static inline void prefetch_ahead(struct ggml_tensor **nodes, int n, int i) {
     }
 }
 
-/* Walks a split's nodes into p (which nodes tick, fusion, description ids); false when out of memory. */
+/* The tick models: the first still in the running is the one plans are walked with. A model leaves the running
+ * when a split's ticks refute it while another model's count agrees with them; a split whose ticks no model
+ * explains refutes none (an abort callback of the program's may have stopped the compute). */
+static ggprof_tick_env  g_env;
+static pthread_once_t   g_env_once = PTHREAD_ONCE_INIT;
+static _Atomic uint32_t g_models_alive;
+static _Atomic int      g_model;
+static _Atomic int      g_notes_left = 3; /* notes about unmatched splits, per process */
+static _Atomic bool     g_model_noted;    /* the trace says which model read the first split */
+
+static void env_init(void) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    g_env = (ggprof_tick_env){ g->op.none, g->op.reshape, g->op.view, g->op.permute, g->op.transpose,
+                               g->op.rms_norm, g->op.mul, g->links_off, g->has_compute_flag, !ggprof_eng.cpu_fusion };
+    uint32_t alive = 0;
+    for (int m = 0; m < ggprof_n_tick_models; m++) {
+        if (ggprof_tick_model_applies(&ggprof_tick_models[m], &g_env)) alive |= 1u << m;
+    }
+    atomic_store(&g_models_alive, alive);
+    atomic_store(&g_model, alive ? __builtin_ctz(alive) : 0);
+}
+
+/* Walks a split's nodes into p (which nodes tick under the current model, description ids), and counts the ticks
+ * of every other model still in the running; false when out of memory. */
 static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
                  ggprof_use_counts *uc, uint32_t epoch) {
-    const ggprof_ggml *g = &ggprof_eng.g;
     if (!grow_plan(p, n > 0 ? n : 1)) return false;
     if (graph_n > t_memo_cap) {
         place_memo *m = realloc(t_memo, sizeof(*m) * (size_t) graph_n);
@@ -389,24 +341,26 @@ static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_t
             t_memo_cap = graph_n;
         }
     }
-    use_counts_for_graph(uc, graph_nodes, graph_n);
+    int      model = atomic_load_explicit(&g_model, memory_order_relaxed);
+    uint32_t alive = atomic_load_explicit(&g_models_alive, memory_order_relaxed);
+    p->model  = model;
+    p->n_exp  = ggprof_tick_walk(&ggprof_tick_models[model], &g_env, nodes, n, graph_nodes, graph_n, uc, p->exp,
+                                 &p->alt_hash[model]);
+    p->alt_count[model] = p->n_exp;
+    p->tested = alive & ~(1u << model);
+    for (uint32_t m = p->tested; m; m &= m - 1) {
+        int j = __builtin_ctz(m);
+        p->alt_count[j] = ggprof_tick_walk(&ggprof_tick_models[j], &g_env, nodes, n, graph_nodes, graph_n, uc, NULL,
+                                           &p->alt_hash[j]);
+    }
     int  base = (int) (nodes - graph_nodes);
     bool kept = true;
-    p->n_exp  = 0;
-    for (int i = 0; i < n; i++) {
-        const struct ggml_tensor *t = nodes[i];
-        prefetch_ahead(nodes, n, i);
-        if (!ggprof_node_computed(g, t)) continue;
-        int  k = p->n_exp++;
+    for (int k = 0; k < p->n_exp; k++) {
+        const ggprof_tick *t = &p->exp[k];
+        prefetch_ahead(nodes, n, t->node);
         bool k1 = true, k2 = true;
-        p->exp_node[k]  = i;
-        p->exp_fused[k] = -1;
-        p->exp_id[k]    = node_id_at(t, base + i, epoch, &k1);
-        p->exp_fid[k]   = 0;
-        if (fuses(nodes, n, i, graph_nodes, graph_n, uc)) {
-            p->exp_fused[k] = ++i;
-            p->exp_fid[k]   = node_id_at(nodes[i], base + i, epoch, &k2);
-        }
+        p->exp_id[k]  = node_id_at(nodes[t->node], base + t->node, epoch, &k1);
+        p->exp_fid[k] = t->fused >= 0 ? node_id_at(nodes[t->fused], base + t->fused, epoch, &k2) : 0;
         kept = kept && k1 && k2;
     }
     p->nodes       = nodes;
@@ -421,8 +375,7 @@ static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_t
 
 static bool same_walk(const split_plan *a, const split_plan *b) {
     size_t n = (size_t) a->n_exp;
-    return a->n_exp == b->n_exp && memcmp(a->exp_node, b->exp_node, n * sizeof(int32_t)) == 0 &&
-           memcmp(a->exp_fused, b->exp_fused, n * sizeof(int32_t)) == 0 &&
+    return a->n_exp == b->n_exp && memcmp(a->exp, b->exp, n * sizeof(ggprof_tick)) == 0 &&
            memcmp(a->exp_id, b->exp_id, n * sizeof(uint32_t)) == 0 &&
            memcmp(a->exp_fid, b->exp_fid, n * sizeof(uint32_t)) == 0;
 }
@@ -440,7 +393,8 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
     uintptr_t h    = ((uintptr_t) nodes >> 3) ^ (uintptr_t) n;
     split_plan *p  = &t_plans[(h ^ (h >> 7)) % MAX_PLANS];
     bool held = p->keep && p->nodes == nodes && p->n == n && p->graph_nodes == graph_nodes && p->graph_n == graph_n &&
-                p->gen == gen && p->epoch == epoch && !atomic_load_explicit(&g_plans_off, memory_order_relaxed);
+                p->gen == gen && p->epoch == epoch && p->model == atomic_load_explicit(&g_model, memory_order_relaxed) &&
+                p->tested == 0 && !atomic_load_explicit(&g_plans_off, memory_order_relaxed);
     if (held && ++p->uses < PLAN_VERIFY_EVERY) return p;
     split_plan *fresh = held ? &t_plans[MAX_PLANS] : p;
     if (!walk(fresh, nodes, n, graph_nodes, graph_n, uc, epoch)) return NULL;
@@ -484,8 +438,7 @@ static void free_thread_state(void *unused) {
     free(s->msg);
     memset(s, 0, sizeof(*s));
     for (int i = 0; t_plans && i <= MAX_PLANS; i++) {
-        free(t_plans[i].exp_node);
-        free(t_plans[i].exp_fused);
+        free(t_plans[i].exp);
         free(t_plans[i].exp_id);
         free(t_plans[i].exp_fid);
     }
@@ -512,11 +465,15 @@ int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
         if (!s->msg) return -1;
     }
     if (!grow_times(s, n > 0 ? n : 1)) return -1;
+    pthread_once(&g_env_once, env_init);
     split_plan *p = plan_for(nodes, n, graph_nodes, graph_n, uc);
     if (!p) return -1;
     s->plan  = p;
+    s->uc    = uc;
     s->n_exp = p->n_exp;
-    for (int k = 0; k < s->n_exp; k++) s->times[k].inop_wait = 0;
+    /* Room for a tick per node while the models are tested: the right one may expect more than the current. */
+    s->limit = p->tested ? n : p->n_exp;
+    for (int k = 0; k < s->limit; k++) s->times[k].inop_wait = 0;
     s->n_ticks         = 0;
     s->pending_between = false;
     s->gc_entry        = 0;
@@ -544,12 +501,89 @@ static void flush_chunk(ggprof_msg_cpu_ops *m, const ggprof_split_place *w, uint
     if (on_chunk) on_chunk(m, user);
 }
 
+static int settle_model(cpu_split *s, split_plan *p, int seen);
+
+/* A split whose ticks no model explains: the trace says so, with where the models would have parted. */
+static void note_unmatched(const cpu_split *s, const ggprof_split_place *w) {
+    if (atomic_fetch_sub(&g_notes_left, 1) <= 0) return;
+    const split_plan        *p = s->plan;
+    const ggprof_tick_model *m = &ggprof_tick_models[p->model];
+    int part = -1, other = -1;
+    for (int j = 0; j < ggprof_n_tick_models; j++) {
+        if (j == p->model || !ggprof_tick_model_applies(&ggprof_tick_models[j], &g_env)) continue;
+        int at = ggprof_tick_models_part(m, &ggprof_tick_models[j], &g_env, p->nodes, p->n, p->graph_nodes,
+                                         p->graph_n, s->uc);
+        if (at >= 0 && (part < 0 || at < part)) {
+            part  = at;
+            other = j;
+        }
+    }
+    char where[256] = "no other tick model decides differently on this split";
+    if (part >= 0) {
+        const struct ggml_tensor *t = p->nodes[part];
+        snprintf(where, sizeof(where), "the tick models part first at node %d (%s '%.*s': '%s' and '%s' decide apart)",
+                 w->node_start + part, ggprof_eng.g.ggml_op_name(t->op), GGML_ABI_MAX_NAME, ggprof_links(t)->name,
+                 m->name, ggprof_tick_models[other].name);
+    }
+    ggprof_note("CPU split %d of graph %llu: ggml ticked %d times where tick model '%s' expects %d, so its ops are "
+                "not timed; %s", w->split_id, (unsigned long long) w->graph_id, s->n_ticks, m->name, p->n_exp, where);
+}
+
+/* Whether the split's ticks can be read with a model: the plan's, or another one still in the running whose count
+ * matches (the split is walked again with it, and it becomes the current model). Models this split refutes leave
+ * the running when another explains it. Two models that agree on the count but not on the nodes leave the split
+ * unread: no guessed times. */
+static bool settle(cpu_split *s, const ggprof_split_place *w) {
+    split_plan *p    = s->plan;
+    int         seen = s->n_ticks;
+    int r = p->tested ? settle_model(s, p, seen) : seen == p->n_exp;
+    if (r == 0) note_unmatched(s, w);
+    if (r == 1 && !atomic_load_explicit(&g_model_noted, memory_order_relaxed) && !atomic_exchange(&g_model_noted, true)) {
+        ggprof_trace_note("CPU tick model '%s': the first CPU split's %d ticks matched it", ggprof_tick_models[p->model].name,
+                          seen);
+    }
+    return r == 1;
+}
+
+/* settle() with models still in the running: 1 read with a model, 0 no model explains the ticks, -1 two models
+ * explain them differently. */
+static int settle_model(cpu_split *s, split_plan *p, int seen) {
+    uint32_t in_test = p->tested | 1u << p->model, agree = 0;
+    for (uint32_t m = in_test; m; m &= m - 1) {
+        int j = __builtin_ctz(m);
+        if (p->alt_count[j] == seen) agree |= 1u << j;
+    }
+    if (!agree) return 0;
+    atomic_fetch_and(&g_models_alive, ~(in_test & ~agree));
+    int pick = (agree >> p->model) & 1 ? p->model : __builtin_ctz(agree);
+    for (uint32_t m = agree; m; m &= m - 1) {
+        if (p->alt_hash[__builtin_ctz(m)] != p->alt_hash[pick]) return -1; /* ambiguous: both stay */
+    }
+    if (pick != p->model) {
+        int was = p->model, was_exp = p->n_exp;
+        if (atomic_exchange(&g_model, pick) != pick) {
+            ggprof_trace_note("CPU tick model '%s': ggml ticked %d times in a split where model '%s' expects %d",
+                              ggprof_tick_models[pick].name, seen, ggprof_tick_models[was].name, was_exp);
+        }
+        /* Read this split with the model that explains it; the plan holds for later computes from now on. */
+        if (!walk(p, p->nodes, p->n, p->graph_nodes, p->graph_n, s->uc, p->epoch) || p->n_exp != seen) return 0;
+        s->n_exp = p->n_exp;
+    }
+    /* The models left agree on this split's nodes: they will again, so its plan need not test them any more. */
+    p->tested = 0;
+    return 1;
+}
+
 int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, chunk_fn on_chunk, void *user) {
     cpu_split *s = deactivate();
     if (!s) return -1;
+    if (!settle(s, w)) { /* no guessed times: the split is marked instead */
+        *n_ticks    = s->n_ticks;
+        *n_expected = s->n_exp;
+        return 0;
+    }
     *n_ticks    = s->n_ticks;
     *n_expected = s->n_exp;
-    if (s->n_ticks != s->n_exp) return 0; /* no guessed times: the split is marked instead */
 
     /* From stamp() units to nanoseconds on CLOCK_MONOTONIC, through the anchors at both ends of the split. */
     uint64_t end_stamp, end_ns;
@@ -566,13 +600,13 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     uint32_t n     = 0;
     for (int k = 0; k < s->n_exp; k++) {
         ggprof_cpu_op *op = &s->msg->ops[n++];
-        int32_t fi        = p->exp_fused[k];
+        int32_t fi        = p->exp[k].fused;
         const node_times *nt = &s->times[k];
         uint64_t bar      = nt->bar_exit > nt->tick ? SPAN_NS(nt->bar_exit - nt->tick) : 0;
         uint64_t wait     = SPAN_NS(nt->inop_wait);
         op->node_id       = p->exp_id[k];
         op->fused_node_id = p->exp_fid[k];
-        op->node_index    = w->node_start + p->exp_node[k];
+        op->node_index    = w->node_start + p->exp[k].node;
         op->fused_index   = fi >= 0 ? w->node_start + fi : -1;
         /* Converted times stay in order and inside the split, whatever error the anchors carry: the op inside
          * [its start, the split's end], the barrier after it and its own waits inside what is left to them. */
@@ -612,13 +646,13 @@ void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_thre
         real(tp);
         uint64_t t1 = stamp();
         s->pending_between = false;
-        if (s->n_ticks >= 1 && s->n_ticks <= s->n_exp) s->times[s->n_ticks - 1].bar_exit = t1;
+        if (s->n_ticks >= 1 && s->n_ticks <= s->limit) s->times[s->n_ticks - 1].bar_exit = t1;
         return;
     }
     uint64_t t0 = stamp();
     real(tp);
     uint64_t t1 = stamp();
-    if (s->n_ticks < s->n_exp) s->times[s->n_ticks].inop_wait += t1 - t0;
+    if (s->n_ticks < s->limit) s->times[s->n_ticks].inop_wait += t1 - t0;
 }
 
 void ggprof_cpu_graph_compute_entry(void) {

@@ -6,21 +6,8 @@
 #include <stdint.h>
 
 #include "ggml_abi.h"
+#include "tick_model.h"
 #include "wire.h"
-
-/* Use counts of the graph's RMS_NORM nodes, built when a split of the graph is walked: the CPU fuses
- * RMS_NORM+MUL only when the norm has exactly one use, and ggml keeps those counts in a private part of the
- * graph. Kept while the graph has the same nodes (llama.cpp reuses its graph from token to token, and rebuilding
- * the counts reads every node's sources, cold, each time). A graph rebuilt in place with other sources would make
- * the fusion model wrong for one walk at worst: its ticks would not match, and the split is marked instead of
- * given wrong times. */
-typedef struct {
-    bool     built;
-    uint64_t graph_key; /* the graph the counts were built for: its node pointers, in order */
-    int      n, cap;
-    const struct ggml_tensor **keys;
-    int32_t *counts;
-} ggprof_use_counts;
 
 /* Where a split's records belong. */
 typedef struct {
