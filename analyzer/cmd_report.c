@@ -63,9 +63,15 @@ int ggprof_cmd_report(int argc, char **argv) {
         return rc;
     }
     if (s.n_records == 0) {
-        int64_t procs = scalar(db, "SELECT count(*) FROM processes", 0);
-        printf("No ggml activity was seen in this trace%s.\n",
-               procs ? " (ggml was loaded, but no graph was computed)" : ": no process called ggml");
+        int64_t procs  = scalar(db, "SELECT count(*) FROM processes", 0);
+        int64_t graphs = scalar(db, "SELECT count(*) FROM graphs", 0);
+        if (graphs) {
+            printf("%" PRId64 " graph%s computed, but no op or copy was recorded (the level recorded, or CPU splits whose "
+                   "ticks no model explained: see the health and notes below).\n", graphs, graphs == 1 ? " was" : "s were");
+        } else {
+            printf("No ggml activity was seen in this trace%s.\n",
+                   procs ? " (ggml was loaded, but no graph was computed)" : ": no process called ggml");
+        }
     } else {
         ggprof_print_summary(stdout, &s);
         ggprof_print_backends(stdout, &s);

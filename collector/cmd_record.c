@@ -97,6 +97,54 @@ static void json_path_for(const char *db, char *out, size_t len) {
     snprintf(out, len, "%.*s.json.gz", (int) n, db);
 }
 
+/* One line per process of what was recorded: the levels that produced records, the CPU splits timed op by op and
+ * with which tick model, then the engine's notes (what it turned off, and why). */
+static void print_processes(sqlite3 *db, int level) {
+    static const char *const sql =
+        "SELECT p.pid, p.exe, p.ggml_version,"
+        " (SELECT count(*) FROM graph_list g WHERE g.pid = p.pid),"
+        " (SELECT count(*) FROM split_list s WHERE s.pid = p.pid),"
+        " (SELECT count(*) FROM events e WHERE e.pid = p.pid AND e.type = 0),"
+        " (SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid AND b.sched_id = s.sched_id"
+        "  AND b.id = s.backend_id WHERE s.pid = p.pid AND b.device_type = 0),"
+        " (SELECT count(*) FROM splits s WHERE s.pid = p.pid AND s.ticks_matched = 1),"
+        " (SELECT text FROM notes n WHERE n.pid = p.pid AND text LIKE 'CPU tick model %' LIMIT 1)"
+        " FROM processes p ORDER BY p.pid";
+    sqlite3_stmt *st = NULL, *nt = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT text FROM notes WHERE pid = ? AND text NOT LIKE 'CPU tick model %'", -1, &nt,
+                           NULL) != SQLITE_OK) {
+        ggprof_err("internal: cannot summarize the processes: %s", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int         pid = sqlite3_column_int(st, 0);
+        const char *exe = (const char *) sqlite3_column_text(st, 1), *ver = (const char *) sqlite3_column_text(st, 2);
+        const char *base = exe && strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe ? exe : "?";
+        int64_t graphs = sqlite3_column_int64(st, 3), splits = sqlite3_column_int64(st, 4);
+        int64_t ops = sqlite3_column_int64(st, 5), cpu = sqlite3_column_int64(st, 6), matched = sqlite3_column_int64(st, 7);
+        /* The engine's note reads "CPU tick model 'NAME' ...". */
+        const char *note = (const char *) sqlite3_column_text(st, 8);
+        const char *q = note ? strchr(note, '\'') : NULL, *q2 = q ? strchr(q + 1, '\'') : NULL;
+        char levels[64], cpu_ops[160] = "", model[48] = "";
+        if (q && q2) snprintf(model, sizeof(model), " (tick model %.*s)", (int) (q2 - q + 1), q);
+        snprintf(levels, sizeof(levels), "%s%s%s levels", graphs ? "graph" : "", splits ? ", split" : "",
+                 ops ? ", op" : "");
+        if (level >= GGPROF_LEVEL_OP && cpu) {
+            snprintf(cpu_ops, sizeof(cpu_ops), "; %" PRId64 " of %" PRId64 " CPU splits timed op by op%s", matched, cpu,
+                     model);
+        }
+        ggprof_err("pid %d %s (ggml %s): %s%s", pid, base, ver && *ver ? ver : "unknown",
+                   graphs ? levels : "no graph computed", cpu_ops);
+        sqlite3_reset(nt);
+        sqlite3_bind_int(nt, 1, pid);
+        while (sqlite3_step(nt) == SQLITE_ROW) ggprof_err("  pid %d: %s", pid, (const char *) sqlite3_column_text(nt, 0));
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(nt);
+}
+
 int ggprof_cmd_record(int argc, char **argv) {
     const char *out   = "ggprof.db";
     int         level = GGPROF_LEVEL_OP;
@@ -285,6 +333,7 @@ int ggprof_cmd_record(int argc, char **argv) {
         return exit_code ? exit_code : GGPROF_EXIT_INTERNAL;
     }
     int json_ok = ggprof_json_v3_export(db, json, why, sizeof(why));
+    if (!quiet && c.processes) print_processes(db, level);
     sqlite3_close(db);
     if (json_ok != 0) ggprof_err("%s", why);
 
