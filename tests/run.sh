@@ -41,6 +41,8 @@ else
         name=$(basename "$t" .sh)
         case "$name" in *"$pattern"*) run "e2e-$name" bash "$t" ;; esac
     done
+    # Every real ggml build of the compatibility matrix (docs/compatibility.md).
+    case "compat-matrix" in *"$pattern"*) run compat-matrix bash tests/compat/matrix.sh ;; esac
 fi
 
 passed=$(grep -c '^ok ' "$log")

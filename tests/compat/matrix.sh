@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The compatibility matrix: a short generation under `ggprof record` on every real ggml build of
+# tests/compat/builds.sh (node-llama-cpp's prebuilt CPU libraries of eight releases, Debian sid's llama.cpp-tools
+# in a chroot), and the same under GGML_PROFILE. For each: graphs, splits, CPU op records, every CPU split's ticks
+# matched, report and top-ops working. Prints TAP lines and writes the matrix (docs/compatibility.md quotes it)
+# to $OUT/matrix.md. Needs GGUF_DENSE (tests/fixture.sh). usage: tests/compat/matrix.sh [BUILD...]
+. "$(dirname "$0")/../lib.sh"
+: "${GGUF_DENSE:?run through tests/run.sh (it needs the model of tests/fixture.sh)}"
+LIB="$GGPROF_ROOT/${GGPROF_BUILD:-build}/lib/libggprof.so"
+SCRIPT="$GGPROF_ROOT/samples/node/script.mjs"
+matrix="$OUT/matrix.md"
+printf '| build | llama.cpp | ggml | graph | split | op: CPU splits timed | tick model | BLAS | GGML_PROFILE |\n' > "$matrix"
+printf '|---|---|---|---|---|---|---|---|---|\n' >> "$matrix"
+
+if ! builds=$(bash "$GGPROF_ROOT/tests/compat/builds.sh" "$@"); then
+    not_ok "builds" "tests/compat/builds.sh failed (npm or debootstrap)"
+    exit 0
+fi
+
+# The checks every build gets on its trace; prints the matrix cells graph|split|op|model.
+check_build() { # NAME DB
+    local n=$1 db=$2
+    expect_ge "$n: graphs recorded" "$(q "$db" "SELECT count(*) FROM graphs")" 1
+    expect_ge "$n: splits recorded" "$(q "$db" "SELECT count(*) FROM splits")" 1
+    expect_ge "$n: CPU op records" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0")" 1
+    check_cpu_trace "$db" "$n"
+    for op in MUL_MAT RMS_NORM ROPE; do
+        expect_ge "$n: has $op" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0 AND name = '$op'")" 1
+    done
+    local rep
+    rep=$("$GGPROF" report "$db" 2>&1)
+    expect "$n: report prints the op summary" "$(grep -c 'MUL_MAT' <<< "$rep" | sed 's/^[1-9][0-9]*$/yes/')" yes
+    expect "$n: report does not say no activity" "$(grep -c 'No ggml activity' <<< "$rep")" 0
+    expect "$n: top-ops ranks MUL_MAT" "$("$GGPROF" top-ops "$db" --format csv 2>&1 | grep -c '^MUL_MAT' | sed 's/^[1-9][0-9]*$/yes/')" yes
+}
+
+cell() { # DB SQL
+    q "$1" "$2"
+}
+
+profile_ok() { # JSON: the GGML_PROFILE output parses and has records
+    node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        process.stdout.write(d.version === 3 && d.records.length > 0 ? "yes" : "no")' "$1" 2> /dev/null || echo no
+}
+
+row() { # NAME LLAMA DB BLAS PROFILE
+    local db=$3
+    local ver graphs splits cpu matched model
+    ver=$(cell "$db" "SELECT ggml_version FROM processes LIMIT 1")
+    graphs=$(cell "$db" "SELECT count(*) FROM graphs")
+    splits=$(cell "$db" "SELECT count(*) FROM splits")
+    cpu=$(cell "$db" "SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid AND b.sched_id = s.sched_id
+        AND b.id = s.backend_id WHERE b.device_type = 0")
+    matched=$(cell "$db" "SELECT count(*) FROM splits WHERE ticks_matched = 1")
+    model=$(cell "$db" "SELECT text FROM notes WHERE text LIKE 'CPU tick model %' ORDER BY rowid DESC LIMIT 1" |
+        sed -n "s/^CPU tick model '\([^']*\)'.*/\1/p")
+    printf '| %s | %s | %s | %s graphs | %s splits | %s of %s | %s | %s | %s |\n' "$1" "$2" "${ver:-?}" "$graphs" \
+        "$splits" "$matched" "$cpu" "${model:-?}" "$4" "$5" >> "$matrix"
+}
+
+run_nlc() { # NAME DIR
+    local n=$1 d=$2 llama
+    llama=$(sed -n 's/.*"release": *"\([^"]*\)".*/\1/p' "$d/node_modules/node-llama-cpp/llama/binariesGithubRelease.json")
+    cp "$SCRIPT" "$d/ggprof-script.mjs"
+    (cd "$d" && "$GGPROF" record -o "$OUT/$n.db" -- node ggprof-script.mjs "$GGUF_DENSE" 4) > "$OUT/$n.log" 2>&1
+    expect "$n: record exits with node's status" "$?" 0
+    check_build "$n" "$OUT/$n.db"
+    (cd "$d" && LD_PRELOAD="$LIB" GGML_PROFILE="$OUT/$n.profile.json" node ggprof-script.mjs "$GGUF_DENSE" 4) \
+        > "$OUT/$n.profile.log" 2>&1
+    local prof
+    prof=$(profile_ok "$OUT/$n.profile.json")
+    expect "$n: GGML_PROFILE writes a version-3 profile with records" "$prof" yes
+    row "$n" "$llama" "$OUT/$n.db" "not in the package" "$prof"
+}
+
+# Debian sid: ggprof itself runs inside the chroot (its libraries are Debian's too), from a copy under /opt/ggprof;
+# /proc is mounted for the run and unmounted after.
+run_sid() { # NAME DIR
+    local n=$1 c=$2
+    mkdir -p "$c/opt/ggprof/bin" "$c/opt/ggprof/lib" "$c/tmp/ggprof-compat"
+    cp "$GGPROF" "$c/opt/ggprof/bin/ggprof"
+    cp "$LIB" "$c/opt/ggprof/lib/libggprof.so"
+    cp "$GGUF_DENSE" "$c/tmp/ggprof-compat/model.gguf"
+    local mounted=0
+    if ! mountpoint -q "$c/proc"; then
+        mount -t proc proc "$c/proc" || { not_ok "$n: mount /proc in the chroot" "mount failed"; return; }
+        mounted=1
+    fi
+    local t=/tmp/ggprof-compat prompt
+    prompt=$(printf 'word %.0s' $(seq 40))
+    chroot "$c" /opt/ggprof/bin/ggprof record -o $t/run.db -- llama-completion -m $t/model.gguf -p "Hello" -n 4 -t 2 \
+        -no-cnv > "$OUT/$n.log" 2>&1
+    expect "$n: record exits with llama-completion's status" "$?" 0
+    # A prompt of 32+ tokens sends the big matrix products to Debian's BLAS backend.
+    chroot "$c" /opt/ggprof/bin/ggprof record -o $t/blas.db -- llama-completion -m $t/model.gguf -p "$prompt" -n 1 \
+        -t 2 -no-cnv > "$OUT/$n.blas.log" 2>&1
+    chroot "$c" env LD_PRELOAD=/opt/ggprof/lib/libggprof.so GGML_PROFILE=$t/profile.json llama-completion \
+        -m $t/model.gguf -p "Hello" -n 4 -t 2 -no-cnv > "$OUT/$n.profile.log" 2>&1
+    [ "$mounted" = 1 ] && umount "$c/proc"
+    cp "$c$t/run.db" "$OUT/$n.db"
+    cp "$c$t/blas.db" "$OUT/$n.blas.db"
+    cp "$c$t/profile.json" "$OUT/$n.profile.json" 2> /dev/null
+    check_build "$n" "$OUT/$n.db"
+    local blas_splits blas
+    blas_splits=$(q "$OUT/$n.blas.db" "SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid
+        AND b.sched_id = s.sched_id AND b.id = s.backend_id WHERE b.name = 'BLAS'")
+    expect_ge "$n: BLAS splits recorded" "$blas_splits" 1
+    expect_ge "$n: the trace says why BLAS ops are not timed node by node" \
+        "$(q "$OUT/$n.blas.db" "SELECT count(*) FROM notes WHERE text LIKE '%ggml_graph_view%node-by-node%'")" 1
+    blas="split level ($blas_splits splits; no ggml_graph_view)"
+    local prof
+    prof=$(profile_ok "$OUT/$n.profile.json")
+    expect "$n: GGML_PROFILE writes a version-3 profile with records" "$prof" yes
+    row "$n" "Debian $(chroot "$c" dpkg-query -W -f='${Version}' llama.cpp-tools)" "$OUT/$n.db" "$blas" "$prof"
+}
+
+while read -r name kind dir; do
+    case "$kind" in
+        nlc) run_nlc "$name" "$dir" ;;
+        deb) run_sid "$name" "$dir" ;;
+    esac
+done <<< "$builds"
+sed 's/^/# /' "$matrix"
