@@ -115,6 +115,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/unit -o $@ $< $(CORE) $(LIBS)
 
+# The tick models are the engine's, tested on their own (they need nothing of the engine but ggml_abi.h).
+$(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_model.c kernels/cpu/tick_model.h
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -Iengine -Ikernels/cpu -Itests/unit -o $@ tests/unit/test_tick_model.c kernels/cpu/tick_model.c
+
 unit: $(UNIT)
 
 # The two commands of the README: each installs what it needs first (tests/deps.sh, tests/fixture.sh).

@@ -28,6 +28,8 @@ const char ggprof_usage_record[] =
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
     "database is built when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
     "the upstream profiler, one record per line). Exits with CMD's exit status (128+N if signal N ended it).\n"
+    "Ends with a line per process: the levels that produced records, the CPU splits timed op by op and with\n"
+    "which of ggml's tick rules (docs/how-it-works.md), then what the engine turned off for that ggml, and why.\n"
     "\n"
     "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists\n"
     "  --level LEVEL         graph: one record per graph compute; split: also splits and copies;\n"
