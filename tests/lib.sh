@@ -63,3 +63,11 @@ check_json() { # JSON_GZ DB LABEL
         console.log(n);' 2>&1)
     expect "$3: every JSON record line parses, counts agree" "$n" "$(q "$2" "SELECT count(*) FROM events")"
 }
+
+# Builds one of the tests' C programs (tests/e2e/NAME.c) against the fixture's ggml, into $OUT/NAME.
+build_ggml_program() { # NAME
+    cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/$1" "$GGPROF_ROOT/tests/e2e/$1.c" \
+        -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lggml-cpu -lggml -lggml-base \
+        -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
+    expect "the program builds against ggml" "$?" 0
+}

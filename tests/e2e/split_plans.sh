@@ -6,10 +6,7 @@
 # server that starts a thread per request does.
 . "$(dirname "$0")/../lib.sh"
 
-cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/split_plans" "$GGPROF_ROOT/tests/e2e/split_plans.c" \
-    -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lggml-cpu -lggml -lggml-base \
-    -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
-expect "the program builds against ggml" "$?" 0
+build_ggml_program split_plans
 
 db="$OUT/plans.db"
 "$GGPROF" record -q --level op -o "$db" -- "$OUT/split_plans" > "$OUT/stdout" 2> "$OUT/stderr"

@@ -4,10 +4,7 @@
 # expected and the first node where the models part. With GGML_CPU_DISABLE_FUSION=1 the fused pair ticks twice.
 . "$(dirname "$0")/../lib.sh"
 
-cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/tick_models" "$GGPROF_ROOT/tests/e2e/tick_models.c" \
-    -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lggml-cpu -lggml -lggml-base \
-    -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
-expect "the program builds against ggml" "$?" 0
+build_ggml_program tick_models
 
 db="$OUT/ticks.db"
 "$GGPROF" record -o "$db" -- "$OUT/tick_models" > "$OUT/stdout" 2> "$OUT/stderr"
