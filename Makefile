@@ -7,16 +7,26 @@ CFLAGS  ?= -O2 -g
 # snprintf truncating a path or a name is the intended, checked behaviour: gcc 12 warns on every such call.
 WARN    := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -D_GNU_SOURCE
 BUILD   ?= build
-INC     := -Ischema -Iengine -Iengine/include -Ikernels/cpu -Icollector -Ianalyzer
+# Layers, bottom up (docs/how-it-works.md, "Layers"; tests/layering.sh checks every include): schema/ includes
+# nothing of ggprof's; kernels/ the engine's interface; engine/ schema/; analyzer/ schema/; collector/ (with the
+# front door) analyzer/. Each folder compiles with its own include path, so an include against the layering does
+# not compile. A file's own folder needs no -I: quoted includes look there first.
+INC_schema    := -Ischema
+INC_engine    := -Ischema -Iengine/include
+INC_kernels   := -Ischema -Iengine -Iengine/include
+INC_plugin    := -Ischema
+INC_analyzer  := -Ischema
+INC_collector := -Ischema -Ianalyzer
+inc = $(INC_$(firstword $(subst /, ,$(1))))
 
-SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c schema/v3_format.c
-ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ticks.c kernels/cpu/tick_model.c analyzer/summary.c $(SCHEMA_ENGINE_SRC)
+SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c schema/v3_format.c schema/summary.c
+ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ticks.c kernels/cpu/tick_model.c $(SCHEMA_ENGINE_SRC)
 # Device kernel timing: OpenCL (needs no OpenCL headers) and the hook that loads the CUPTI library when CUDA starts.
 ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 # Vulkan dispatch timing: the hook that enables ggprof's Vulkan layer (below) when a program is recorded.
 ENGINE_SRC += kernels/vulkan/vk_hook.c
-GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c
-GGPROF_SRC += kernels/cpu/calibrate.c
+GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c schema/store.c
+GGPROF_SRC += schema/cli.c
 
 LIB     := $(BUILD)/lib/libggprof.so
 BIN     := $(BUILD)/bin/ggprof
@@ -49,11 +59,11 @@ all: $(LIB) $(BIN)
 # cannot find libggml first would not start at all).
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(INC) -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(call inc,$<) -c $< -o $@
 
 $(BUILD)/obj/bin/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -MMD -MP $(INC) -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -MMD -MP $(call inc,$<) -c $< -o $@
 
 $(LIB): $(ENGINE_OBJ)
 	@mkdir -p $(dir $@)
@@ -75,7 +85,7 @@ all: $(CUPTI_LIB)
 endif
 $(BUILD)/obj/cupti/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(INC) -isystem $(CUDA_HOME)/include -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(INC_plugin) -isystem $(CUDA_HOME)/include -c $< -o $@
 
 $(CUPTI_LIB): $(BUILD)/obj/cupti/kernels/cuda/cupti_trace.o
 	@mkdir -p $(dir $@)
@@ -95,7 +105,12 @@ VK_LAYER_JSON := $(BUILD)/lib/vulkan/ggprof_layer.json
 ifneq ($(wildcard /usr/include/vulkan/vk_layer.h),)
 all: $(VK_LAYER_LIB) $(VK_LAYER_JSON)
 endif
-$(VK_LAYER_LIB): $(BUILD)/obj/pic/kernels/vulkan/vk_layer.o
+# A plugin library links nothing of libggprof.so: it compiles against schema/ alone.
+$(BUILD)/obj/plugin/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(INC_plugin) -c $< -o $@
+
+$(VK_LAYER_LIB): $(BUILD)/obj/plugin/kernels/vulkan/vk_layer.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 $(VK_LAYER_JSON): kernels/vulkan/vk_layer_name.h
@@ -113,12 +128,12 @@ $(CORE): $(filter-out $(BUILD)/obj/bin/collector/ggprof.o,$(GGPROF_OBJ))
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/unit -o $@ $< $(CORE) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC_collector) -Itests/unit -Ikernels/cuda -o $@ $< $(CORE) $(LIBS)
 
 # The tick models are the engine's, tested on their own (they need nothing of the engine but ggml_abi.h).
 $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_model.c kernels/cpu/tick_model.h
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -Iengine -Ikernels/cpu -Itests/unit -o $@ tests/unit/test_tick_model.c kernels/cpu/tick_model.c
+	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Ikernels/cpu -Itests/unit -o $@ tests/unit/test_tick_model.c kernels/cpu/tick_model.c
 
 unit: $(UNIT)
 
@@ -137,4 +152,4 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(ENGINE_OBJ:.o=.d) $(GGPROF_OBJ:.o=.d) $(BUILD)/obj/cupti/kernels/cuda/cupti_trace.d
--include $(BUILD)/obj/pic/kernels/vulkan/vk_layer.d
+-include $(BUILD)/obj/plugin/kernels/vulkan/vk_layer.d

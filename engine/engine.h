@@ -7,10 +7,10 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "clock_map.h"
+#include "device_api.h"
 #include "ggml_abi.h"
 #include "wire.h"
-
-#define GGPROF_API __attribute__((visibility("default")))
 
 /* One ggml found in the process: its functions and the enum values learned from probe graphs. */
 typedef struct {
@@ -63,12 +63,6 @@ static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_
              t->op == g->op.transpose || (g->has_compute_flag && !(t->flags & GGML_ABI_FLAG_COMPUTE)));
 }
 
-static inline uint64_t ggprof_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
 /* Called by every wrapper with the real function it resolved; sets the engine up on first use.
  * Returns true when the engine records (level permitting). */
 bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
@@ -90,12 +84,7 @@ void ggprof_profile_graph_recorded(void);
 bool ggprof_api_activate(const void *real_fn_in_ggml_base);
 const ggprof_msg_node *ggprof_node_desc(uint32_t id);
 
-/* Where the calling thread is: inside which graph and split compute, if any. */
-typedef struct {
-    uint64_t graph_id; /* GGPROF_GRAPH_NONE outside a graph */
-    uint32_t sched_id;
-    int32_t  split_id, backend_id, node_start, n_nodes;
-} ggprof_place;
+/* Where the calling thread is (ggprof_place, device_api.h). */
 bool ggprof_current_place(ggprof_place *out);
 
 /* Resolves the definition of `name` that the caller would have reached without us. */

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "api.h"
-#include "cpu_ticks.h"
 #include "engine.h"
 #include "ring.h"
+#include "timing.h"
 
 /* Each wrapper finds the function it stands in for from its caller's library, once. */
 #define REAL(fn)                                                                                               \
@@ -140,7 +140,6 @@ typedef struct {
 
 static __thread graph_ctx *t_graph;
 static __thread int        t_sched_depth;
-static __thread ggprof_use_counts t_uc;
 static __thread ggprof_place      t_place;  /* the split this thread is computing, for device tracers */
 static __thread bool              t_in_split;
 
@@ -304,7 +303,7 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     if (ticked) {
         ggprof_cpu_hook_backend(backend);
         /* A split of a scheduler graph lies inside that graph; a graph computed directly is its own. */
-        ticked = ggprof_cpu_begin(nodes, n_nodes, gc ? gc->nodes : nodes, gc ? gc->n_nodes : n_nodes, &t_uc) >= 0;
+        ticked = ggprof_cpu_begin(nodes, n_nodes, gc ? gc->nodes : nodes, gc ? gc->n_nodes : n_nodes) >= 0;
     }
     ggprof_busy--;
 

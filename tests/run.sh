@@ -33,6 +33,9 @@ for t in "${GGPROF_BUILD:-build}"/tests/test_*; do
     case "$(basename "$t")" in *"$pattern"*) run "$(basename "$t")" "$t" ;; esac
 done
 
+# The layers of the sources (docs/how-it-works.md, "Layers").
+case "layering" in *"$pattern"*) run layering bash tests/layering.sh ;; esac
+
 if ! fixture_env=$(bash tests/fixture.sh); then
     echo "not ok - fixture: tests/fixture.sh failed" | tee -a "$log"
 else

@@ -1,6 +1,6 @@
 /* CPU-backend per-op timing: thread 0 calls the abort callback after every computed node (ggml-cpu.c,
  * ggml_graph_compute_thread) and then the barrier; both are visible from outside ggml. */
-#include "cpu_ticks.h"
+#include "timing.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "tick_model.h"
 
 /* Thread 0 reads the clock at every tick and around every barrier: with clock_gettime that timing cost
  * about 3% of a 1.8 ms token here (median split durations with and without it). The time-stamp counter is a
@@ -273,6 +274,7 @@ typedef struct {
 } place_memo;
 
 static __thread place_memo *t_memo;
+static __thread ggprof_use_counts t_uc; /* the RMS_NORM use counts of the graph walked last (tick_model.h) */
 static __thread int         t_memo_cap;
 
 static uint32_t node_id_at(const struct ggml_tensor *t, int place, uint32_t epoch, bool *kept) {
@@ -447,14 +449,15 @@ static void free_thread_state(void *unused) {
     free(t_memo);
     t_memo     = NULL;
     t_memo_cap = 0;
+    ggprof_use_counts_free(&t_uc);
 }
 
 static void make_thread_key(void) {
     if (pthread_key_create(&g_thread_key, free_thread_state) != 0) g_thread_key = (pthread_key_t) -1;
 }
 
-int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
-                     ggprof_use_counts *uc) {
+int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n) {
+    ggprof_use_counts *uc = &t_uc;
     cpu_split *s = &t_split;
     /* On the heap, not in TLS: 128 KiB of static TLS would go with every thread of every program the library
      * is preloaded into, and only the threads that compute CPU splits at level op need it. */

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "device_api.h"
 
 #define GGPROF_CORR_BITS 16
 #define GGPROF_CORR_SIZE (1u << GGPROF_CORR_BITS)

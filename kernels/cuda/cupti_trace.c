@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../opencl/clock_map.h"
+#include "clock_map.h"
 #include "corr_table.h"
 #include "device_api.h"
-#include "engine.h"
 
 /* How it works (docs/backends.md has the user's view):
  * - Loading: the CUDA driver loads this library in cuInit (CUDA_INJECTION64_PATH, set by kernels/cuda/cuda_hook.c

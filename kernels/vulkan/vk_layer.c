@@ -9,9 +9,8 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
-#include "../cuda/device_api.h"
-#include "../opencl/clock_map.h"
-#include "engine.h"
+#include "clock_map.h"
+#include "device_api.h"
 #include "vk_layer_name.h"
 
 /* How it works (docs/backends.md has the user's view):

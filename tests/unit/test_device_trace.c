@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../kernels/cuda/corr_table.h"
-#include "../../kernels/opencl/clock_map.h"
+#include "corr_table.h"
+#include "clock_map.h"
 #include "harness.h"
 #include "ring.h"
 

@@ -1,12 +1,12 @@
-/* Per-op timing on ggml's CPU backend from thread 0's abort-callback ticks and barrier waits. */
-#ifndef GGPROF_CPU_TICKS_H
-#define GGPROF_CPU_TICKS_H
+/* The timing mechanisms the engine calls around what it interposes. Declared here, implemented in kernels/ (CPU
+ * ops: kernels/cpu/cpu_ticks.c), so that kernels/ depends on the engine and never the reverse. */
+#ifndef GGPROF_TIMING_H
+#define GGPROF_TIMING_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "ggml_abi.h"
-#include "tick_model.h"
 #include "wire.h"
 
 /* Where a split's records belong. */
@@ -26,8 +26,7 @@ void ggprof_cpu_set_abort_callback(void (*real)(ggml_backend_t, ggml_abort_callb
 /* Around one CPU graph compute on the calling thread (thread 0 of the compute). begin returns the number of
  * ticks expected; end emits the ops (CPU_OPS messages, each also handed to on_chunk when given) when the
  * ticks matched and returns 1, 0 when they did not, -1 when no split was active. */
-int  ggprof_cpu_begin(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes,
-                      ggprof_use_counts *uc);
+int  ggprof_cpu_begin(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes);
 int  ggprof_cpu_end(const ggprof_split_place *where, int *n_ticks, int *n_expected,
                     void (*on_chunk)(const ggprof_msg_cpu_ops *m, void *user), void *user);
 

@@ -1,11 +1,22 @@
-/* The engine functions libggprof.so lends to libggprof-cupti.so, a library the CUDA driver loads on its own. */
+/* The engine functions libggprof.so lends to the libraries a device runtime loads on its own (libggprof-cupti.so,
+ * the Vulkan layer), and the one export macro of every ggprof library. */
 #ifndef GGPROF_DEVICE_API_H
 #define GGPROF_DEVICE_API_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "wire.h"
+
+/* Everything else in ggprof's libraries is hidden (-fvisibility=hidden). */
+#define GGPROF_API __attribute__((visibility("default")))
+
+/* Where the calling thread is: inside which graph and split compute, if any. */
+typedef struct {
+    uint64_t graph_id; /* GGPROF_GRAPH_NONE outside a graph */
+    uint32_t sched_id;
+    int32_t  split_id, backend_id, node_start, n_nodes;
+} ggprof_place;
 
 /* libggprof.so is built with hidden visibility, and the CUPTI library is loaded by the driver
  * (CUDA_INJECTION64_PATH), not linked against it: it finds this table by name with dlsym(RTLD_DEFAULT). A

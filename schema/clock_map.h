@@ -8,6 +8,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
+
+/* The host clock every record is on. */
+static inline uint64_t ggprof_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
 
 /* One reading of the device clock taken between two host readings: the device moment lies in the bracket. */
 typedef struct {
