@@ -9,6 +9,7 @@
 #include "output.h"
 #include "trace.h"
 #include "views.h"
+#include "hash.h"
 
 const char ggprof_usage_diff[] =
     "usage: ggprof diff A B [--fail-above PCT] [--min-impact PCT] [--match-backend name|any] [-n N]\n"
@@ -93,11 +94,6 @@ typedef struct {
     size_t  nslot;
 } group_map;
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char) *s) * 1099511628211ull;
-    return h;
-}
 
 static group *map_get(group_map *m, const char *key) {
     if ((m->n + 1) * 2 > m->nslot) {
@@ -105,7 +101,7 @@ static group *map_get(group_map *m, const char *key) {
         size_t *slot = calloc(nslot, sizeof(*slot));
         if (!slot) return NULL;
         for (size_t i = 0; i < m->n; i++) {
-            size_t p = hash_str(m->g[i].key) & (nslot - 1);
+            size_t p = ggprof_fnv_str(m->g[i].key) & (nslot - 1);
             while (slot[p]) p = (p + 1) & (nslot - 1);
             slot[p] = i + 1;
         }
@@ -113,7 +109,7 @@ static group *map_get(group_map *m, const char *key) {
         m->slot  = slot;
         m->nslot = nslot;
     }
-    size_t p = hash_str(key) & (m->nslot - 1);
+    size_t p = ggprof_fnv_str(key) & (m->nslot - 1);
     while (m->slot[p]) {
         group *g = &m->g[m->slot[p] - 1];
         if (strcmp(g->key, key) == 0) return g;

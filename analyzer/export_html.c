@@ -9,6 +9,7 @@
 #include "export.h"
 #include "trace.h"
 #include "wire.h"
+#include "hash.h"
 
 /* Made by the Makefile from viewer/ (see VIEWER_SRC): each NUL-terminated. */
 extern const unsigned char ggprof_viewer_viewer_html[];
@@ -68,11 +69,6 @@ typedef struct {
     int       oom;
 } intern;
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char) *s) * 1099511628211ull;
-    return h;
-}
 
 /* The index of key, adding it if new (*is_new set); -1 when out of memory. */
 static long intern_get(intern *t, const char *key, int *is_new) {
@@ -86,7 +82,7 @@ static long intern_get(intern *t, const char *key, int *is_new) {
             return -1;
         }
         for (size_t i = 0; i < t->n; i++) {
-            size_t p = hash_str(t->keys[i]) & (cap - 1);
+            size_t p = ggprof_fnv_str(t->keys[i]) & (cap - 1);
             while (s[p]) p = (p + 1) & (cap - 1);
             s[p] = (uint32_t) i + 1;
         }
@@ -94,7 +90,7 @@ static long intern_get(intern *t, const char *key, int *is_new) {
         t->slots     = s;
         t->cap_slots = cap;
     }
-    size_t p = hash_str(key) & (t->cap_slots - 1);
+    size_t p = ggprof_fnv_str(key) & (t->cap_slots - 1);
     while (t->slots[p]) {
         if (strcmp(t->keys[t->slots[p] - 1], key) == 0) return (long) t->slots[p] - 1;
         p = (p + 1) & (t->cap_slots - 1);

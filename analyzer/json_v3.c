@@ -13,6 +13,7 @@
 
 #include "store.h"
 #include "v3_format.h"
+#include "hash.h"
 
 /* ---------------------------------------------------------------- export */
 
@@ -288,9 +289,7 @@ typedef struct {
 } import_state;
 
 static uint64_t hash_mem(const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    uint64_t h = ggprof_fnv_bytes(p, n);
     return h ? h : 1;
 }
 

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "json_v3.h"
 #include "ring.h"
+#include "self_path.h"
 #include "spill.h"
 #include "store.h"
 
@@ -71,19 +72,7 @@ static const char *level_name(int level) { return level == 0 ? "graph" : level =
 
 /* libggprof.so beside the binary (build/bin/ggprof -> build/lib/libggprof.so), unless GGPROF_LIB says where. */
 static int find_engine(char *out, size_t len) {
-    const char *env = getenv("GGPROF_LIB");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-    } else {
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (n < 0) return -1;
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        snprintf(out, len, "%s/../lib/libggprof.so", exe);
-    }
-    return access(out, R_OK);
+    return ggprof_sibling("GGPROF_LIB", (const void *) find_engine, "../lib/libggprof.so", R_OK, out, len);
 }
 
 static uint64_t now_ms(void) {

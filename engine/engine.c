@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "self_path.h"
 
 ggprof_engine ggprof_eng;
 __thread int  ggprof_busy;
@@ -480,18 +481,7 @@ static uint32_t g_flush_seq;
 
 /* ggprof beside this library (build/lib/libggprof.so -> build/bin/ggprof), unless GGPROF_BIN says where. */
 static int find_ggprof(char *out, size_t len) {
-    const char *env = getenv("GGPROF_BIN");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-    } else {
-        Dl_info info;
-        if (!dladdr((void *) find_ggprof, &info) || !info.dli_fname) return -1;
-        snprintf(out, len, "%s", info.dli_fname);
-        char *slash = strrchr(out, '/');
-        if (slash) *slash = '\0';
-        snprintf(out + strlen(out), len - strlen(out), "/../bin/ggprof");
-    }
-    return access(out, X_OK);
+    return ggprof_sibling("GGPROF_BIN", (const void *) find_ggprof, "../bin/ggprof", X_OK, out, len);
 }
 
 /* Starts `ggprof collect` detached (a double fork: the program never sees it as its child, so its own
@@ -776,4 +766,9 @@ void *ggprof_resolve_real(const char *name, const void *caller, const void *self
     struct find_ctx f = { name, self, NULL };
     dl_iterate_phdr(find_in_object, &f);
     return f.found;
+}
+
+void ggprof_missing_real(const char *name) {
+    fprintf(stderr, "ggprof: fatal: cannot find the real %s to forward to\n", name);
+    abort();
 }

@@ -89,6 +89,18 @@ bool ggprof_current_place(ggprof_place *out);
 
 /* Resolves the definition of `name` that the caller would have reached without us. */
 void *ggprof_resolve_real(const char *name, const void *caller, const void *self);
+/* A wrapper whose real function exists nowhere (the program called what no loaded library defines): abort. */
+_Noreturn void ggprof_missing_real(const char *name);
+
+/* In every wrapper: real_<fn>, the function it stands in for, found from its caller's library once. */
+#define REAL(fn)                                                                                               \
+    static void *_Atomic real_##fn##_slot;                                                                     \
+    __typeof__(&fn) real_##fn = (__typeof__(&fn)) atomic_load_explicit(&real_##fn##_slot, memory_order_acquire); \
+    if (!real_##fn) {                                                                                          \
+        real_##fn = (__typeof__(&fn)) ggprof_resolve_real(#fn, __builtin_return_address(0), (void *) fn);      \
+        if (!real_##fn) ggprof_missing_real(#fn);                                                              \
+        atomic_store_explicit(&real_##fn##_slot, (void *) real_##fn, memory_order_release);                   \
+    }
 
 /* Emitters: each writes one message to the calling thread's ring slot; 0 if written, -1 if dropped. */
 int      ggprof_emit(const ggprof_msg_hdr *msg);

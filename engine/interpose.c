@@ -10,22 +10,6 @@
 #include "ring.h"
 #include "timing.h"
 
-/* Each wrapper finds the function it stands in for from its caller's library, once. */
-#define REAL(fn)                                                                                               \
-    static void *_Atomic real_##fn##_slot;                                                                     \
-    __typeof__(&fn) real_##fn = (__typeof__(&fn)) atomic_load_explicit(&real_##fn##_slot, memory_order_acquire); \
-    if (!real_##fn) {                                                                                          \
-        real_##fn = (__typeof__(&fn)) ggprof_resolve_real(#fn, __builtin_return_address(0), (void *) fn);      \
-        if (!real_##fn) missing(#fn);                                                                          \
-        atomic_store_explicit(&real_##fn##_slot, (void *) real_##fn, memory_order_release);                   \
-    }
-
-static void missing(const char *fn) {
-    /* Nothing to forward to: the program called a ggml function that its own ggml does not define. */
-    fprintf(stderr, "ggprof: fatal: cannot find the real %s to forward to\n", fn);
-    abort();
-}
-
 /* ---- schedulers and their backends ---- */
 
 #define MAX_BACKENDS 16
@@ -215,6 +199,23 @@ GGPROF_API enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_
     return sched_compute(sched, graph, real_ggml_backend_sched_graph_compute);
 }
 
+/* An EVENT record timed [t0, t1] on the host, on no node yet (the caller fills node, graph and split). */
+static ggprof_msg_event event_msg(uint16_t type, uint16_t timing, uint16_t sub, int backend_id, uint64_t t0,
+                                  uint64_t t1) {
+    ggprof_msg_event e;
+    memset(&e, 0, sizeof(e));
+    e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
+    e.type        = type;
+    e.timing      = timing;
+    e.sub         = sub;
+    e.backend_id  = (int16_t) backend_id;
+    e.node_index  = -1;
+    e.fused_index = -1;
+    e.start_ns    = t0;
+    e.duration_ns = t1 - t0;
+    return e;
+}
+
 /* ---- one backend compute: a split of a scheduler graph, or a graph computed directly ---- */
 
 /* A backend we cannot see inside (BLAS; GPUs under --serialize) computes one node at a time, each followed by
@@ -237,21 +238,13 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
         uint64_t t1 = ggprof_now_ns();
         if (r != GGML_STATUS_SUCCESS) return r;
         ggprof_busy++;
-        ggprof_msg_event e;
-        memset(&e, 0, sizeof(e));
-        e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
-        e.type        = GGPROF_REC_OP;
-        e.timing      = GGPROF_TIMING_SERIALIZED;
-        e.backend_id  = (int16_t) w->backend_id;
-        e.node_id     = id;
-        e.sched_id    = w->sched_id;
-        e.graph_id    = w->graph_id;
-        e.split_id    = w->split_id;
-        e.node_index  = w->node_start + i;
-        e.fused_index = -1;
-        e.start_ns    = t0;
-        e.duration_ns = t1 - t0;
-        e.bytes       = g->ggml_nbytes(t);
+        ggprof_msg_event e = event_msg(GGPROF_REC_OP, GGPROF_TIMING_SERIALIZED, 0, w->backend_id, t0, t1);
+        e.node_id    = id;
+        e.sched_id   = w->sched_id;
+        e.graph_id   = w->graph_id;
+        e.split_id   = w->split_id;
+        e.node_index = w->node_start + i;
+        e.bytes      = g->ggml_nbytes(t);
         ggprof_emit(&e.h);
         if (api) ggprof_api_event(api, &e);
         ggprof_busy--;
@@ -378,20 +371,10 @@ static bool buffer_is_host(ggml_backend_buffer_t buf) {
 
 static void record_copy(const struct ggml_tensor *src, int dir, uint64_t t0, uint64_t t1, uint64_t bytes,
                         uint64_t offset) {
-    ggprof_msg_event e;
-    memset(&e, 0, sizeof(e));
-    e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
-    e.type        = GGPROF_REC_COPY;
-    e.timing      = GGPROF_TIMING_HOST_CALL;
-    e.sub         = (uint16_t) dir;
-    e.backend_id  = -1;
-    e.node_id     = ggprof_copy_node_id(src);
-    e.node_index  = -1;
-    e.fused_index = -1;
-    e.start_ns    = t0;
-    e.duration_ns = t1 - t0;
-    e.bytes       = bytes;
-    e.wait_ns     = offset;
+    ggprof_msg_event e = event_msg(GGPROF_REC_COPY, GGPROF_TIMING_HOST_CALL, (uint16_t) dir, -1, t0, t1);
+    e.node_id = ggprof_copy_node_id(src);
+    e.bytes   = bytes;
+    e.wait_ns = offset;
     graph_ctx *gc = t_graph;
     if (gc && gc->n_pending < MAX_PENDING) {
         e.graph_id = gc->graph_id;
@@ -467,20 +450,10 @@ GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
     bool host = id >= 0 && (se->is_cpu[id] || se->dev_type[id] == GGML_ABI_DEV_ACCEL);
     pthread_mutex_unlock(&g_sched_lock);
     if (id >= 0 && !host) {
-        ggprof_msg_event e;
-        memset(&e, 0, sizeof(e));
-        e.h           = (ggprof_msg_hdr){ sizeof(e), GGPROF_MSG_EVENT, 0 };
-        e.type        = GGPROF_REC_SYNC;
-        e.timing      = GGPROF_TIMING_HOST_CALL;
-        e.sub         = GGPROF_SYNC_BACKEND_WAIT;
-        e.backend_id  = (int16_t) id;
-        e.sched_id    = se->id;
-        e.graph_id    = t_graph ? t_graph->graph_id : GGPROF_GRAPH_NONE;
-        e.split_id    = t_graph ? t_graph->split_id : -1;
-        e.node_index  = -1;
-        e.fused_index = -1;
-        e.start_ns    = t0;
-        e.duration_ns = t1 - t0;
+        ggprof_msg_event e = event_msg(GGPROF_REC_SYNC, GGPROF_TIMING_HOST_CALL, GGPROF_SYNC_BACKEND_WAIT, id, t0, t1);
+        e.sched_id = se->id;
+        e.graph_id = t_graph ? t_graph->graph_id : GGPROF_GRAPH_NONE;
+        e.split_id = t_graph ? t_graph->split_id : -1;
         ggprof_emit(&e.h);
     }
     ggprof_busy--;

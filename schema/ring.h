@@ -60,6 +60,13 @@ typedef struct {
     char     line2_pad[GGPROF_SLOT_HDR - 128 - 8];
 } ggprof_ring_slot;
 
+/* Shared by processes built apart (a ring outlives neither side's build, but the collector reads what any engine
+ * of the same version wrote): each field where the other side expects it, head and tail on lines of their own. */
+_Static_assert(sizeof(ggprof_ring_file) == 64 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
+_Static_assert(sizeof(ggprof_ring_slot) == GGPROF_SLOT_HDR, "slot header layout");
+_Static_assert(offsetof(ggprof_ring_slot, head) == 64 && offsetof(ggprof_ring_slot, tail) == 128,
+               "a slot's head and tail each on a cache line of its own");
+
 typedef struct {
     ggprof_ring_file *file;
     size_t            map_size;

@@ -227,6 +227,28 @@ enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
 
+
+/* The layouts cross a process boundary (engine -> ring -> collector): a change of size is a change of the wire,
+ * which the ring's version must follow (ring.h). Every message is a multiple of 8 bytes, 8-byte aligned at most. */
+#define GGPROF_WIRE_SIZE(t, n)                                                                                 \
+    _Static_assert(sizeof(t) == (n), #t " changed size: bump GGPROF_RING_VERSION");                           \
+    _Static_assert(sizeof(t) % 8 == 0 && _Alignof(t) <= 8, #t " breaks the ring's 8-byte message rule")
+GGPROF_WIRE_SIZE(ggprof_msg_hdr, 8);
+GGPROF_WIRE_SIZE(ggprof_msg_region, 96);
+GGPROF_WIRE_SIZE(ggprof_msg_flush, 16);
+GGPROF_WIRE_SIZE(ggprof_msg_process, 600);
+GGPROF_WIRE_SIZE(ggprof_msg_type, 56);
+GGPROF_WIRE_SIZE(ggprof_msg_backend, 408);
+GGPROF_WIRE_SIZE(ggprof_msg_node, 936);
+GGPROF_WIRE_SIZE(ggprof_msg_graph, 48);
+GGPROF_WIRE_SIZE(ggprof_msg_split, 72);
+GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
+GGPROF_WIRE_SIZE(ggprof_msg_note, 264);
+GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 64);
+GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
+GGPROF_WIRE_SIZE(ggprof_cpu_op, 32);
+_Static_assert(sizeof(ggprof_msg_cpu_ops) % _Alignof(ggprof_cpu_op) == 0, "ops[] starts aligned");
+
 /* One interval of a CPU_OPS message: an op (type OP) or a wait (type SYNC, sync naming its kind). */
 typedef struct {
     int      type, sync;

@@ -1,6 +1,8 @@
 /* The CPU backend's tick rules per ggml release family, and the walk that applies one to a split. */
 #include "tick_model.h"
 
+#include "hash.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +37,8 @@ static uint32_t ptr_hash(const void *p, int cap) {
 }
 
 static void use_counts_for_graph(ggprof_use_counts *u, struct ggml_tensor **nodes, int n) {
-    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t) n;
-    for (int i = 0; i < n; i++) h = (h ^ (uint64_t) (uintptr_t) nodes[i]) * 0x100000001b3ull;
+    uint64_t h = GGPROF_FNV_OFFSET ^ (uint64_t) n;
+    for (int i = 0; i < n; i++) h = ggprof_fnv_step(h, (uint64_t) (uintptr_t) nodes[i]);
     if (h == u->graph_key && u->built) return;
     u->built     = false;
     u->n         = 0;
@@ -129,14 +131,14 @@ int ggprof_tick_walk(const ggprof_tick_model *m, const ggprof_tick_env *env, str
                      uint64_t *hash) {
     bool fusion = m->fuse_rms_mul && !env->fusion_disabled;
     if (fusion) use_counts_for_graph(uc, graph_nodes, graph_n);
-    uint64_t h = 0x84222325cbf29ce4ull;
+    uint64_t h = GGPROF_FNV_OFFSET;
     int      k = 0;
     for (int i = 0; i < n; i++) {
         if (!ticks_alone(m, env, nodes[i])) continue;
         int32_t node = i, fused = -1;
         if (fusion && fuses_rms_mul(env, nodes, n, i, graph_nodes, graph_n, uc)) fused = ++i;
         if (ticks) ticks[k] = (ggprof_tick){ node, fused };
-        h = (h ^ ((uint64_t) (uint32_t) node << 32 | (uint32_t) fused)) * 0x100000001b3ull;
+        h = ggprof_fnv_step(h, (uint64_t) (uint32_t) node << 32 | (uint32_t) fused);
         k++;
     }
     if (hash) *hash = h;

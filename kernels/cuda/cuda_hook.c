@@ -8,6 +8,7 @@
 
 #include "device_api.h"
 #include "engine.h"
+#include "self_path.h"
 
 /* Why the driver loads the CUPTI library, and not a wrapper of ours: CUDA programs reach the driver through
  * tables, not through the PLT. The runtime (static by default with nvcc, and inside cuBLAS) opens libcuda
@@ -29,12 +30,8 @@ __attribute__((constructor)) static void cuda_hook_init(void) {
     const char *ring = getenv("GGPROF_RING");
     const char *off  = getenv("GGPROF_CUDA");
     if (!ring || !*ring || (off && strcmp(off, "0") == 0)) return; /* not recording, or asked not to */
-    Dl_info info;
-    char self[PATH_MAX], path[PATH_MAX];
-    if (!dladdr((void *) cuda_hook_init, &info) || !info.dli_fname || !realpath(info.dli_fname, self)) return;
-    char *slash = strrchr(self, '/');
-    if (!slash) return;
-    *slash = '\0';
+    char self[PATH_MAX], path[PATH_MAX + 32];
+    if (ggprof_self_dir((const void *) cuda_hook_init, self, sizeof(self)) != 0) return;
     snprintf(path, sizeof(path), "%s/%s", self, GGPROF_CUPTI_LIB_NAME);
     if (access(path, R_OK) != 0) return; /* built without CUDA: nothing to load, nothing to say */
     const char *cur = getenv("CUDA_INJECTION64_PATH");

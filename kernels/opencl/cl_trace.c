@@ -38,21 +38,6 @@ GGPROF_API ggcl_queue_fn              clFinish;
 GGPROF_API ggcl_wait_fn               clWaitForEvents;
 GGPROF_API ggcl_event_fn              clReleaseEvent;
 
-static void missing(const char *fn) {
-    /* Nothing to forward to: the program called an OpenCL function that no loaded library defines. */
-    fprintf(stderr, "ggprof: fatal: cannot find the real %s to forward to\n", fn);
-    abort();
-}
-
-#define REAL(fn)                                                                                               \
-    static void *_Atomic real_##fn##_slot;                                                                     \
-    __typeof__(&fn) real_##fn = (__typeof__(&fn)) atomic_load_explicit(&real_##fn##_slot, memory_order_acquire); \
-    if (!real_##fn) {                                                                                          \
-        real_##fn = (__typeof__(&fn)) ggprof_resolve_real(#fn, __builtin_return_address(0), (void *) fn);      \
-        if (!real_##fn) missing(#fn);                                                                          \
-        atomic_store_explicit(&real_##fn##_slot, (void *) real_##fn, memory_order_release);                   \
-    }
-
 /* ---- the OpenCL functions ggprof calls itself, resolved once ---- */
 
 static struct {

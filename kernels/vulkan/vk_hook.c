@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "self_path.h"
 #include "vk_layer_name.h"
 
 /* Why a layer, enabled through the environment: a Vulkan program reaches the driver through the loader's
@@ -19,12 +20,8 @@ __attribute__((constructor)) static void vulkan_hook_init(void) {
     const char *ring = getenv("GGPROF_RING");
     const char *off  = getenv("GGPROF_VULKAN");
     if (!ring || !*ring || (off && strcmp(off, "0") == 0)) return; /* not recording, or asked not to */
-    Dl_info info;
-    char self[PATH_MAX], dir[PATH_MAX], lib[PATH_MAX + 32];
-    if (!dladdr((void *) vulkan_hook_init, &info) || !info.dli_fname || !realpath(info.dli_fname, self)) return;
-    char *slash = strrchr(self, '/');
-    if (!slash) return;
-    *slash = '\0';
+    char self[PATH_MAX], dir[PATH_MAX + 8], lib[PATH_MAX + 32];
+    if (ggprof_self_dir((const void *) vulkan_hook_init, self, sizeof(self)) != 0) return;
     snprintf(dir, sizeof(dir), "%s/vulkan", self);
     snprintf(lib, sizeof(lib), "%s/%s", self, GGPROF_VK_LAYER_LIB);
     if (access(lib, R_OK) != 0 || access(dir, R_OK) != 0) return; /* built without Vulkan headers */
