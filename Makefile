@@ -20,7 +20,7 @@ INC_collector := -Ischema -Ianalyzer
 inc = $(INC_$(firstword $(subst /, ,$(1))))
 
 SCHEMA_ENGINE_SRC := schema/ring.c schema/wire.c schema/v3_format.c schema/summary.c
-ENGINE_SRC := engine/engine.c engine/interpose.c engine/api.c kernels/cpu/cpu_ticks.c kernels/cpu/tick_model.c $(SCHEMA_ENGINE_SRC)
+ENGINE_SRC := $(wildcard engine/*.c) kernels/cpu/cpu_ticks.c kernels/cpu/tick_model.c $(SCHEMA_ENGINE_SRC)
 # Device kernel timing: OpenCL (needs no OpenCL headers) and the hook that loads the CUPTI library when CUDA starts.
 ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 # Vulkan dispatch timing: the hook that enables ggprof's Vulkan layer (below) when a program is recorded.

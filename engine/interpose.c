@@ -141,6 +141,19 @@ static void flush_pending(graph_ctx *gc, int split_id, int backend_id) {
     gc->n_pending = 0;
 }
 
+static void emit_graph(uint64_t graph_id, uint32_t sched_id, int n_nodes, int n_splits, uint64_t t0, uint64_t t1) {
+    ggprof_msg_graph m;
+    memset(&m, 0, sizeof(m));
+    m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_GRAPH, 0 };
+    m.graph_id    = graph_id;
+    m.sched_id    = sched_id;
+    m.n_nodes     = n_nodes;
+    m.n_splits    = n_splits;
+    m.start_ns    = t0;
+    m.duration_ns = t1 - t0;
+    ggprof_emit(&m.h);
+}
+
 static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph,
                                       enum ggml_status (*real)(ggml_backend_sched_t, struct ggml_cgraph *)) {
     if (t_sched_depth > 0 || !ggprof_engine_ready((const void *) real)) {
@@ -173,16 +186,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
 
     ggprof_busy++;
     flush_pending(&gc, gc.split_id + 1, -1);
-    ggprof_msg_graph m;
-    memset(&m, 0, sizeof(m));
-    m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_GRAPH, 0 };
-    m.graph_id    = gc.graph_id;
-    m.sched_id    = gc.se ? gc.se->id : 0;
-    m.n_nodes     = gc.n_nodes;
-    m.n_splits    = g->ggml_backend_sched_get_n_splits(sched);
-    m.start_ns    = t0;
-    m.duration_ns = t1 - t0;
-    ggprof_emit(&m.h);
+    emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->ggml_backend_sched_get_n_splits(sched), t0, t1);
     ggprof_profile_graph_recorded();
     ggprof_busy--;
     return r;
@@ -252,98 +256,117 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
     return GGML_STATUS_SUCCESS;
 }
 
+/* One backend compute being recorded, from split_begin (before the real compute) to split_end (after it). */
+typedef struct {
+    graph_ctx           *gc; /* the scheduler graph it belongs to, or NULL: a graph computed directly */
+    sched_entry         *se;
+    ggml_backend_t       backend;
+    struct ggml_tensor **nodes;
+    int                  n_nodes, backend_id;
+    bool                 ticked, serial; /* CPU ops timed by ticks; a backend timed node by node */
+    uint64_t             t_in;           /* when the wrapper was entered: the engine's own time counts from here */
+    ggprof_split_place   where;
+} split_tracker;
+
+/* Where the split lies (its scheduler, graph, split number and first node), and how its ops will be timed. */
+static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_cgraph *cgraph, int level) {
+    const ggprof_ggml *g = &ggprof_eng.g;
+    graph_ctx *gc = t_graph;
+    st->t_in    = ggprof_now_ns();
+    st->gc      = gc;
+    st->backend = backend;
+    ggprof_busy++;
+    if (gc && gc->se) {
+        st->se = gc->se;
+    } else {
+        pthread_mutex_lock(&g_sched_lock);
+        st->se = &g_unscheduled;
+        if (backend_index(st->se, backend) < 0) add_backend(st->se, backend);
+        pthread_mutex_unlock(&g_sched_lock);
+    }
+    sched_entry *se = st->se;
+    st->nodes      = g->ggml_graph_nodes(cgraph);
+    st->n_nodes    = g->ggml_graph_n_nodes(cgraph);
+    st->backend_id = backend_index(se, backend);
+    ggprof_split_place *w = &st->where;
+    *w = (ggprof_split_place){ 0 };
+    w->sched_id   = se->id;
+    w->backend_id = st->backend_id;
+    if (gc) {
+        ptrdiff_t off = st->nodes - gc->nodes;
+        w->node_start = (off >= 0 && off <= gc->n_nodes) ? (int32_t) off : -1;
+        if (w->node_start < 0 || w->node_start != gc->last_end || st->backend_id != gc->last_backend) gc->split_id++;
+        gc->last_end     = w->node_start >= 0 ? w->node_start + st->n_nodes : -1;
+        gc->last_backend = st->backend_id;
+        w->graph_id      = gc->graph_id;
+        w->split_id      = gc->split_id;
+    } else {
+        w->graph_id   = atomic_fetch_add(&g_next_graph_id, 1);
+        w->split_id   = 0;
+        w->node_start = 0;
+    }
+    int id     = st->backend_id;
+    st->ticked = level >= GGPROF_LEVEL_OP && id >= 0 && se->is_cpu[id];
+    st->serial = level >= GGPROF_LEVEL_OP && id >= 0 && !se->is_cpu[id] && g->graph_view_ok &&
+                 (se->dev_type[id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
+    if (st->ticked) {
+        ggprof_cpu_hook_backend(backend);
+        /* A split of a scheduler graph lies inside that graph; a graph computed directly is its own. */
+        st->ticked = ggprof_cpu_begin(st->nodes, st->n_nodes, gc ? gc->nodes : st->nodes,
+                                      gc ? gc->n_nodes : st->n_nodes) >= 0;
+    }
+    ggprof_busy--;
+    t_place    = (ggprof_place){ w->graph_id, w->sched_id, w->split_id, id, w->node_start, st->n_nodes };
+    t_in_split = true;
+}
+
+/* The split computed in [t0, t1]: the copies that fed it, its CPU ops, the SPLIT record (and a GRAPH record for
+ * a graph computed directly). */
+static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
+    t_in_split = false;
+    ggprof_busy++;
+    graph_ctx *gc = st->gc;
+    ggprof_split_place *w = &st->where;
+    if (gc) flush_pending(gc, w->split_id, st->backend_id);
+    w->start_ns = t0;
+    w->end_ns   = t1;
+    int n_ticks = 0, n_expected = 0;
+    ggprof_api_sched *api = gc && ggprof_api_enabled(st->se->api) ? st->se->api : NULL;
+    int matched = st->ticked ? ggprof_cpu_end(w, &n_ticks, &n_expected, api ? ggprof_api_cpu_chunk : NULL, api) : -1;
+    ggprof_msg_split s;
+    memset(&s, 0, sizeof(s));
+    s.h             = (ggprof_msg_hdr){ sizeof(s), GGPROF_MSG_SPLIT, 0 };
+    s.graph_id      = w->graph_id;
+    s.sched_id      = w->sched_id;
+    s.split_id      = w->split_id;
+    s.backend_id    = st->backend_id;
+    s.n_nodes       = st->n_nodes;
+    s.node_start    = w->node_start;
+    s.ticks_matched = matched;
+    s.n_ticks       = n_ticks;
+    s.n_expected    = n_expected;
+    s.start_ns      = t0;
+    s.duration_ns   = t1 - t0;
+    s.engine_ns     = (t0 - st->t_in) + (ggprof_now_ns() - t1);
+    ggprof_emit(&s.h);
+    if (!gc) emit_graph(w->graph_id, 0, st->n_nodes, 1, t0, t1);
+    ggprof_busy--;
+}
+
 GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
     REAL(ggml_backend_graph_compute_async);
     /* Ready first: on the first call it sets the engine up, level included. */
     bool ready = ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async);
     int  level = current_level();
     if (!ready || level < GGPROF_LEVEL_SPLIT) return real_ggml_backend_graph_compute_async(backend, cgraph);
-    graph_ctx *gc = t_graph;
-    const ggprof_ggml *g = &ggprof_eng.g;
-    uint64_t t_in = ggprof_now_ns();
-    ggprof_busy++;
-    sched_entry *se;
-    if (gc && gc->se) {
-        se = gc->se;
-    } else {
-        pthread_mutex_lock(&g_sched_lock);
-        se = &g_unscheduled;
-        if (backend_index(se, backend) < 0) add_backend(se, backend);
-        pthread_mutex_unlock(&g_sched_lock);
-    }
-    struct ggml_tensor **nodes = g->ggml_graph_nodes(cgraph);
-    int n_nodes    = g->ggml_graph_n_nodes(cgraph);
-    int backend_id = backend_index(se, backend);
-    ggprof_split_place where = { 0 };
-    where.sched_id   = se->id;
-    where.backend_id = backend_id;
-    if (gc) {
-        ptrdiff_t off = nodes - gc->nodes;
-        where.node_start = (off >= 0 && off <= gc->n_nodes) ? (int32_t) off : -1;
-        if (where.node_start < 0 || where.node_start != gc->last_end || backend_id != gc->last_backend) gc->split_id++;
-        gc->last_end     = where.node_start >= 0 ? where.node_start + n_nodes : -1;
-        gc->last_backend = backend_id;
-        where.graph_id   = gc->graph_id;
-        where.split_id   = gc->split_id;
-    } else {
-        where.graph_id   = atomic_fetch_add(&g_next_graph_id, 1);
-        where.split_id   = 0;
-        where.node_start = 0;
-    }
-    bool ticked = level >= GGPROF_LEVEL_OP && backend_id >= 0 && se->is_cpu[backend_id];
-    bool serial = level >= GGPROF_LEVEL_OP && backend_id >= 0 && !se->is_cpu[backend_id] &&
-                  g->graph_view_ok && (se->dev_type[backend_id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
-    if (ticked) {
-        ggprof_cpu_hook_backend(backend);
-        /* A split of a scheduler graph lies inside that graph; a graph computed directly is its own. */
-        ticked = ggprof_cpu_begin(nodes, n_nodes, gc ? gc->nodes : nodes, gc ? gc->n_nodes : n_nodes) >= 0;
-    }
-    ggprof_busy--;
-
-    t_place = (ggprof_place){ where.graph_id, where.sched_id, where.split_id, backend_id, where.node_start, n_nodes };
-    t_in_split = true;
+    split_tracker st;
+    split_begin(&st, backend, cgraph, level);
     uint64_t t0 = ggprof_now_ns();
-    enum ggml_status r = serial ? compute_serialized(backend, cgraph, nodes, n_nodes, &where, gc && gc->se ? gc->se : se,
-                                                     real_ggml_backend_graph_compute_async)
-                                : real_ggml_backend_graph_compute_async(backend, cgraph);
+    enum ggml_status r = st.serial ? compute_serialized(backend, cgraph, st.nodes, st.n_nodes, &st.where, st.se,
+                                                        real_ggml_backend_graph_compute_async)
+                                   : real_ggml_backend_graph_compute_async(backend, cgraph);
     uint64_t t1 = ggprof_now_ns();
-    t_in_split = false;
-
-    ggprof_busy++;
-    if (gc) flush_pending(gc, where.split_id, backend_id);
-    where.start_ns = t0;
-    where.end_ns   = t1;
-    int n_ticks = 0, n_expected = 0;
-    ggprof_api_sched *api = gc && ggprof_api_enabled(se->api) ? se->api : NULL;
-    int matched = ticked ? ggprof_cpu_end(&where, &n_ticks, &n_expected, api ? ggprof_api_cpu_chunk : NULL, api) : -1;
-    ggprof_msg_split s;
-    memset(&s, 0, sizeof(s));
-    s.h             = (ggprof_msg_hdr){ sizeof(s), GGPROF_MSG_SPLIT, 0 };
-    s.graph_id      = where.graph_id;
-    s.sched_id      = where.sched_id;
-    s.split_id      = where.split_id;
-    s.backend_id    = backend_id;
-    s.n_nodes       = n_nodes;
-    s.node_start    = where.node_start;
-    s.ticks_matched = matched;
-    s.n_ticks       = n_ticks;
-    s.n_expected    = n_expected;
-    s.start_ns      = t0;
-    s.duration_ns   = t1 - t0;
-    s.engine_ns     = (t0 - t_in) + (ggprof_now_ns() - t1);
-    ggprof_emit(&s.h);
-    if (!gc) {
-        ggprof_msg_graph m;
-        memset(&m, 0, sizeof(m));
-        m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_GRAPH, 0 };
-        m.graph_id    = where.graph_id;
-        m.n_nodes     = n_nodes;
-        m.n_splits    = 1;
-        m.start_ns    = t0;
-        m.duration_ns = t1 - t0;
-        ggprof_emit(&m.h);
-    }
-    ggprof_busy--;
+    split_end(&st, t0, t1);
     return r;
 }
 

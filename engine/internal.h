@@ -1,0 +1,28 @@
+/* What the engine's own files share, and nothing outside engine/ needs (kernels/ use engine.h). */
+#ifndef GGPROF_ENGINE_INTERNAL_H
+#define GGPROF_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine.h"
+#include "ring.h"
+
+/* engine.c: the ring this process writes into (file NULL when none is attached). */
+ggprof_ring *ggprof_sink_ring(void);
+
+/* describe.c: forget the descriptions sent so far, in a forked child (its trace is its own); and keep every
+ * description from now on (the seed's C API reads them back), describing again those sent before. */
+void ggprof_desc_after_fork(void);
+void ggprof_desc_keep(void);
+
+/* probe.c: finds the ggml library that holds fn_in_ggml and checks it (functions, tensor layout, op ids);
+ * false with a note when profiling must stay off. */
+bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml);
+
+/* profile.c: GGML_PROFILE without `ggprof record`: creates the ring and starts a collector for it (0), and
+ * writes the profile at exit; in a forked child, leaves the profile to the parent. */
+int  ggprof_profile_start(const char *profile, char *why, size_t why_len);
+void ggprof_profile_after_fork(void);
+
+#endif

@@ -1,0 +1,164 @@
+/* Finding the ggml a program loaded and checking it: its functions, its tensor layout, its op ids. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* One note for every optional function missing, with what goes without them (each feature said once). */
+static void note_missing(char *names, size_t names_len, char *features, size_t features_len, const char *fn,
+                         const char *feature) {
+    if (!feature) return;
+    size_t n = strlen(names), f = strlen(features);
+    snprintf(names + n, names_len - n, "%s%s", n ? ", " : "", fn);
+    if (!strstr(features, feature)) snprintf(features + f, features_len - f, "%s%s", f ? ", " : "", feature);
+}
+
+/* Every function the engine needs, from the ggml the program loaded: a missing one turns off the feature it
+ * serves (a note names both), or the engine when it serves them all. */
+static bool load_functions(ggprof_ggml *g, void *h) {
+    bool ok = true;
+#define X(ret, name, args, feature)                                                                            \
+    g->name = (ret(*) args) dlsym(h, #name);                                                                   \
+    if (g->name == NULL && feature == GGML_NEEDED) {                                                           \
+        ggprof_note("profiling off: %s not found in %s", #name, g->lib);                                       \
+        ok = false;                                                                                            \
+    }
+    GGPROF_GGML_FUNCS(X)
+#undef X
+    if (!ok) return false;
+    char names[512] = "", features[512] = "";
+#define X(ret, name, args, feature)                                                                            \
+    if (g->name == NULL) note_missing(names, sizeof(names), features, sizeof(features), #name, feature);
+    GGPROF_GGML_FUNCS(X)
+#undef X
+    if (names[0]) ggprof_note("%s has no %s: profiling goes on without %s", g->lib, names, features);
+    return true;
+}
+
+/* ggml_graph_view's result, read through our mirror, must agree with the public accessors: only then may the
+ * engine compute one node at a time (serialized timing of non-CPU backends). */
+static bool check_graph_view(ggprof_ggml *g, struct ggml_cgraph *gr) {
+    int n = g->ggml_graph_n_nodes(gr);
+    if (!g->ggml_graph_view || n < 2) return false;
+    ggml_cgraph_view_buf v = g->ggml_graph_view(gr, 1, n);
+    return v.g.n_nodes == n - 1 && (void *) v.g.nodes == (void *) (g->ggml_graph_nodes(gr) + 1) && v.g.size == 0;
+}
+
+/* Builds a few tensors with ggml's own constructors and reads them back through our struct mirror: a ggml
+ * whose layout differs fails here, before the engine reads a single field of a real graph. */
+/* Where the links of probe tensors a (named), b, add = a + b, rms = rms_norm(a) and vw = view of a at byte 4 lie:
+ * right after the flags (ggml 0.23), or one pointer further (the `grad` of releases up to late 2024). */
+static bool find_links(ggprof_ggml *g, const struct ggml_tensor *a, const struct ggml_tensor *b,
+                       const struct ggml_tensor *add, const struct ggml_tensor *rms, const struct ggml_tensor *vw) {
+    static const size_t candidates[] = { GGML_ABI_LINKS_OFFSET, GGML_ABI_LINKS_OFFSET + sizeof(void *) };
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+        g->links_off = candidates[i];
+        if (g->ggml_tensor_overhead() < g->links_off + sizeof(struct ggml_tensor_links)) continue;
+        const struct ggml_tensor_links *la = ggprof_links(a), *ladd = ggprof_links(add), *lrms = ggprof_links(rms),
+                                       *lvw = ggprof_links(vw);
+        if (strncmp(la->name, "ggprof_probe_a", GGML_ABI_MAX_NAME) == 0 && ladd->src[0] == a && ladd->src[1] == b &&
+            lvw->view_src == a && lvw->view_offs == 4 && lrms->src[0] == a && lrms->src[1] == NULL) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
+    if (g->ggml_tensor_overhead() < sizeof(struct ggml_tensor)) {
+        snprintf(why, why_len, "ggml_tensor_overhead() %zu < %zu", g->ggml_tensor_overhead(), sizeof(struct ggml_tensor));
+        return false;
+    }
+    struct ggml_init_params ip = { 32 * g->ggml_tensor_overhead() + (2u << 20), NULL, true }; /* room for a graph */
+    struct ggml_context *ctx = g->ggml_init(ip);
+    if (!ctx) {
+        snprintf(why, why_len, "ggml_init failed");
+        return false;
+    }
+    bool ok = false;
+    const int32_t F16 = 1; /* ggml.h: GGML_TYPE_F16 = 1 since the first release */
+    struct ggml_tensor *a = g->ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
+    struct ggml_tensor *b = g->ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
+    struct ggml_tensor *h = g->ggml_new_tensor_2d(ctx, F16, 6, 3);
+    g->ggml_set_name(a, "ggprof_probe_a");
+    g->ggml_set_output(b);
+    if (a->type != GGML_ABI_TYPE_F32 || a->ne[0] != 4 || a->ne[1] != 5 || a->ne[2] != 1 || a->nb[0] != 4 ||
+        a->nb[1] != 16 || h->type != F16 || h->nb[1] != 12 || (b->flags & GGML_ABI_FLAG_OUTPUT) == 0 ||
+        g->ggml_nbytes(h) != 36) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (type/ne/nb/flags)");
+        goto out;
+    }
+    struct ggml_tensor *add = g->ggml_add(ctx, a, b);
+    struct ggml_tensor *mul = g->ggml_mul(ctx, a, b);
+    struct ggml_tensor *rms = g->ggml_rms_norm(ctx, a, 1e-5f);
+    struct ggml_tensor *rsh = g->ggml_reshape_2d(ctx, a, 5, 4);
+    struct ggml_tensor *vw  = g->ggml_view_1d(ctx, a, 3, 4);
+    struct ggml_tensor *prm = g->ggml_permute(ctx, a, 1, 0, 2, 3);
+    struct ggml_tensor *trn = g->ggml_transpose(ctx, a);
+    struct ggml_tensor *un  = g->ggml_relu(ctx, a);
+    if (!find_links(g, a, b, add, rms, vw)) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (name/src/view_src at no known offset)");
+        goto out;
+    }
+    float eps;
+    memcpy(&eps, &rms->op_params[0], sizeof(eps));
+    if (eps != 1e-5f) {
+        snprintf(why, why_len, "struct ggml_tensor layout differs (op_params)");
+        goto out;
+    }
+    g->op.none      = a->op;
+    g->op.add       = add->op;
+    g->op.mul       = mul->op;
+    g->op.rms_norm  = rms->op;
+    g->op.reshape   = rsh->op;
+    g->op.view      = vw->op;
+    g->op.permute   = prm->op;
+    g->op.transpose = trn->op;
+    g->op.unary     = un->op;
+    g->op.glu       = -1;
+    if (g->ggml_swiglu && g->ggml_glu_op_name) g->op.glu = g->ggml_swiglu(ctx, a)->op;
+    struct ggml_cgraph *gr = g->ggml_new_graph(ctx);
+    if (!gr) {
+        snprintf(why, why_len, "ggml_new_graph failed");
+        goto out;
+    }
+    g->ggml_build_forward_expand(gr, add);
+    g->ggml_build_forward_expand(gr, rms);
+    g->has_compute_flag = (add->flags & GGML_ABI_FLAG_COMPUTE) != 0;
+    g->graph_view_ok    = check_graph_view(g, gr);
+    if (strcmp(g->ggml_op_name(add->op), "ADD") != 0 || strcmp(g->ggml_op_name(rms->op), "RMS_NORM") != 0 ||
+        strcmp(g->ggml_op_name(vw->op), "VIEW") != 0) {
+        snprintf(why, why_len, "ggml_op_name disagrees with the probe graph");
+        goto out;
+    }
+    ok = true;
+out:
+    g->ggml_free(ctx);
+    return ok;
+}
+
+
+bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml) {
+    Dl_info info;
+    if (!dladdr(fn_in_ggml, &info) || !info.dli_fname) {
+        ggprof_note("profiling off: cannot locate the ggml library");
+        return false;
+    }
+    snprintf(g->lib, sizeof(g->lib), "%s", info.dli_fname);
+    void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h) {
+        ggprof_note("profiling off: cannot reopen %s", info.dli_fname);
+        return false;
+    }
+    bool have_all = load_functions(g, h);
+    dlclose(h); /* the program keeps it loaded: RTLD_NOLOAD took a reference only */
+    if (!have_all) return false;
+    char why[160];
+    if (!check_abi(g, why, sizeof(why))) {
+        ggprof_note("profiling off: ggml %s at %s is not a ggml this ggprof understands: %s",
+                    g->ggml_version ? g->ggml_version() : "(no version)", g->lib, why);
+        return false;
+    }
+    return true;
+}
