@@ -136,85 +136,78 @@ static void print_processes(sqlite3 *db, int level) {
     sqlite3_finalize(nt);
 }
 
-int ggprof_cmd_record(int argc, char **argv) {
-    const char *out   = "ggprof.db";
-    int         level = GGPROF_LEVEL_OP;
-    uint64_t    ring_kib = 4096;
-    int         quiet = 0;
-    uint32_t    flags = 0;
-    int         i     = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (++i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a file name", a);
-            out = argv[i];
-        } else if (strcmp(a, "--level") == 0) {
-            if (++i >= argc || (level = parse_level(argv[i])) < 0) {
-                return ggprof_fail(GGPROF_EXIT_USAGE, "--level '%s' is not a level; expected graph, split or op",
-                                   i < argc ? argv[i] : "");
-            }
-        } else if (strcmp(a, "--ring-kib") == 0) {
-            char *end = NULL;
-            if (++i < argc) ring_kib = strtoull(argv[i], &end, 10);
-            if (i >= argc || !end || *end || ring_kib < 4 || ring_kib > (1u << 20) || (ring_kib & (ring_kib - 1))) {
-                return ggprof_fail(GGPROF_EXIT_USAGE, "--ring-kib '%s' is not a power of two from 4 to 1048576",
-                                   i < argc ? argv[i] : "");
-            }
-        } else if (strcmp(a, "--serialize") == 0) {
-            flags |= GGPROF_RING_SERIALIZE;
-        } else if (strcmp(a, "--alternate") == 0) {
-            flags |= GGPROF_RING_ALTERNATE;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            quiet = 1;
-        } else if (a[0] == '-') {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof record --help'", a);
-        } else {
-            break;
-        }
-    }
-    if (i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "no command to run; usage: ggprof record [OPTIONS] -- CMD [ARGS...]");
-    char **cmd = argv + i;
+/* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
+typedef struct {
+    const char *out, *level_str;
+    int         level, quiet, serialize, alternate;
+    long        ring_kib;
+    char      **cmd;
+    char        engine[PATH_MAX], json[PATH_MAX], ring_path[PATH_MAX], spill_path[PATH_MAX];
+    ggprof_store *store;   /* until the database is built */
+    ggprof_ring   ring;    /* mapped while ring.file */
+    ggprof_spill  spill;
+    bool          spill_open, out_made, keep_out;
+    pid_t         child;
+    int           status, exit_code;
+    uint64_t      wall_start;
+} record_run;
 
-    char engine[PATH_MAX];
-    if (find_engine(engine, sizeof(engine)) != 0) {
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot find the engine '%s' (set GGPROF_LIB or run 'make')", engine);
+static int record_parse(record_run *r, int argc, char **argv) {
+    const ggprof_opt opts[] = {
+        { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL },
+        { "--level", NULL, GGPROF_OPT_STRING, &r->level_str, NULL },
+        { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL },
+        { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL },
+        { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL },
+        { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
+    };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0 };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
+    if ((r->level = parse_level(r->level_str)) < 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--level '%s' is not a level; expected graph, split or op", r->level_str);
     }
+    if (r->ring_kib < 4 || r->ring_kib > (1 << 20) || (r->ring_kib & (r->ring_kib - 1))) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--ring-kib '%ld' is not a power of two from 4 to 1048576", r->ring_kib);
+    }
+    if (a.next >= argc) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "no command to run; usage: ggprof record [OPTIONS] -- CMD [ARGS...]");
+    }
+    r->cmd = argv + a.next;
+    return 0;
+}
 
-    /* Create the output first: a bad -o is a user mistake, reported before anything runs. */
-    char json[PATH_MAX];
-    json_path_for(out, json, sizeof(json));
+/* The engine, the output (a bad -o is a user mistake, reported before anything runs), the store, the ring. */
+static int record_prepare(record_run *r) {
+    if (find_engine(r->engine, sizeof(r->engine)) != 0) {
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot find the engine '%s' (set GGPROF_LIB or run 'make')", r->engine);
+    }
+    json_path_for(r->out, r->json, sizeof(r->json));
     struct stat st;
-    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
-        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", out);
+    if (stat(r->out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", r->out);
     }
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", out, strerror(errno));
+    int fd = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
     close(fd);
-    unlink(out);
+    unlink(r->out);
     char why[512];
-    ggprof_store *store;
-    if (ggprof_store_create(&store, out, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
-
-    char ring_path[PATH_MAX];
+    if (ggprof_store_create(&r->store, r->out, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    r->out_made = true;
     const char *shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    snprintf(ring_path, sizeof(ring_path), "%s/ggprof-%d-%" PRIu64 ".ring", shm, (int) getpid(), now_ms());
-    ggprof_ring ring = { 0 };
-    if (ggprof_ring_create(&ring, ring_path, 64, ring_kib * 1024, (uint32_t) level) == 0) {
-        ring.file->flags = flags;
-    } else {
-        int e = errno;
-        sqlite3_close(ggprof_store_finish(store, why, sizeof(why)));
-        unlink(out);
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", ring_path, strerror(e));
+    snprintf(r->ring_path, sizeof(r->ring_path), "%s/ggprof-%d-%" PRIu64 ".ring", shm, (int) getpid(), now_ms());
+    if (ggprof_ring_create(&r->ring, r->ring_path, 64, (uint64_t) r->ring_kib * 1024, (uint32_t) r->level) != 0) {
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));
     }
-
-    if (getenv("GGML_PROFILE") && !quiet) {
+    r->ring.file->flags = (r->serialize ? GGPROF_RING_SERIALIZE : 0) | (r->alternate ? GGPROF_RING_ALTERNATE : 0);
+    if (getenv("GGML_PROFILE") && !r->quiet) {
         ggprof_err("note: GGML_PROFILE=%s is ignored under 'ggprof record'", getenv("GGML_PROFILE"));
     }
+    return 0;
+}
 
+/* Starts the command with the engine injected; fails (a user mistake) when it cannot be run. */
+static int record_start_child(record_run *r) {
     /* A pipe that closes on exec tells the parent whether the command started. */
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "pipe: %s", strerror(errno));
@@ -225,54 +218,53 @@ int ggprof_cmd_record(int argc, char **argv) {
     int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
     for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) sigaction(sigs[k], &sa, NULL);
 
-    uint64_t wall_start = (uint64_t) time(NULL);
+    r->wall_start = (uint64_t) time(NULL);
     pid_t child = fork();
     if (child < 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "fork: %s", strerror(errno));
     if (child == 0) {
         close(pfd[0]);
         const char *pre = getenv("LD_PRELOAD");
         char preload[PATH_MAX * 2];
-        snprintf(preload, sizeof(preload), "%s%s%s", engine, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+        snprintf(preload, sizeof(preload), "%s%s%s", r->engine, pre && *pre ? ":" : "", pre && *pre ? pre : "");
         setenv("LD_PRELOAD", preload, 1);
-        setenv("GGPROF_RING", ring_path, 1);
+        setenv("GGPROF_RING", r->ring_path, 1);
         unsetenv("GGML_PROFILE");
-        execvp(cmd[0], cmd);
+        execvp(r->cmd[0], r->cmd);
         int e = errno;
         if (write(pfd[1], &e, sizeof(e)) < 0) _exit(127);
         _exit(127);
     }
-    g_child = child;
+    r->child = g_child = child;
     close(pfd[1]);
     /* Below the workload: the collector's wake-ups should not preempt threads that spin in ggml's barriers. */
     if (setpriority(PRIO_PROCESS, 0, 19) != 0) { /* not fatal: only the overhead is higher */ }
     int exec_errno = 0;
     ssize_t got = read(pfd[0], &exec_errno, sizeof(exec_errno));
     close(pfd[0]);
-    int status = 0;
     if (got == (ssize_t) sizeof(exec_errno)) {
-        waitpid(child, &status, 0);
-        sqlite3_close(ggprof_store_finish(store, why, sizeof(why)));
-        ggprof_ring_unmap(&ring);
-        unlink(ring_path);
-        unlink(out);
-        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot run '%s': %s", cmd[0], strerror(exec_errno));
+        waitpid(child, &r->status, 0);
+        r->child = g_child = 0;
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot run '%s': %s", r->cmd[0], strerror(exec_errno));
     }
+    return 0;
+}
 
-    /* The spill file sits beside the output: if the collector itself dies, what it had drained is there. */
-    char spill_path[PATH_MAX];
-    snprintf(spill_path, sizeof(spill_path), "%s.spill", out);
-    ggprof_spill spill;
-    if (ggprof_spill_open(&spill, spill_path) != 0) {
+/* While the command runs, a slot is only drained once it is a quarter full: a short run is not touched at all, a
+ * long one every second or so (the ring lives in shared memory: a command that crashes or is killed leaves it
+ * whole, and it is read to the end here). The sleep ends early when a thread of the command ends (its slot is
+ * freed for the next one) and when the command does (SIGCHLD pokes the ring). The spill file sits beside the
+ * output: if the collector itself dies, what it had drained is there. */
+static int record_drain(record_run *r) {
+    snprintf(r->spill_path, sizeof(r->spill_path), "%s.spill", r->out);
+    if (ggprof_spill_open(&r->spill, r->spill_path) != 0) {
         int e = errno;
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", spill_path, strerror(e));
+        kill(r->child, SIGKILL);
+        waitpid(r->child, &r->status, 0);
+        r->child = g_child = 0;
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->spill_path, strerror(e));
     }
-    /* While the command runs, a slot is only drained once it is a quarter full: a short run is not touched at
-     * all, a long one every second or so (the ring lives in shared memory: a command that crashes or is
-     * killed leaves it whole, and it is read to the end below). The sleep ends early when a thread of the
-     * command ends (its slot is freed for the next one) and when the command does (SIGCHLD pokes the ring). */
-    g_poke_ring = &ring;
+    r->spill_open = true;
+    g_poke_ring   = &r->ring;
     struct sigaction chld = { 0 };
     chld.sa_handler = on_sigchld;
     sigemptyset(&chld.sa_mask);
@@ -280,71 +272,101 @@ int ggprof_cmd_record(int argc, char **argv) {
     sigaction(SIGCHLD, &chld, NULL);
     ggprof_ring_pacer pacer = { 0, 0 };
     for (;;) {
-        uint32_t seen = ggprof_ring_wake_seen(&ring);
-        pid_t w = waitpid(child, &status, WNOHANG);
-        if (w == child || (w < 0 && errno != EINTR)) break;
+        uint32_t seen = ggprof_ring_wake_seen(&r->ring);
+        pid_t w = waitpid(r->child, &r->status, WNOHANG);
+        if (w == r->child || (w < 0 && errno != EINTR)) break;
         long ms = 0;
-        if (ggprof_ring_pace(&pacer, &ring, ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&spill, &ring);
-        ggprof_ring_wait(&ring, seen, ms);
+        if (ggprof_ring_pace(&pacer, &r->ring, r->ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&r->spill, &r->ring);
+        ggprof_ring_wait(&r->ring, seen, ms);
     }
     signal(SIGCHLD, SIG_DFL);
-    g_child = 0;
+    g_poke_ring = NULL;
+    r->child = g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
-    while (ggprof_spill_drain(&spill, &ring) > 0) {}
-    if (ggprof_spill_replay(&spill, store) != 0) ggprof_err("internal: cannot read back '%s'", spill_path);
-    ggprof_spill_close(&spill);
-    unlink(spill_path);
+    while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
+    if (ggprof_spill_replay(&r->spill, r->store) != 0) ggprof_err("internal: cannot read back '%s'", r->spill_path);
+    r->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
+    return 0;
+}
 
-    int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-    uint64_t dropped = ggprof_ring_dropped(&ring);
-    uint64_t noslot  = atomic_load(&ring.file->dropped_noslot); /* threads that found every slot taken */
-    uint32_t n_slots = ring.file->n_slots;
-    uint32_t n_attached = atomic_load(&ring.file->n_processes);
-    ggprof_ring_unmap(&ring);
-    unlink(ring_path);
-
-    char buf[64];
+/* The trace's metadata, the database, the JSON, and what record says of the run. */
+static int record_finish(record_run *r) {
+    uint64_t dropped    = ggprof_ring_dropped(&r->ring);
+    uint64_t noslot     = atomic_load(&r->ring.file->dropped_noslot); /* threads that found every slot taken */
+    uint32_t n_slots    = r->ring.file->n_slots;
+    uint32_t n_attached = atomic_load(&r->ring.file->n_processes);
+    char buf[64], cmdline[4096] = "", why[512];
     size_t cmdlen = 0;
-    char cmdline[4096] = "";
-    for (char **a = cmd; *a && cmdlen < sizeof(cmdline); a++) {
-        cmdlen += (size_t) snprintf(cmdline + cmdlen, sizeof(cmdline) - cmdlen, "%s%s", a == cmd ? "" : " ", *a);
+    for (char **a = r->cmd; *a && cmdlen < sizeof(cmdline); a++) {
+        cmdlen += (size_t) snprintf(cmdline + cmdlen, sizeof(cmdline) - cmdlen, "%s%s", a == r->cmd ? "" : " ", *a);
     }
-    ggprof_store_meta(store, "command", cmdline);
-    ggprof_store_meta(store, "level", level_name(level));
-    snprintf(buf, sizeof(buf), "%d", exit_code);
-    ggprof_store_meta(store, "exit_status", buf);
+    ggprof_store_meta(r->store, "command", cmdline);
+    ggprof_store_meta(r->store, "level", level_name(r->level));
+    snprintf(buf, sizeof(buf), "%d", r->exit_code);
+    ggprof_store_meta(r->store, "exit_status", buf);
     snprintf(buf, sizeof(buf), "%" PRIu64, dropped);
-    ggprof_store_meta(store, "dropped_records", buf);
-    snprintf(buf, sizeof(buf), "%" PRIu64, wall_start);
-    ggprof_store_meta(store, "started_unix", buf);
-    ggprof_store_counts c = ggprof_store_get_counts(store);
-    sqlite3 *db = ggprof_store_finish(store, why, sizeof(why));
+    ggprof_store_meta(r->store, "dropped_records", buf);
+    snprintf(buf, sizeof(buf), "%" PRIu64, r->wall_start);
+    ggprof_store_meta(r->store, "started_unix", buf);
+    ggprof_store_counts c = ggprof_store_get_counts(r->store);
+    r->keep_out = true;
+    sqlite3 *db = ggprof_store_finish(r->store, why, sizeof(why));
+    r->store    = NULL;
     if (!db) {
         ggprof_err("%s", why);
-        return exit_code ? exit_code : GGPROF_EXIT_INTERNAL;
+        return r->exit_code ? 0 : GGPROF_EXIT_INTERNAL;
     }
-    int json_ok = ggprof_json_v3_export(db, json, why, sizeof(why));
-    if (!quiet && c.processes) print_processes(db, level);
+    int json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
+    if (!r->quiet && c.processes) print_processes(db, r->level);
     sqlite3_close(db);
     if (json_ok != 0) ggprof_err("%s", why);
-
-    if (!quiet) {
-        if (c.processes == 0) {
-            ggprof_err("no ggml activity was seen in '%s'%s; '%s' holds an empty trace", cmd[0],
-                       n_attached ? "" : " (no process loaded ggml)", out);
-        } else {
-            ggprof_err("%" PRIu64 " records, %" PRIu64 " graphs, %" PRIu64 " splits from %" PRIu64
-                       " process%s in '%s' and '%s'",
-                       c.events, c.graphs, c.splits, c.processes, c.processes == 1 ? "" : "es", out, json);
-        }
-        if (dropped > noslot) {
-            ggprof_err("warning: %" PRIu64 " records were dropped because the ring was full; try --ring-kib %" PRIu64,
-                       dropped - noslot, ring_kib * 4);
-        }
-        if (noslot) {
-            ggprof_err("warning: %" PRIu64 " records were dropped because more threads recorded at once than the "
-                       "ring has slots (%" PRIu32 ")", noslot, n_slots);
-        }
+    if (r->quiet) return 0;
+    if (c.processes == 0) {
+        ggprof_err("no ggml activity was seen in '%s'%s; '%s' holds an empty trace", r->cmd[0],
+                   n_attached ? "" : " (no process loaded ggml)", r->out);
+    } else {
+        ggprof_err("%" PRIu64 " records, %" PRIu64 " graphs, %" PRIu64 " splits from %" PRIu64 " process%s in '%s' and '%s'",
+                   c.events, c.graphs, c.splits, c.processes, c.processes == 1 ? "" : "es", r->out, r->json);
     }
-    return exit_code;
+    if (dropped > noslot) {
+        ggprof_err("warning: %" PRIu64 " records were dropped because the ring was full; try --ring-kib %ld",
+                   dropped - noslot, r->ring_kib * 4);
+    }
+    if (noslot) {
+        ggprof_err("warning: %" PRIu64 " records were dropped because more threads recorded at once than the "
+                   "ring has slots (%" PRIu32 ")", noslot, n_slots);
+    }
+    return 0;
+}
+
+/* Undoes what the phases set up, whichever failed: the spill, the ring, a store never finished (and its output). */
+static void record_cleanup(record_run *r) {
+    if (r->spill_open) {
+        ggprof_spill_close(&r->spill);
+        unlink(r->spill_path);
+    }
+    if (r->ring.file) {
+        ggprof_ring_unmap(&r->ring);
+        unlink(r->ring_path);
+    }
+    if (r->store) {
+        char why[512];
+        sqlite3_close(ggprof_store_finish(r->store, why, sizeof(why)));
+    }
+    if (r->out_made && !r->keep_out) unlink(r->out);
+}
+
+int ggprof_cmd_record(int argc, char **argv) {
+    record_run r;
+    memset(&r, 0, sizeof(r));
+    r.out       = "ggprof.db";
+    r.level_str = "op";
+    r.ring_kib  = 4096;
+    int rc = record_parse(&r, argc, argv);
+    if (!rc) rc = record_prepare(&r);
+    if (!rc) rc = record_start_child(&r);
+    if (!rc) rc = record_drain(&r);
+    if (!rc) rc = record_finish(&r);
+    record_cleanup(&r);
+    return rc ? rc : r.exit_code;
 }

@@ -26,6 +26,35 @@ int ggprof_is_help(const char *arg);
 /* Closes an output stream, reporting a write error that would otherwise be lost. Returns 0 or -1. */
 int ggprof_close_output(FILE *f, const char *path);
 
+/* The one option parser of every command. Options may come anywhere among the positionals, until "--". */
+enum ggprof_opt_kind {
+    GGPROF_OPT_FLAG,    /* no value: *(int *) dest = 1 */
+    GGPROF_OPT_STRING,  /* *(const char **) dest = value */
+    GGPROF_OPT_COUNT,   /* *(long *) dest = an integer >= 0 */
+    GGPROF_OPT_PERCENT, /* *(double *) dest = a number >= 0 */
+    GGPROF_OPT_CALL,    /* call(dest, option, value): 0, or the exit code after its own one-line error */
+};
+typedef struct {
+    const char *name, *alias; /* "--output" and "-o" (alias may be NULL) */
+    int         kind;         /* enum ggprof_opt_kind */
+    void       *dest;
+    int (*call)(void *dest, const char *option, const char *value);
+} ggprof_opt;
+
+typedef struct {
+    const ggprof_opt *opts;
+    int               n_opts;
+    const char      **pos;      /* the positionals, in order */
+    int               max_pos, n_pos;
+    const char       *too_many; /* the error for one positional more, with a %s for it */
+    int               stop_at_positional; /* the first positional ends the options (record: the command) */
+    int               next;     /* out: argv index of the first argument not parsed (argc when all were) */
+} ggprof_args;
+
+/* Parses argv[1..] against a->opts. Returns 0, or GGPROF_EXIT_USAGE after printing one line that names the bad
+ * argument and what would be accepted. */
+int ggprof_parse_args(int argc, char **argv, ggprof_args *a);
+
 int ggprof_cmd_record(int argc, char **argv);
 int ggprof_cmd_collect(int argc, char **argv);
 int ggprof_cmd_merge(int argc, char **argv);

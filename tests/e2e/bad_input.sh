@@ -23,7 +23,10 @@ expect_error "not a trace" "notatrace.txt" "$GGPROF" report "$OUT/notatrace.txt"
 expect_error "truncated json.gz" "truncated.json.gz" "$GGPROF" report "$OUT/truncated.json.gz"
 expect_error "broken database" "fake.db" "$GGPROF" report "$OUT/fake.db"
 expect_error "unwritable -o" "/nonexistent-dir/x.db" "$GGPROF" record -o /nonexistent-dir/x.db -- /bin/true
+# A record that fails once its ring exists leaves no ring behind (record_cleanup undoes every phase).
+shm_before=$(ls /dev/shm 2> /dev/null | grep -c '^ggprof-')
 expect_error "command that does not exist" "no-such-command-ggprof" "$GGPROF" record -o "$OUT/x.db" -- no-such-command-ggprof
+expect "... and leaves no ring in /dev/shm" "$(ls /dev/shm 2> /dev/null | grep -c '^ggprof-')" "$shm_before"
 expect_error "bad --level" "fast" "$GGPROF" record --level fast -- /bin/true
 expect_error "bad SQL" "no such table" "$GGPROF" query "$OUT/good.db" "SELECT * FROM nosuchtable"
 expect_error "unknown command" "frobnicate" "$GGPROF" frobnicate
