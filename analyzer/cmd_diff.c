@@ -500,220 +500,240 @@ static void print_run_json(FILE *f, const char *key, const run_info *r) {
 static int cmp_impact_p(const void *a, const void *b) { return cmp_impact(*(const group *const *) a, *(const group *const *) b); }
 static int cmp_only_p(const void *a, const void *b) { return cmp_only(*(const group *const *) a, *(const group *const *) b); }
 
-int ggprof_cmd_diff(int argc, char **argv) {
-    const char *path[2] = { NULL, NULL }, *format = "table", *match = "name";
-    double fail_above = -1, min_impact = 1;
-    long top = 20;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--fail-above") == 0 || strcmp(a, "--min-impact") == 0 || strcmp(a, "--match-backend") == 0 ||
-            strcmp(a, "-n") == 0 || strcmp(a, "--format") == 0) {
-            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value; see 'ggprof diff --help'", a);
-            const char *v = argv[++i];
-            char *end;
-            if (strcmp(a, "--fail-above") == 0 || strcmp(a, "--min-impact") == 0) {
-                double pct = strtod(v, &end);
-                if (end == v || *end || !(pct >= 0)) {
-                    return ggprof_fail(GGPROF_EXIT_USAGE, "%s '%s': expected a percentage >= 0", a, v);
-                }
-                *(a[2] == 'f' ? &fail_above : &min_impact) = pct;
-            } else if (strcmp(a, "-n") == 0) {
-                top = strtol(v, &end, 10);
-                if (end == v || *end || top < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "-n '%s': expected a count >= 0", v);
-            } else if (a[2] == 'm') {
-                match = v;
-            } else {
-                format = v;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof diff --help'", a);
-        } else if (path[1]) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "two traces only ('%s' is a third)", a);
-        } else {
-            path[path[0] ? 1 : 0] = a;
-        }
-    }
-    if (!path[1]) return ggprof_fail(GGPROF_EXIT_USAGE, "needs two traces; usage: ggprof diff A B [--fail-above PCT]");
-    if (strcmp(match, "name") != 0 && strcmp(match, "any") != 0) {
-        return ggprof_fail(GGPROF_EXIT_USAGE, "--match-backend '%s': expected name or any", match);
-    }
+/* What the options asked for. */
+typedef struct {
+    const char *path[2], *format, *match;
+    double      fail_above, min_impact;
+    long        top;
     ggprof_format fmt;
-    if (ggprof_format_parse(format, &fmt) != 0) {
-        return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", format);
-    }
+} diff_opts;
 
-    run_info run[2] = { { .path = path[0] }, { .path = path[1] } };
-    group_map map[N_SECTIONS], graph_ns;
-    memset(map, 0, sizeof(map));
-    memset(&graph_ns, 0, sizeof(graph_ns));
-    int rc = 0;
-    for (int k = 0; k < 2 && !rc; k++) {
-        rc = open_run(&run[k], strcmp(match, "any") == 0);
-        if (!rc && load(run[k].db, map, &graph_ns, k) != 0) {
-            rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", run[k].path, sqlite3_errmsg(run[k].db));
+/* What a diff builds: both runs, their groups per section, and the sections printed (each rollup and the aligned
+ * groups, then the groups of one run only, then the flagged). */
+typedef struct {
+    run_info   run[2];
+    group_map  map[N_SECTIONS], graph_ns;
+    section    out[N_SECTIONS + 3];
+    int        n_out, n_flagged;
+    section   *flagged, *only[2];
+    size_t     n_aligned, n_only[2];
+    double     only_ns[2];
+    const group **order;
+} diff_run;
+
+static int diff_parse(diff_opts *o, int argc, char **argv) {
+    const ggprof_opt opts[] = {
+        { "--fail-above", NULL, GGPROF_OPT_PERCENT, &o->fail_above, NULL },
+        { "--min-impact", NULL, GGPROF_OPT_PERCENT, &o->min_impact, NULL },
+        { "--match-backend", NULL, GGPROF_OPT_STRING, &o->match, NULL },
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL },
+        { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL },
+    };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0 };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
+    if (a.n_pos < 2) return ggprof_fail(GGPROF_EXIT_USAGE, "needs two traces; usage: ggprof diff A B [--fail-above PCT]");
+    if (strcmp(o->match, "name") != 0 && strcmp(o->match, "any") != 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--match-backend '%s': expected name or any", o->match);
+    }
+    if (ggprof_format_parse(o->format, &o->fmt) != 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", o->format);
+    }
+    return 0;
+}
+
+static int diff_load(diff_run *d, const diff_opts *o) {
+    for (int k = 0; k < 2; k++) {
+        d->run[k].path = o->path[k];
+        int rc = open_run(&d->run[k], strcmp(o->match, "any") == 0);
+        if (rc) return rc;
+        if (load(d->run[k].db, d->map, &d->graph_ns, k) != 0) {
+            return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", d->run[k].path, sqlite3_errmsg(d->run[k].db));
         }
     }
+    return 0;
+}
 
-    /* Sections: each rollup and the aligned groups by |change|, then the groups of one run, then the flagged. */
+/* The sections and their columns: a section shows its columns in the order of k_cols, then the statistics. */
+static void diff_sections(diff_run *d) {
     static const int stat_cols[] = { C_NA, C_NB, C_AMS, C_BMS, C_DELTA, C_CHANGE, C_NOISE, C_VERDICT };
-    section out[N_SECTIONS + 3];
-    memset(out, 0, sizeof(out));
-    int n_out = 0, n_flagged = 0;
-    size_t n_aligned = 0, n_only[2] = { 0, 0 };
-    double only_ns[2] = { 0, 0 };
-    section *flagged = NULL, *only[2] = { NULL, NULL };
-    const group **order = NULL;
-    if (!rc) {
-        /* A section shows its columns in the order of k_cols. */
-        int shown[N_SECTIONS][N_COLS] = { { 0 } };
-        for (int s = 0; s < N_SECTIONS; s++) {
-            for (int k = 0; k < k_sections[s].nshow; k++) shown[s][k_q_col[k_sections[s].show[k]]] = 1;
+    int shown[N_SECTIONS][N_COLS] = { { 0 } };
+    for (int s = 0; s < N_SECTIONS; s++) {
+        for (int k = 0; k < k_sections[s].nshow; k++) shown[s][k_q_col[k_sections[s].show[k]]] = 1;
+    }
+    for (int s = 0; s < N_SECTIONS; s++) {
+        section *o = &d->out[d->n_out++];
+        o->name    = k_sections[s].name;
+        snprintf(o->title, sizeof(o->title), "%s", k_sections[s].title);
+        for (int c = 0; c < N_COLS; c++) {
+            if (shown[s][c]) o->cols[o->ncol++] = c;
         }
-        for (int s = 0; s < N_SECTIONS; s++) {
-            section *o = &out[n_out++];
-            o->name    = k_sections[s].name;
-            snprintf(o->title, sizeof(o->title), "%s", k_sections[s].title);
-            for (int c = 0; c < N_COLS; c++) {
-                if (shown[s][c]) o->cols[o->ncol++] = c;
-            }
-            for (size_t k = 0; k < sizeof(stat_cols) / sizeof(stat_cols[0]); k++) o->cols[o->ncol++] = stat_cols[k];
+        for (size_t k = 0; k < sizeof(stat_cols) / sizeof(stat_cols[0]); k++) o->cols[o->ncol++] = stat_cols[k];
+    }
+    for (int k = 0; k < 2; k++) {
+        section *only = d->only[k] = &d->out[d->n_out++];
+        only->name = k ? "only_b" : "only_a";
+        for (int c = 0; c < N_COLS; c++) {
+            if (shown[N_SECTIONS - 1][c]) only->cols[only->ncol++] = c;
         }
-        for (int k = 0; k < 2; k++) {
-            only[k]       = &out[n_out++];
-            only[k]->name = k ? "only_b" : "only_a";
-            for (int c = 0; c < N_COLS; c++) {
-                if (shown[N_SECTIONS - 1][c]) only[k]->cols[only[k]->ncol++] = c;
-            }
-            only[k]->cols[only[k]->ncol++] = k ? C_NB : C_NA;
-            only[k]->cols[only[k]->ncol++] = k ? C_BMS : C_AMS;
-        }
-        static const int fcols[] = { C_FROM, C_PHASE, C_OP, C_TENSOR, C_LAYER, C_SHAPES, C_BACKEND, C_NA, C_NB,
-                                     C_CHANGE, C_NOISE };
-        flagged       = &out[n_out++];
-        flagged->name = "flagged";
-        memcpy(flagged->cols, fcols, sizeof(fcols));
-        flagged->ncol = (int) (sizeof(fcols) / sizeof(fcols[0]));
+        only->cols[only->ncol++] = k ? C_NB : C_NA;
+        only->cols[only->ncol++] = k ? C_BMS : C_AMS;
+    }
+    static const int fcols[] = { C_FROM, C_PHASE, C_OP, C_TENSOR, C_LAYER, C_SHAPES, C_BACKEND, C_NA, C_NB,
+                                 C_CHANGE, C_NOISE };
+    d->flagged       = &d->out[d->n_out++];
+    d->flagged->name = "flagged";
+    memcpy(d->flagged->cols, fcols, sizeof(fcols));
+    d->flagged->ncol = (int) (sizeof(fcols) / sizeof(fcols[0]));
+}
 
+/* The groups of one run only, largest first, into only[0] and only[1] (order: the section's groups). */
+static int diff_only(diff_run *d, const diff_opts *o, size_t n) {
+    qsort(d->order, n, sizeof(*d->order), cmp_only_p);
+    for (int k = 0; k < 2; k++) {
+        size_t listed = 0;
+        for (size_t i = 0; i < n; i++) {
+            const group *g = d->order[i];
+            if (g->s[k].n && !g->s[!k].n && (o->top == 0 || listed < (size_t) o->top)) {
+                if (sec_add(d->only[k], g, NULL)) return -1;
+                listed++;
+            }
+        }
+        snprintf(d->only[k]->title, sizeof(d->only[k]->title), "only in %s: %zu groups, %.3f ms%s", k ? "B" : "A",
+                 d->n_only[k], d->only_ns[k] / 1e6, listed < d->n_only[k] ? " (the largest listed)" : "");
+    }
+    return 0;
+}
+
+/* Section s: each group judged against its noise (and the phase's impact floor), ranked by its change, the
+ * flagged ones also into the flagged section. */
+static int diff_rank(diff_run *d, const diff_opts *o, int s) {
+    group_map *m = &d->map[s];
+    for (size_t i = 0; i < m->n; i++) {
+        double floor_ns = 0;
+        if (s != S_PHASE) {
+            char key[256];
+            snprintf(key, sizeof(key), "%s\x1f", m->g[i].field[C_PHASE] ? m->g[i].field[C_PHASE] : "\x1e");
+            group *ph = map_get(&d->graph_ns, key);
+            double mad;
+            if (ph && ph->s[0].n) floor_ns = o->min_impact / 100.0 * med_mad(&ph->s[0], &mad);
+        }
+        judge(&m->g[i], o->fail_above, floor_ns);
+    }
+    free(d->order);
+    if (!(d->order = malloc((m->n ? m->n : 1) * sizeof(*d->order)))) return -1;
+    for (size_t i = 0; i < m->n; i++) d->order[i] = &m->g[i];
+    qsort(d->order, m->n, sizeof(*d->order), cmp_impact_p);
+    int is_groups = s == N_SECTIONS - 1;
+    size_t shown_n = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const group *g = d->order[i];
+        if (is_groups && (!g->s[0].n || !g->s[1].n)) {
+            d->n_only[g->s[1].n ? 1 : 0]++;
+            d->only_ns[g->s[1].n ? 1 : 0] += g->s[0].total + g->s[1].total;
+            continue;
+        }
+        if (is_groups) d->n_aligned++;
+        if (!is_groups || o->top == 0 || shown_n < (size_t) o->top) {
+            if (sec_add(&d->out[s], g, NULL)) return -1;
+            shown_n++;
+        }
+        if (g->flagged) {
+            d->n_flagged++;
+            if (sec_add(d->flagged, g, k_sections[s].name)) return -1;
+        }
+    }
+    if (!is_groups) return 0;
+    snprintf(d->out[s].title, sizeof(d->out[s].title), "groups aligned: %zu; the %zu largest changes", d->n_aligned,
+             shown_n);
+    return diff_only(d, o, m->n);
+}
+
+static int diff_print(const diff_run *d, const diff_opts *o) {
+    FILE *f = stdout;
+    int n_show = o->fail_above >= 0 ? d->n_out : d->n_out - 1; /* the flagged section is the last */
+    int werr   = 0;
+    if (o->fmt == GGPROF_FMT_TABLE) {
+        print_run_line(f, "A", &d->run[0]);
+        print_run_line(f, "B", &d->run[1]);
+        for (int s = 0; s < n_show; s++) {
+            fprintf(f, "\n%s\n", d->out[s].title);
+            if (d->out[s].n) werr |= write_section(&d->out[s], o->fmt, f);
+        }
+    } else if (o->fmt == GGPROF_FMT_CSV) {
+        /* One CSV: the rows of every section under one header, a "section" column first. */
+        ggprof_col cols[N_COLS + 1] = { k_section_col };
+        for (int c = 0; c < N_COLS; c++) cols[c + 1] = k_cols[c];
+        ggprof_table t;
+        ggprof_table_init(&t, cols, N_COLS + 1);
+        for (int s = 0; s < n_show; s++) {
+            for (size_t r = 0; r < d->out[s].n; r++) {
+                ggprof_table_text(&t, d->out[s].name);
+                for (int c = 0; c < N_COLS; c++) cell(&t, c, d->out[s].g[r], d->out[s].from[r]);
+            }
+        }
+        werr |= ggprof_table_write(&t, o->fmt, f, TABLE_WIDTH);
+        ggprof_table_free(&t);
+    } else {
+        fputs("{\n", f);
+        print_run_json(f, "a", &d->run[0]);
+        print_run_json(f, "b", &d->run[1]);
+        for (int s = 0; s < n_show; s++) {
+            fprintf(f, "\"%s\": ", d->out[s].name);
+            werr |= write_section(&d->out[s], o->fmt, f);
+            if (s + 1 < n_show) fputs(",\n", f);
+        }
+        fputs("}\n", f);
+    }
+    if (werr || fflush(f) != 0 || ferror(f)) return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write the output");
+    return 0;
+}
+
+/* --fail-above: exit 1 naming the first five groups that slowed beyond it. */
+static int diff_gate(const diff_run *d, const diff_opts *o) {
+    if (!d->n_flagged) return 0;
+    char list[1024];
+    size_t p = 0;
+    for (size_t r = 0; r < d->flagged->n && r < 5 && p < sizeof(list); r++) {
+        char what[256];
+        const group *g = d->flagged->g[r];
+        row_label(what, sizeof(what), g, d->flagged->from[r]);
+        p += (size_t) snprintf(list + p, sizeof(list) - p, "%s%s (+%.1f%%, noise %.1f%%)", r ? "; " : "", what,
+                               g->change_pct, g->noise_pct);
+    }
+    return ggprof_fail(GGPROF_EXIT_INTERNAL, "%d slowed by more than %g%% beyond noise: %s%s", d->n_flagged,
+                       o->fail_above, list, d->n_flagged > 5 ? "; ..." : "");
+}
+
+static void diff_free(diff_run *d) {
+    free(d->order);
+    for (int s = 0; s < d->n_out; s++) {
+        free(d->out[s].g);
+        free(d->out[s].from);
+    }
+    for (int s = 0; s < N_SECTIONS; s++) map_free(&d->map[s]);
+    map_free(&d->graph_ns);
+    for (int k = 0; k < 2; k++) sqlite3_close(d->run[k].db);
+}
+
+int ggprof_cmd_diff(int argc, char **argv) {
+    diff_opts o = { { NULL, NULL }, "table", "name", -1, 1, 20, GGPROF_FMT_TABLE };
+    int rc = diff_parse(&o, argc, argv);
+    if (rc) return rc;
+    diff_run *d = calloc(1, sizeof(*d));
+    if (!d) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    rc = diff_load(d, &o);
+    if (!rc) {
+        diff_sections(d);
         for (int s = 0; s < N_SECTIONS && !rc; s++) {
-            group_map *m = &map[s];
-            for (size_t i = 0; i < m->n; i++) {
-                double floor_ns = 0;
-                if (s != S_PHASE) {
-                    char key[256];
-                    snprintf(key, sizeof(key), "%s\x1f", m->g[i].field[C_PHASE] ? m->g[i].field[C_PHASE] : "\x1e");
-                    group *ph = map_get(&graph_ns, key);
-                    double mad;
-                    if (ph && ph->s[0].n) floor_ns = min_impact / 100.0 * med_mad(&ph->s[0], &mad);
-                }
-                judge(&m->g[i], fail_above, floor_ns);
-            }
-            free(order);
-            if (!(order = malloc((m->n ? m->n : 1) * sizeof(*order)))) {
-                rc = -1;
-                break;
-            }
-            for (size_t i = 0; i < m->n; i++) order[i] = &m->g[i];
-            qsort(order, m->n, sizeof(*order), cmp_impact_p);
-            int is_groups = s == N_SECTIONS - 1;
-            size_t shown_n = 0;
-            for (size_t i = 0; i < m->n && !rc; i++) {
-                const group *g = order[i];
-                if (is_groups && (!g->s[0].n || !g->s[1].n)) {
-                    n_only[g->s[1].n ? 1 : 0]++;
-                    only_ns[g->s[1].n ? 1 : 0] += g->s[0].total + g->s[1].total;
-                    continue;
-                }
-                if (is_groups) n_aligned++;
-                if (!is_groups || top == 0 || shown_n < (size_t) top) {
-                    rc = sec_add(&out[s], g, NULL);
-                    shown_n++;
-                }
-                if (g->flagged) {
-                    n_flagged++;
-                    rc |= sec_add(flagged, g, k_sections[s].name);
-                }
-            }
-            if (is_groups) {
-                snprintf(out[s].title, sizeof(out[s].title), "groups aligned: %zu; the %zu largest changes", n_aligned,
-                         shown_n);
-                qsort(order, m->n, sizeof(*order), cmp_only_p);
-                for (int k = 0; k < 2; k++) {
-                    size_t listed = 0;
-                    for (size_t i = 0; i < m->n && !rc; i++) {
-                        const group *g = order[i];
-                        if (g->s[k].n && !g->s[!k].n && (top == 0 || listed < (size_t) top)) {
-                            rc = sec_add(only[k], g, NULL);
-                            listed++;
-                        }
-                    }
-                    snprintf(only[k]->title, sizeof(only[k]->title), "only in %s: %zu groups, %.3f ms%s", k ? "B" : "A",
-                             n_only[k], only_ns[k] / 1e6, listed < n_only[k] ? " (the largest listed)" : "");
-                }
-            }
+            if (diff_rank(d, &o, s) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
         }
-        if (rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
-        snprintf(flagged->title, sizeof(flagged->title), "slowed by more than %g%% beyond noise: %d", fail_above,
-                 n_flagged);
+        snprintf(d->flagged->title, sizeof(d->flagged->title), "slowed by more than %g%% beyond noise: %d",
+                 o.fail_above, d->n_flagged);
     }
-
-    if (!rc) {
-        FILE *f = stdout;
-        int n_show = fail_above >= 0 ? n_out : n_out - 1; /* the flagged section is the last */
-        int werr   = 0;
-        if (fmt == GGPROF_FMT_TABLE) {
-            print_run_line(f, "A", &run[0]);
-            print_run_line(f, "B", &run[1]);
-            for (int s = 0; s < n_show; s++) {
-                fprintf(f, "\n%s\n", out[s].title);
-                if (out[s].n) werr |= write_section(&out[s], fmt, f);
-            }
-        } else if (fmt == GGPROF_FMT_CSV) {
-            /* One CSV: the rows of every section under one header, a "section" column first. */
-            ggprof_col cols[N_COLS + 1] = { k_section_col };
-            for (int c = 0; c < N_COLS; c++) cols[c + 1] = k_cols[c];
-            ggprof_table t;
-            ggprof_table_init(&t, cols, N_COLS + 1);
-            for (int s = 0; s < n_show; s++) {
-                for (size_t r = 0; r < out[s].n; r++) {
-                    ggprof_table_text(&t, out[s].name);
-                    for (int c = 0; c < N_COLS; c++) cell(&t, c, out[s].g[r], out[s].from[r]);
-                }
-            }
-            werr |= ggprof_table_write(&t, fmt, f, TABLE_WIDTH);
-            ggprof_table_free(&t);
-        } else {
-            fputs("{\n", f);
-            print_run_json(f, "a", &run[0]);
-            print_run_json(f, "b", &run[1]);
-            for (int s = 0; s < n_show; s++) {
-                fprintf(f, "\"%s\": ", out[s].name);
-                werr |= write_section(&out[s], fmt, f);
-                if (s + 1 < n_show) fputs(",\n", f);
-            }
-            fputs("}\n", f);
-        }
-        if (werr || fflush(f) != 0 || ferror(f)) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write the output");
-    }
-    if (!rc && n_flagged) {
-        char list[1024];
-        size_t p = 0;
-        for (size_t r = 0; r < flagged->n && r < 5 && p < sizeof(list); r++) {
-            char what[256];
-            const group *g = flagged->g[r];
-            row_label(what, sizeof(what), g, flagged->from[r]);
-            p += (size_t) snprintf(list + p, sizeof(list) - p, "%s%s (+%.1f%%, noise %.1f%%)", r ? "; " : "", what,
-                                   g->change_pct, g->noise_pct);
-        }
-        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "%d slowed by more than %g%% beyond noise: %s%s", n_flagged, fail_above,
-                         list, n_flagged > 5 ? "; ..." : "");
-    }
-    free(order);
-    for (int s = 0; s < n_out; s++) {
-        free(out[s].g);
-        free(out[s].from);
-    }
-    for (int s = 0; s < N_SECTIONS; s++) map_free(&map[s]);
-    map_free(&graph_ns);
-    for (int k = 0; k < 2; k++) sqlite3_close(run[k].db);
+    if (!rc) rc = diff_print(d, &o);
+    if (!rc) rc = diff_gate(d, &o);
+    diff_free(d);
+    free(d);
     return rc;
 }
