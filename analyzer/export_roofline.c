@@ -78,8 +78,8 @@ static void draw_roof(FILE *f, const axes *a, const ggprof_roof *roof, double pe
     }
 }
 
-static void write_svg(FILE *f, ggprof_rl_row *rows, size_t n) {
-    /* Decades to show: every point, every roof's peak and ridge point (where memory stops bounding). */
+/* Decades to show: every point, every roof's peak and ridge point (where memory stops bounding). */
+static axes svg_axes(const ggprof_rl_row *rows, size_t n, size_t *n_plot_out) {
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     size_t n_plot = 0;
     for (size_t i = 0; i < n; i++) {
@@ -105,6 +105,13 @@ static void write_svg(FILE *f, ggprof_rl_row *rows, size_t n) {
         if (a.lx0 < a.lx1 - 12) a.lx0 = a.lx1 - 12;
         if (a.ly0 < a.ly1 - 12) a.ly0 = a.ly1 - 12;
     }
+    *n_plot_out = n_plot;
+    return a;
+}
+
+/* The picture, titles, the grid of decades and the axes' labels. */
+static void svg_frame(FILE *f, const axes *ap) {
+    const axes a = *ap;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\">\n",
@@ -152,8 +159,11 @@ static void write_svg(FILE *f, ggprof_rl_row *rows, size_t n) {
     fprintf(f, "<text x=\"20\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 20 %d)\">"
                "achieved GFLOP/s</text>\n", (T + B) / 2, (T + B) / 2);
 
-    /* Backends, in order of first appearance: a colour each, and a legend entry with the roof if known. */
-    const char *backends[16];
+}
+
+/* Backends, in order of first appearance: a colour each, and a legend entry with the roof if known. */
+static size_t svg_backends(FILE *f, const axes *ap, const ggprof_rl_row *rows, size_t n, const char *backends[16]) {
+    const axes a = *ap;
     size_t n_back = 0;
     for (size_t i = 0; i < n; i++) {
         size_t b = 0;
@@ -173,7 +183,13 @@ static void write_svg(FILE *f, ggprof_rl_row *rows, size_t n) {
         if (roof->gflops_f16 > 0) draw_roof(f, &a, roof, roof->gflops_f16, color, 1, "F16");
     }
 
-    /* Points, largest first so that small ones stay visible on top. */
+    return n_back;
+}
+
+/* Points, largest first so that small ones stay visible on top. */
+static void svg_points(FILE *f, const axes *ap, const ggprof_rl_row *rows, size_t n, const char *const backends[16],
+                       size_t n_back) {
+    const axes a = *ap;
     uint64_t max_ns = 0;
     for (size_t i = 0; i < n; i++) {
         if (plotted(&rows[i]) && rows[i].total_ns > max_ns) max_ns = rows[i].total_ns;
@@ -200,7 +216,10 @@ static void write_svg(FILE *f, ggprof_rl_row *rows, size_t n) {
         xml_text(f, r->label);
         fputs("</text>\n", f);
     }
-    /* What a log axis cannot show: ops without FLOPs (data movement) or whose FLOPs the model does not know. */
+}
+
+/* What a log axis cannot show: ops without FLOPs (data movement) or whose FLOPs the model does not know. */
+static void svg_footer(FILE *f, const ggprof_rl_row *rows, size_t n, size_t n_plot) {
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#555\">", L, H - 20);
     if (n == 0) {
         fputs("No OP records in this trace.", f);
@@ -221,6 +240,16 @@ static void write_svg(FILE *f, ggprof_rl_row *rows, size_t n) {
         }
     }
     fputs("</text>\n</svg>\n", f);
+}
+
+static void write_svg(FILE *f, const ggprof_rl_row *rows, size_t n) {
+    size_t n_plot;
+    axes   a = svg_axes(rows, n, &n_plot);
+    svg_frame(f, &a);
+    const char *backends[16];
+    size_t n_back = svg_backends(f, &a, rows, n, backends);
+    svg_points(f, &a, rows, n, backends, n_back);
+    svg_footer(f, rows, n, n_plot);
 }
 
 int ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_len) {
