@@ -237,139 +237,167 @@ static void store_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggpro
     ggprof_cpu_ops_expand(m, store_interval, &c);
 }
 
+/* One function per message kind; each binds the message to its statement and counts it. */
+static void msg_process(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) pid; /* the message's own: a process describes itself */
+    (void) tid;
+    const ggprof_msg_process *p = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_PROC];
+    sqlite3_bind_int(st, 1, p->pid);
+    sqlite3_bind_int(st, 2, p->ppid);
+    bind_text(st, 3, p->exe, sizeof(p->exe));
+    bind_text(st, 4, p->ggml_version, sizeof(p->ggml_version));
+    bind_text(st, 5, p->ggml_commit, sizeof(p->ggml_commit));
+    bind_text(st, 6, p->ggml_lib, sizeof(p->ggml_lib));
+    sqlite3_bind_int64(st, 7, (sqlite3_int64) p->start_ns);
+    run(s, st);
+    s->counts.processes++;
+}
+
+static void msg_type(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_type *t = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_TYPE];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, t->type);
+    bind_text(st, 3, t->name, sizeof(t->name));
+    sqlite3_bind_int64(st, 4, (sqlite3_int64) t->type_size);
+    sqlite3_bind_int(st, 5, t->blck_size);
+    run(s, st);
+}
+
+static void msg_backend(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_backend *b = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_BACKEND];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, b->sched_id);
+    sqlite3_bind_int(st, 3, b->backend_id);
+    bind_text(st, 4, b->name, sizeof(b->name));
+    bind_text(st, 5, b->device, sizeof(b->device));
+    sqlite3_bind_int(st, 6, b->device_type);
+    sqlite3_bind_int(st, 7, b->is_host);
+    bind_text(st, 8, b->description, sizeof(b->description));
+    run(s, st);
+}
+
+static void msg_graph(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_graph *g = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_GRAPH];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64) g->graph_id);
+    sqlite3_bind_int64(st, 3, g->sched_id);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64) g->start_ns);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64) g->duration_ns);
+    sqlite3_bind_int(st, 6, g->n_nodes);
+    sqlite3_bind_int(st, 7, g->n_splits);
+    run(s, st);
+    s->counts.graphs++;
+}
+
+static void msg_split(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_split *p = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_SPLIT];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64) p->graph_id);
+    sqlite3_bind_int(st, 3, p->split_id);
+    sqlite3_bind_int(st, 4, p->backend_id);
+    sqlite3_bind_int64(st, 5, p->sched_id);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64) p->start_ns);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64) p->duration_ns);
+    sqlite3_bind_int(st, 8, p->n_nodes);
+    sqlite3_bind_int(st, 9, p->node_start);
+    if (p->ticks_matched < 0) {
+        sqlite3_bind_null(st, 10);
+    } else {
+        sqlite3_bind_int(st, 10, p->ticks_matched);
+    }
+    sqlite3_bind_int(st, 11, p->n_ticks);
+    sqlite3_bind_int(st, 12, p->n_expected);
+    sqlite3_bind_int64(st, 13, (sqlite3_int64) p->engine_ns);
+    run(s, st);
+    s->counts.splits++;
+}
+
+static void msg_event(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    const ggprof_msg_event *e = (const void *) m;
+    ggprof_store_event(s, pid, tid, e, event_name(s, pid, e), NULL);
+}
+
+static void msg_kernel(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    const ggprof_msg_kernel *k = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_KERNEL];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, tid);
+    sqlite3_bind_int(st, 3, (int) k->api);
+    sqlite3_bind_int(st, 4, (int) k->device);
+    bind_text(st, 5, k->name, sizeof(k->name));
+    sqlite3_bind_int64(st, 6, (sqlite3_int64) k->start_ns);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64) (k->end_ns > k->start_ns ? k->end_ns - k->start_ns : 0));
+    sqlite3_bind_int64(st, 8, (sqlite3_int64) k->stream);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64) k->correlation);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64) k->graph_node);
+    bind_id(st, 11, k->graph_id, GGPROF_GRAPH_NONE);
+    sqlite3_bind_int64(st, 12, k->sched_id);
+    sqlite3_bind_int(st, 13, k->split_id);
+    sqlite3_bind_int(st, 14, k->backend_id);
+    sqlite3_bind_int(st, 15, k->node_index);
+    sqlite3_bind_int64(st, 16, k->node_id);
+    run(s, st);
+    s->counts.kernels++;
+}
+
+static void msg_region(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    const ggprof_msg_region *r = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_REGION];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, tid);
+    bind_text(st, 3, r->name, sizeof(r->name));
+    sqlite3_bind_int(st, 4, (int) r->depth);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64) r->start_ns);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64) (r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0));
+    run(s, st);
+}
+
+static void msg_note(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_note *n = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_NOTE];
+    sqlite3_bind_int(st, 1, pid);
+    bind_text(st, 2, n->text, sizeof(n->text));
+    run(s, st);
+    s->counts.notes++;
+}
+
+static void msg_node(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    store_node(s, pid, (const void *) m);
+}
+
+static void msg_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    store_cpu_ops(s, pid, tid, (const void *) m);
+}
+
+typedef void (*store_fn)(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m);
+static const store_fn k_store[] = {
+    [GGPROF_MSG_PROCESS] = msg_process,
+    [GGPROF_MSG_TYPE] = msg_type,
+    [GGPROF_MSG_BACKEND] = msg_backend,
+    [GGPROF_MSG_GRAPH] = msg_graph,
+    [GGPROF_MSG_SPLIT] = msg_split,
+    [GGPROF_MSG_EVENT] = msg_event,
+    [GGPROF_MSG_KERNEL] = msg_kernel,
+    [GGPROF_MSG_REGION] = msg_region,
+    [GGPROF_MSG_NOTE] = msg_note,
+    [GGPROF_MSG_NODE] = msg_node,
+    [GGPROF_MSG_CPU_OPS] = msg_cpu_ops,
+};
+
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
-    sqlite3_stmt *st;
-    switch (m->kind) {
-    case GGPROF_MSG_PROCESS: {
-        const ggprof_msg_process *p = (const void *) m;
-        st = s->st[ST_PROC];
-        sqlite3_bind_int(st, 1, p->pid);
-        sqlite3_bind_int(st, 2, p->ppid);
-        bind_text(st, 3, p->exe, sizeof(p->exe));
-        bind_text(st, 4, p->ggml_version, sizeof(p->ggml_version));
-        bind_text(st, 5, p->ggml_commit, sizeof(p->ggml_commit));
-        bind_text(st, 6, p->ggml_lib, sizeof(p->ggml_lib));
-        sqlite3_bind_int64(st, 7, (sqlite3_int64) p->start_ns);
-        run(s, st);
-        s->counts.processes++;
-        break;
-    }
-    case GGPROF_MSG_TYPE: {
-        const ggprof_msg_type *t = (const void *) m;
-        st = s->st[ST_TYPE];
-        sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int(st, 2, t->type);
-        bind_text(st, 3, t->name, sizeof(t->name));
-        sqlite3_bind_int64(st, 4, (sqlite3_int64) t->type_size);
-        sqlite3_bind_int(st, 5, t->blck_size);
-        run(s, st);
-        break;
-    }
-    case GGPROF_MSG_BACKEND: {
-        const ggprof_msg_backend *b = (const void *) m;
-        st = s->st[ST_BACKEND];
-        sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int64(st, 2, b->sched_id);
-        sqlite3_bind_int(st, 3, b->backend_id);
-        bind_text(st, 4, b->name, sizeof(b->name));
-        bind_text(st, 5, b->device, sizeof(b->device));
-        sqlite3_bind_int(st, 6, b->device_type);
-        sqlite3_bind_int(st, 7, b->is_host);
-        bind_text(st, 8, b->description, sizeof(b->description));
-        run(s, st);
-        break;
-    }
-    case GGPROF_MSG_NODE: store_node(s, pid, (const void *) m); break;
-    case GGPROF_MSG_GRAPH: {
-        const ggprof_msg_graph *g = (const void *) m;
-        st = s->st[ST_GRAPH];
-        sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64) g->graph_id);
-        sqlite3_bind_int64(st, 3, g->sched_id);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64) g->start_ns);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64) g->duration_ns);
-        sqlite3_bind_int(st, 6, g->n_nodes);
-        sqlite3_bind_int(st, 7, g->n_splits);
-        run(s, st);
-        s->counts.graphs++;
-        break;
-    }
-    case GGPROF_MSG_SPLIT: {
-        const ggprof_msg_split *p = (const void *) m;
-        st = s->st[ST_SPLIT];
-        sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64) p->graph_id);
-        sqlite3_bind_int(st, 3, p->split_id);
-        sqlite3_bind_int(st, 4, p->backend_id);
-        sqlite3_bind_int64(st, 5, p->sched_id);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64) p->start_ns);
-        sqlite3_bind_int64(st, 7, (sqlite3_int64) p->duration_ns);
-        sqlite3_bind_int(st, 8, p->n_nodes);
-        sqlite3_bind_int(st, 9, p->node_start);
-        if (p->ticks_matched < 0) {
-            sqlite3_bind_null(st, 10);
-        } else {
-            sqlite3_bind_int(st, 10, p->ticks_matched);
-        }
-        sqlite3_bind_int(st, 11, p->n_ticks);
-        sqlite3_bind_int(st, 12, p->n_expected);
-        sqlite3_bind_int64(st, 13, (sqlite3_int64) p->engine_ns);
-        run(s, st);
-        s->counts.splits++;
-        break;
-    }
-    case GGPROF_MSG_EVENT: {
-        const ggprof_msg_event *e = (const void *) m;
-        ggprof_store_event(s, pid, tid, e, event_name(s, pid, e), NULL);
-        break;
-    }
-    case GGPROF_MSG_CPU_OPS: store_cpu_ops(s, pid, tid, (const void *) m); break;
-    case GGPROF_MSG_KERNEL: {
-        const ggprof_msg_kernel *k = (const void *) m;
-        st = s->st[ST_KERNEL];
-        sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int(st, 2, tid);
-        sqlite3_bind_int(st, 3, (int) k->api);
-        sqlite3_bind_int(st, 4, (int) k->device);
-        bind_text(st, 5, k->name, sizeof(k->name));
-        sqlite3_bind_int64(st, 6, (sqlite3_int64) k->start_ns);
-        sqlite3_bind_int64(st, 7, (sqlite3_int64) (k->end_ns > k->start_ns ? k->end_ns - k->start_ns : 0));
-        sqlite3_bind_int64(st, 8, (sqlite3_int64) k->stream);
-        sqlite3_bind_int64(st, 9, (sqlite3_int64) k->correlation);
-        sqlite3_bind_int64(st, 10, (sqlite3_int64) k->graph_node);
-        bind_id(st, 11, k->graph_id, GGPROF_GRAPH_NONE);
-        sqlite3_bind_int64(st, 12, k->sched_id);
-        sqlite3_bind_int(st, 13, k->split_id);
-        sqlite3_bind_int(st, 14, k->backend_id);
-        sqlite3_bind_int(st, 15, k->node_index);
-        sqlite3_bind_int64(st, 16, k->node_id);
-        run(s, st);
-        s->counts.kernels++;
-        break;
-    }
-    case GGPROF_MSG_REGION: {
-        const ggprof_msg_region *r = (const void *) m;
-        st = s->st[ST_REGION];
-        sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int(st, 2, tid);
-        bind_text(st, 3, r->name, sizeof(r->name));
-        sqlite3_bind_int(st, 4, (int) r->depth);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64) r->start_ns);
-        sqlite3_bind_int64(st, 6, (sqlite3_int64) (r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0));
-        run(s, st);
-        break;
-    }
-    case GGPROF_MSG_NOTE: {
-        const ggprof_msg_note *n = (const void *) m;
-        st = s->st[ST_NOTE];
-        sqlite3_bind_int(st, 1, pid);
-        bind_text(st, 2, n->text, sizeof(n->text));
-        run(s, st);
-        s->counts.notes++;
-        break;
-    }
-    default: break; /* a newer engine's message: skipped, the rest stays readable */
-    }
+    /* A newer engine's message (or PAD, FLUSH: nothing to store) is skipped, and the rest stays readable. */
+    if (m->kind < sizeof(k_store) / sizeof(k_store[0]) && k_store[m->kind]) k_store[m->kind](s, pid, tid, m);
 }
 
 void ggprof_store_meta(ggprof_store *s, const char *key, const char *value) {
