@@ -43,31 +43,22 @@ static void write_roofs(FILE *f, const ggprof_calib_result *r) {
 
 int ggprof_cmd_calibrate(int argc, char **argv) {
     ggprof_calib_opts o = { 0 };
-    const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-o") != 0 && strcmp(a, "-t") != 0 && strcmp(a, "-s") != 0 && strcmp(a, "-m") != 0) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown argument '%s'; see 'ggprof calibrate --help'", a);
-        }
-        if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value", a);
-        const char *v = argv[++i];
-        long x;
-        switch (a[1]) {
-        case 'o': out = v; break;
-        case 't':
-            if (parse_int(a, v, 1, 256, &x)) return GGPROF_EXIT_USAGE;
-            o.threads = (int) x;
-            break;
-        case 's':
-            if (parse_int(a, v, 1, 16384, &x)) return GGPROF_EXIT_USAGE;
-            o.array_mib = (size_t) x;
-            break;
-        default:
-            if (parse_int(a, v, 24, 8192, &x)) return GGPROF_EXIT_USAGE;
-            o.matmul_n = (int) x;
-            break;
-        }
-    }
+    const char *out = NULL, *threads = NULL, *mib = NULL, *matmul = NULL;
+    const ggprof_opt opts[] = {
+        { "-o", NULL, GGPROF_OPT_STRING, &out, NULL },
+        { "-t", NULL, GGPROF_OPT_STRING, &threads, NULL },
+        { "-s", NULL, GGPROF_OPT_STRING, &mib, NULL },
+        { "-m", NULL, GGPROF_OPT_STRING, &matmul, NULL },
+    };
+    ggprof_args a = { opts, 4, NULL, 0, 0, "unknown argument '%s'; see 'ggprof calibrate --help'", 0, 0 };
+    if (ggprof_parse_args(argc, argv, &a)) return GGPROF_EXIT_USAGE;
+    long x;
+    if (threads && parse_int("-t", threads, 1, 256, &x)) return GGPROF_EXIT_USAGE;
+    if (threads) o.threads = (int) x;
+    if (mib && parse_int("-s", mib, 1, 16384, &x)) return GGPROF_EXIT_USAGE;
+    if (mib) o.array_mib = (size_t) x;
+    if (matmul && parse_int("-m", matmul, 24, 8192, &x)) return GGPROF_EXIT_USAGE;
+    if (matmul) o.matmul_n = (int) x;
     /* Open the output first: a bad path should fail before a second of measuring, not after. */
     FILE *f = NULL;
     if (out && !(f = fopen(out, "w"))) {

@@ -45,41 +45,25 @@ static const struct {
 int ggprof_cmd_export(int argc, char **argv) {
     const char *trace = NULL;
     const char *out[N_FORMATS] = { 0 };
-    int n_out = 0;
+    long max_records = -1;
     ggprof_roofs roofs = { .n = 0 };
-    char roof_why[512];
-    for (int i = 1; i < argc; i++) {
-        int roof = ggprof_roofs_option(&roofs, argc, argv, &i, roof_why, sizeof(roof_why));
-        if (roof < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", roof_why);
-        if (roof > 0) continue;
-        size_t f = 0;
-        while (f < N_FORMATS && strcmp(argv[i], k_formats[f].option) != 0) f++;
-        if (strcmp(argv[i], "--html-max-records") == 0) {
-            char *end = NULL;
-            long long n = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : -1;
-            if (!end || *end || end == argv[i + 1] || n < 0)
-                return ggprof_fail(GGPROF_EXIT_USAGE, "--html-max-records needs a number of records >= 0 (0 keeps all), not '%s'",
-                                   i + 1 < argc ? argv[i + 1] : "");
-            ggprof_export_html_set_max_records(n);
-            i++;
-        } else if (f < N_FORMATS) {
-            if (++i >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs an output file", k_formats[f].option);
-            out[f] = argv[i];
-            n_out++;
-        } else if (argv[i][0] == '-') {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof export --help'", argv[i]);
-        } else if (trace) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", trace, argv[i]);
-        } else {
-            trace = argv[i];
-        }
-    }
+    ggprof_opt opts[N_FORMATS + 3];
+    for (size_t f = 0; f < N_FORMATS; f++) opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL };
+    opts[N_FORMATS]     = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL };
+    opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
+    opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
+    ggprof_args a = { opts, N_FORMATS + 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
+    int n_out = 0;
+    for (size_t f = 0; f < N_FORMATS; f++) n_out += out[f] != NULL;
+    if (max_records >= 0) ggprof_export_html_set_max_records(max_records);
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
     ggprof_export_roofline_set_roofs(&roofs);
     sqlite3 *db;
     char why[512];
-    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    rc = ggprof_trace_open(trace, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     for (size_t f = 0; f < N_FORMATS && rc == 0; f++) {
         if (out[f] && k_formats[f].fn(db, out[f], why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);

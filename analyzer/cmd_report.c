@@ -48,17 +48,18 @@ static void print_health(sqlite3 *db) {
 }
 
 int ggprof_cmd_report(int argc, char **argv) {
-    if (argc != 2 || argv[1][0] == '-') {
-        return ggprof_fail(GGPROF_EXIT_USAGE, "%s; usage: ggprof report TRACE",
-                           argc < 2 ? "no trace given" : argv[1][0] == '-' ? "unknown option" : "one trace at a time");
-    }
+    const char *trace = NULL;
+    ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
+    if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof report TRACE");
     sqlite3 *db;
     char why[512];
-    int rc = ggprof_trace_open(argv[1], &db, why, sizeof(why));
+    rc = ggprof_trace_open(trace, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     ggprof_op_stats s;
     if (ggprof_op_stats_load(db, &s) != 0) {
-        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", argv[1], sqlite3_errmsg(db));
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));
         sqlite3_close(db);
         return rc;
     }

@@ -171,21 +171,14 @@ static int run_graphs(sqlite3 *db, ggprof_table *t) {
 int ggprof_cmd_rollup(int argc, char **argv) {
     const char *trace = NULL, *by = NULL, *format = "table";
     int ops = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--by") == 0 || strcmp(argv[i], "--format") == 0) {
-            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value; see 'ggprof rollup --help'", argv[i]);
-            *(argv[i][2] == 'b' ? &by : &format) = argv[i + 1];
-            i++;
-        } else if (strcmp(argv[i], "--ops") == 0) {
-            ops = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof rollup --help'", argv[i]);
-        } else if (trace) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", trace, argv[i]);
-        } else {
-            trace = argv[i];
-        }
-    }
+    const ggprof_opt opts[] = {
+        { "--by", NULL, GGPROF_OPT_STRING, &by, NULL },
+        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
+        { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL },
+    };
+    ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    int bad = ggprof_parse_args(argc, argv, &a);
+    if (bad) return bad;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof rollup TRACE --by layer|block|phase|graph");
     if (!by) return ggprof_fail(GGPROF_EXIT_USAGE, "no --by given; expected --by layer, block, phase or graph");
     ggprof_format fmt;

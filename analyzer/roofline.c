@@ -342,17 +342,20 @@ int ggprof_roofs_read(ggprof_roofs *r, const char *path, char *why, size_t why_l
     return rc;
 }
 
-int ggprof_roofs_option(ggprof_roofs *r, int argc, char **argv, int *i, char *why, size_t why_len) {
-    const char *opt = argv[*i];
-    int is_file = strcmp(opt, "--roof-file") == 0;
-    if (!is_file && strcmp(opt, "--roof") != 0) return 0;
-    if (*i + 1 >= argc) {
-        snprintf(why, why_len, "%s needs a value (%s)", opt, is_file ? "a file written by 'ggprof calibrate -o'" : "BACKEND=GBPS,GFLOPS");
-        return -1;
+int ggprof_roofs_opt(void *roofs, const char *option, const char *value) {
+    char why[512];
+    int  rc = strcmp(option, "--roof-file") == 0 ? ggprof_roofs_read(roofs, value, why, sizeof(why))
+                                                 : ggprof_roof_parse(roofs, value, why, sizeof(why));
+    return rc == 0 ? 0 : ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+}
+
+int ggprof_format_opt(void *format, const char *option, const char *value) {
+    ggprof_format f;
+    if (ggprof_format_parse(value, &f) != 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "%s '%s': unknown format; expected table, csv or json", option, value);
     }
-    (*i)++;
-    return (is_file ? ggprof_roofs_read(r, argv[*i], why, why_len) : ggprof_roof_parse(r, argv[*i], why, why_len)) == 0
-               ? 1 : -1;
+    *(int *) format = (int) f;
+    return 0;
 }
 
 const ggprof_roof *ggprof_roofs_find(const ggprof_roofs *r, const char *backend) {
@@ -610,35 +613,15 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
     memset(o, 0, sizeof(*o));
     o->n_rows = 20;
     o->format = GGPROF_FMT_TABLE;
-    char why[512];
-    for (int i = 1; i < argc; i++) {
-        int r = ggprof_roofs_option(&o->roofs, argc, argv, &i, why, sizeof(why));
-        if (r < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
-        if (r > 0) continue;
-        if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--format") == 0) {
-            if (i + 1 >= argc) return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value", argv[i]);
-            const char *v = argv[++i];
-            char *end;
-            if (argv[i - 1][1] == 'n') {
-                o->n_rows = strtol(v, &end, 10);
-                if (end == v || *end || o->n_rows < 0) {
-                    return ggprof_fail(GGPROF_EXIT_USAGE, "bad row count '%s'; expected a number >= 0 (0: all)", v);
-                }
-            } else {
-                ggprof_format f;
-                if (ggprof_format_parse(v, &f) != 0) {
-                    return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", v);
-                }
-                o->format = (int) f;
-            }
-        } else if (argv[i][0] == '-') {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof %s --help'", argv[i], cmd);
-        } else if (o->trace) {
-            return ggprof_fail(GGPROF_EXIT_USAGE, "one trace at a time ('%s' and '%s')", o->trace, argv[i]);
-        } else {
-            o->trace = argv[i];
-        }
-    }
+    const ggprof_opt opts[] = {
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->n_rows, NULL },
+        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt },
+        { "--roof", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
+        { "--roof-file", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
+    };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
     if (!o->trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof %s TRACE [-n N]", cmd);
     return 0;
 }

@@ -75,7 +75,10 @@ int ggprof_roof_parse(ggprof_roofs *r, const char *spec, char *why, size_t why_l
 int ggprof_roofs_read(ggprof_roofs *r, const char *path, char *why, size_t why_len);
 /* Takes "--roof SPEC" or "--roof-file FILE" at argv[*i] for any command: returns 1 (consumed, *i moved to the
  * value), 0 (not a roof option) or -1 (bad value, reason in why). */
-int ggprof_roofs_option(ggprof_roofs *r, int argc, char **argv, int *i, char *why, size_t why_len);
+/* Option callbacks for ggprof_parse_args (schema/cli.h): --roof BACKEND=... and --roof-file FILE into a
+ * ggprof_roofs; --format table|csv|json into an int (ggprof_format). */
+int ggprof_roofs_opt(void *roofs, const char *option, const char *value);
+int ggprof_format_opt(void *format, const char *option, const char *value);
 /* The roof of a backend (names compared without case), or NULL. */
 const ggprof_roof *ggprof_roofs_find(const ggprof_roofs *r, const char *backend);
 /* One line per roof ("roof CPU: 20.00 GB/s, 100.00 GFLOP/s, F16 80.00 GFLOP/s"), or how to give one. */

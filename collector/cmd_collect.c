@@ -81,13 +81,15 @@ static int write_profile(ggprof_spill *spill, const char *profile) {
 int ggprof_cmd_collect(int argc, char **argv) {
     const char *ring_path = NULL, *profile = NULL;
     long parent = 0, ack_fd = -1;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--ring") == 0) ring_path = argv[i + 1];
-        else if (strcmp(argv[i], "--parent") == 0) parent = strtol(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--ack-fd") == 0) ack_fd = strtol(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--profile") == 0) profile = argv[i + 1];
-        else return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof collect --help'", argv[i]);
-    }
+    const ggprof_opt opts[] = {
+        { "--ring", NULL, GGPROF_OPT_STRING, &ring_path, NULL },
+        { "--parent", NULL, GGPROF_OPT_COUNT, &parent, NULL },
+        { "--ack-fd", NULL, GGPROF_OPT_COUNT, &ack_fd, NULL },
+        { "--profile", NULL, GGPROF_OPT_STRING, &profile, NULL },
+    };
+    ggprof_args a = { opts, 4, NULL, 0, 0, "unexpected argument '%s'; see 'ggprof collect --help'", 0, 0 };
+    int bad = ggprof_parse_args(argc, argv, &a);
+    if (bad) return bad;
     if (!ring_path || parent <= 0 || !profile) return ggprof_fail(GGPROF_EXIT_USAGE, "needs --ring, --parent and --profile");
     signal(SIGINT, SIG_IGN); /* a Ctrl-C meant for the program must not take its profile with it */
     /* Below the program: our wake-ups should not preempt threads that spin in ggml's barriers. */

@@ -141,20 +141,24 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
 
 int ggprof_cmd_merge(int argc, char **argv) {
     const char *out = NULL;
-    int first = 1;
-    if (argc > 2 && strcmp(argv[1], "-o") == 0) {
-        out   = argv[2];
-        first = 3;
+    const ggprof_opt opts[] = { { "--output", "-o", GGPROF_OPT_STRING, &out, NULL } };
+    const char **in = calloc((size_t) argc, sizeof(*in)); /* CLIENT TRACE... */
+    if (!in) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    ggprof_args a = { opts, 1, in, argc, 0, "%s", 0, 0 };
+    int bad = ggprof_parse_args(argc, argv, &a);
+    if (!bad && (!out || a.n_pos < 2)) bad = ggprof_fail(GGPROF_EXIT_USAGE, "usage: ggprof merge -o OUT.db CLIENT TRACE...");
+    if (bad) {
+        free(in);
+        return bad;
     }
-    if (!out || argc - first < 2) return ggprof_fail(GGPROF_EXIT_USAGE, "usage: ggprof merge -o OUT.db CLIENT TRACE...");
     char why[512];
-    int n = argc - first;
+    int n = a.n_pos;
     sqlite3 **dbs = calloc((size_t) n, sizeof(*dbs));
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
-        rc = ggprof_trace_open(argv[first + i], &dbs[i], why, sizeof(why));
+        rc = ggprof_trace_open(in[i], &dbs[i], why, sizeof(why));
         if (rc) ggprof_err("%s", why);
-        else if (strstr(argv[first + i], ".json")) rc = ggprof_fail(GGPROF_EXIT_USAGE, "merge takes trace databases; '%s' is JSON", argv[first + i]);
+        else if (strstr(in[i], ".json")) rc = ggprof_fail(GGPROF_EXIT_USAGE, "merge takes trace databases; '%s' is JSON", in[i]);
     }
     ggprof_store *store = NULL;
     if (!rc) {
@@ -168,9 +172,9 @@ int ggprof_cmd_merge(int argc, char **argv) {
     for (int i = 1; i < n && !rc && est; i++) {
         if (estimate(dbs[0], dbs[i], &est[i])) {
             printf("%s: offset %+" PRId64 " ns (range %" PRId64 " ns, %d matched request/response pairs)\n",
-                   argv[first + i], est[i].offset, est[i].lo <= est[i].hi ? est[i].hi - est[i].lo : -1, est[i].pairs);
+                   in[i], est[i].offset, est[i].lo <= est[i].hi ? est[i].hi - est[i].lo : -1, est[i].pairs);
         } else {
-            printf("%s: offset 0 (no RPC requests of the client matched; same clock assumed)\n", argv[first + i]);
+            printf("%s: offset 0 (no RPC requests of the client matched; same clock assumed)\n", in[i]);
         }
     }
     for (int i = 0; i < n && !rc && est; i++) {
@@ -189,18 +193,19 @@ int ggprof_cmd_merge(int argc, char **argv) {
         sqlite3_finalize(st);
         sqlite3_close(dbs[i]);
         dbs[i] = NULL;
-        if (copy_input(o, argv[first + i], e.offset, shift, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        if (copy_input(o, in[i], e.offset, shift, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
         char key[32], sql[256];
         snprintf(key, sizeof(key), "merged.%d", i);
         snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO meta VALUES('%s', ?)", key);
         sqlite3_prepare_v2(o, sql, -1, &st, NULL);
-        sqlite3_bind_text(st, 1, argv[first + i], -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 1, in[i], -1, SQLITE_TRANSIENT);
         sqlite3_step(st);
         sqlite3_finalize(st);
     }
     for (int i = 0; i < n; i++) sqlite3_close(dbs[i]);
     free(dbs);
     free(est);
+    free(in);
     if (o && sqlite3_close(o) != SQLITE_OK && !rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot close '%s'", out);
     if (rc && out) unlink(out);
     return rc;
