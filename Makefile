@@ -55,8 +55,8 @@ $(BUILD)/obj/gen/viewer_embed.o: $(VIEWER_GEN)
 all: $(LIB) $(BIN)
 
 # The engine is injected into programs we did not build: hidden visibility keeps everything but the wrappers
-# and the public API out of their symbol namespace, and it never links ggml (FINDINGS: a program whose loader
-# cannot find libggml first would not start at all).
+# and the public API out of their symbol namespace, and it never links ggml (a program whose loader cannot
+# find libggml first would not start at all).
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP $(call inc,$<) -c $< -o $@

@@ -107,7 +107,7 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
 /* A first write to a page of shared memory costs a fault (allocation, zeroing): measured at about 15 us, it
  * made every record cost hundreds of ns on the computing thread. Fault the slot in once, when claimed, and
  * write to every page: MADV_POPULATE_WRITE alone maps the pages, yet under a hypervisor that backs guest
- * memory lazily (this VM's, PVM) the first store to each page still costs ~5 us, a host-side fault, for
+ * memory lazily (seen on a KVM guest whose hypervisor shadows its page tables) the first store to each page still costs ~5 us, a host-side fault, for
  * the whole first lap of the ring (tests/bench/ring_write.sh: ~11000 TSC cycles per 4 KiB message on a slot
  * only populated, ~300 once each page was written). Once the pages are backed, non-temporal stores were no
  * faster than memcpy for a split's 4 KiB of ops (same benchmark, and in the engine), so messages are memcpy'd. */

@@ -25,7 +25,7 @@ done | sort -u | while read -r lib; do
         *) cp -L "$lib" $B/deps/ ;;
     esac
 done
-# CUPTI: the CUDA image has its own (FINDINGS.md); this copy is used only if it does not.
+# CUPTI: the device machine's CUDA 13 image has its own; this copy is used only if it does not.
 cp -L "$CUDA_HOME/lib64/libcupti.so.13" $B/deps/cupti/
 
 need=$(for f in $B/bin/ggprof $B/lib/*.so $B/samples/* $B/deps/*.so*; do

@@ -1,7 +1,7 @@
 # ggprof diff: a golden on two checked-in recordings (samples/traces/diff-a.json.gz: llama-completion -t 2;
 # diff-b.json.gz: the same with -t 1), alignment and --match-backend, formats, bad input; then live: two
 # recordings of the same workload pass --fail-above 10, and one made slower on purpose (-t 1) is flagged,
-# MUL_MAT first. The machine is shared and noisy (FINDINGS: a concurrent build makes a decode 3-7x slower),
+# MUL_MAT first. The machine is shared and noisy (a concurrent build made a decode 3-7x slower on 2 cores),
 # so each live comparison records a fresh pair up to 3 times and reports how many it took.
 # GGPROF_GOLDEN_UPDATE=1 rewrites the golden (review the diff before committing it).
 . "$(dirname "$0")/../lib.sh"
