@@ -9,8 +9,6 @@
 
 typedef struct ggprof_api_sched ggprof_api_sched;
 
-/* The scheduler's API state slot (interpose.c keeps it with the scheduler); NULL if it cannot be tracked. */
-ggprof_api_sched **ggprof_sched_api_slot(ggml_backend_sched_t sched);
 bool ggprof_api_enabled(const ggprof_api_sched *a);
 /* A CPU split's ops, and an OP or COPY event, for a scheduler whose profiling the program turned on. */
 void ggprof_api_cpu_chunk(const ggprof_msg_cpu_ops *m, void *api);

@@ -8,111 +8,16 @@
 #include "api.h"
 #include "engine.h"
 #include "ring.h"
+#include "sched.h"
 #include "timing.h"
 
-/* ---- schedulers and their backends ---- */
-
-#define MAX_BACKENDS 16
-typedef struct {
-    ggml_backend_sched_t sched;   /* NULL for the backends used outside any scheduler */
-    uint32_t             id;
-    int                  n;
-    ggml_backend_t       backends[MAX_BACKENDS];
-    bool                 is_cpu[MAX_BACKENDS];
-    int                  dev_type[MAX_BACKENDS];
-    ggprof_api_sched    *api; /* the seed's C API, when the program uses it on this scheduler */
-} sched_entry;
-
-#define MAX_SCHEDS 64
-static sched_entry     g_scheds[MAX_SCHEDS];
-static sched_entry     g_unscheduled; /* sched_id 0 */
-static uint32_t        g_next_sched_id = 1;
-static pthread_mutex_t g_sched_lock    = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_next_graph_id;
-
-/* A backend's device type, in the values of ggml 0.23 (CPU 0, GPU 1, IGPU 2, ACCEL 3): releases up to late 2024
- * had CPU, GPU, CPU_FULL, GPU_FULL, their CPU device reporting CPU_FULL (2). ggml's CPU device is named "CPU" in
- * every release. */
-static int dev_type_of(ggml_backend_dev_t d) {
-    const ggprof_ggml *g = &ggprof_eng.g;
-    if (!d) return -1;
-    const char *name = g->ggml_backend_dev_name(d);
-    return name && strcmp(name, "CPU") == 0 ? GGML_ABI_DEV_CPU : g->ggml_backend_dev_type(d);
-}
-
-static void emit_backend(const sched_entry *se, int i) {
-    const ggprof_ggml *g = &ggprof_eng.g;
-    ggml_backend_t     b = se->backends[i];
-    ggml_backend_dev_t d = g->ggml_backend_get_device(b);
-    ggprof_msg_backend m;
-    memset(&m, 0, sizeof(m));
-    m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_BACKEND, 0 };
-    m.sched_id    = se->id;
-    m.backend_id  = i;
-    m.device_type = dev_type_of(d);
-    m.is_host     = m.device_type == GGML_ABI_DEV_CPU;
-    snprintf(m.name, sizeof(m.name), "%s", g->ggml_backend_name(b));
-    snprintf(m.device, sizeof(m.device), "%s", d ? g->ggml_backend_dev_name(d) : "unknown");
-    snprintf(m.description, sizeof(m.description), "%s", d ? g->ggml_backend_dev_description(d) : "");
-    ggprof_emit(&m.h);
-}
-
-static void add_backend(sched_entry *se, ggml_backend_t b) {
-    const ggprof_ggml *g = &ggprof_eng.g;
-    if (se->n == MAX_BACKENDS) return;
-    ggml_backend_dev_t d = g->ggml_backend_get_device(b);
-    se->backends[se->n] = b;
-    se->dev_type[se->n] = dev_type_of(d);
-    se->is_cpu[se->n]   = se->dev_type[se->n] == GGML_ABI_DEV_CPU;
-    emit_backend(se, se->n);
-    se->n++;
-}
-
-/* Called with g_sched_lock held. */
-static sched_entry *sched_register(ggml_backend_sched_t sched) {
-    const ggprof_ggml *g = &ggprof_eng.g;
-    sched_entry *se = NULL;
-    for (int i = 0; i < MAX_SCHEDS && !se; i++) {
-        if (g_scheds[i].sched == sched || g_scheds[i].sched == NULL) se = &g_scheds[i];
-    }
-    if (!se) return NULL;
-    ggprof_api_free(se->api);
-    memset(se, 0, sizeof(*se));
-    se->sched = sched;
-    se->id    = g_next_sched_id++;
-    int n = g->ggml_backend_sched_get_n_backends(sched);
-    for (int i = 0; i < n; i++) add_backend(se, g->ggml_backend_sched_get_backend(sched, i));
-    return se;
-}
-
-/* The entry found last: a program computes on one scheduler over and over, and the table is 64 entries of
- * cold cache lines. Guarded by g_sched_lock. */
-static sched_entry *g_last_found;
-
-static sched_entry *sched_find(ggml_backend_sched_t sched, bool create) {
-    pthread_mutex_lock(&g_sched_lock);
-    sched_entry *se = g_last_found && g_last_found->sched == sched ? g_last_found : NULL;
-    for (int i = 0; i < MAX_SCHEDS && !se; i++) {
-        if (g_scheds[i].sched == sched) se = &g_scheds[i];
-    }
-    if (!se && create) se = sched_register(sched);
-    if (se) g_last_found = se;
-    pthread_mutex_unlock(&g_sched_lock);
-    return se;
-}
-
-static int backend_index(sched_entry *se, ggml_backend_t b) {
-    for (int i = 0; i < se->n; i++) {
-        if (se->backends[i] == b) return i;
-    }
-    return -1;
-}
 
 /* ---- one scheduler graph compute on this thread ---- */
 
 #define MAX_PENDING 256
 typedef struct {
-    sched_entry         *se;
+    ggprof_sched         *se;
     uint64_t             graph_id;
     int                  level;    /* the recording level for this graph (record --alternate varies it) */
     struct ggml_tensor **nodes;
@@ -164,7 +69,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     }
     const ggprof_ggml *g = &ggprof_eng.g;
     graph_ctx gc;
-    gc.se           = sched_find(sched, true);
+    gc.se           = ggprof_sched_find(sched, true);
     gc.graph_id     = atomic_fetch_add(&g_next_graph_id, 1);
     gc.nodes        = g->ggml_graph_nodes(graph);
     gc.n_nodes      = g->ggml_graph_n_nodes(graph);
@@ -225,7 +130,7 @@ static ggprof_msg_event event_msg(uint16_t type, uint16_t timing, uint16_t sub, 
 /* A backend we cannot see inside (BLAS; GPUs under --serialize) computes one node at a time, each followed by
  * a synchronize: per-node wall time, at the cost of the backend's own batching. Records say so (timing). */
 static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_cgraph *cgraph, struct ggml_tensor **nodes,
-                                           int n, const ggprof_split_place *w, sched_entry *se,
+                                           int n, const ggprof_split_place *w, ggprof_sched *se,
                                            enum ggml_status (*real)(ggml_backend_t, struct ggml_cgraph *)) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggprof_api_sched *api = ggprof_api_enabled(se->api) ? se->api : NULL;
@@ -259,7 +164,7 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
 /* One backend compute being recorded, from split_begin (before the real compute) to split_end (after it). */
 typedef struct {
     graph_ctx           *gc; /* the scheduler graph it belongs to, or NULL: a graph computed directly */
-    sched_entry         *se;
+    ggprof_sched         *se;
     ggml_backend_t       backend;
     struct ggml_tensor **nodes;
     int                  n_nodes, backend_id;
@@ -276,18 +181,11 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
     st->gc      = gc;
     st->backend = backend;
     ggprof_busy++;
-    if (gc && gc->se) {
-        st->se = gc->se;
-    } else {
-        pthread_mutex_lock(&g_sched_lock);
-        st->se = &g_unscheduled;
-        if (backend_index(st->se, backend) < 0) add_backend(st->se, backend);
-        pthread_mutex_unlock(&g_sched_lock);
-    }
-    sched_entry *se = st->se;
+    st->se = gc && gc->se ? gc->se : ggprof_sched_unscheduled(backend);
+    ggprof_sched *se = st->se;
     st->nodes      = g->ggml_graph_nodes(cgraph);
     st->n_nodes    = g->ggml_graph_n_nodes(cgraph);
-    st->backend_id = backend_index(se, backend);
+    st->backend_id = ggprof_sched_backend_index(se, backend);
     ggprof_split_place *w = &st->where;
     *w = (ggprof_split_place){ 0 };
     w->sched_id   = se->id;
@@ -368,11 +266,6 @@ GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t back
     uint64_t t1 = ggprof_now_ns();
     split_end(&st, t0, t1);
     return r;
-}
-
-ggprof_api_sched **ggprof_sched_api_slot(ggml_backend_sched_t sched) {
-    sched_entry *se = sched_find(sched, true);
-    return se ? &se->api : NULL;
 }
 
 bool ggprof_current_place(ggprof_place *out) {
@@ -458,23 +351,13 @@ GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
     real_ggml_backend_synchronize(backend);
     uint64_t t1 = ggprof_now_ns();
     ggprof_busy++;
-    /* Which scheduler's backend: the calling thread's graph's, else the one computed last, else the first that
-     * has it. */
-    sched_entry *se = t_graph && t_graph->se ? t_graph->se : NULL;
-    int id = se ? backend_index(se, backend) : -1;
-    pthread_mutex_lock(&g_sched_lock);
-    if (id < 0 && g_last_found && g_last_found->sched && (id = backend_index(g_last_found, backend)) >= 0) {
-        se = g_last_found;
-    }
-    for (int i = 0; i < MAX_SCHEDS && id < 0; i++) {
-        if (g_scheds[i].sched && (id = backend_index(&g_scheds[i], backend)) >= 0) se = &g_scheds[i];
-    }
     /* CPU and accelerators that compute on the host (BLAS) return at once: no record for them. */
-    bool host = id >= 0 && (se->is_cpu[id] || se->dev_type[id] == GGML_ABI_DEV_ACCEL);
-    pthread_mutex_unlock(&g_sched_lock);
+    uint32_t sched_id = 0;
+    bool     host     = false;
+    int      id       = ggprof_sched_locate(backend, t_graph ? t_graph->se : NULL, &sched_id, &host);
     if (id >= 0 && !host) {
         ggprof_msg_event e = event_msg(GGPROF_REC_SYNC, GGPROF_TIMING_HOST_CALL, GGPROF_SYNC_BACKEND_WAIT, id, t0, t1);
-        e.sched_id = se->id;
+        e.sched_id = sched_id;
         e.graph_id = t_graph ? t_graph->graph_id : GGPROF_GRAPH_NONE;
         e.split_id = t_graph ? t_graph->split_id : -1;
         ggprof_emit(&e.h);
@@ -491,9 +374,9 @@ GGPROF_API ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends,
     ggml_backend_sched_t s = real_ggml_backend_sched_new(backends, bufts, n_backends, graph_size, parallel, op_offload);
     if (s && ggprof_engine_ready((const void *) real_ggml_backend_sched_new)) {
         ggprof_busy++;
-        pthread_mutex_lock(&g_sched_lock);
-        sched_register(s);
-        pthread_mutex_unlock(&g_sched_lock);
+        ggprof_api_sched *old_api = NULL;
+        ggprof_sched_register(s, &old_api);
+        ggprof_api_free(old_api);
         ggprof_busy--;
     }
     return s;
@@ -502,14 +385,7 @@ GGPROF_API ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends,
 GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     REAL(ggml_backend_sched_free);
     if (ggprof_engine_ready((const void *) real_ggml_backend_sched_free)) {
-        sched_entry *se = sched_find(sched, false);
-        if (se) {
-            pthread_mutex_lock(&g_sched_lock);
-            se->sched = NULL;
-            ggprof_api_free(se->api);
-            se->api = NULL;
-            pthread_mutex_unlock(&g_sched_lock);
-        }
+        ggprof_api_free(ggprof_sched_forget(sched));
         /* GGML_PROFILE writes its profile when a scheduler is freed (or at exit, whichever comes first). */
         ggprof_profile_sched_freed();
     }
@@ -574,18 +450,19 @@ static struct {
     ggml_backend_reg_t reg;
     set_abort_fn       real;
 } g_setters[MAX_SETTERS];
-static int g_n_setters;
+static int             g_n_setters;
+static pthread_mutex_t g_setters_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void wrapped_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
     ggml_backend_reg_t reg = dev && g->ggml_backend_dev_backend_reg ? g->ggml_backend_dev_backend_reg(dev) : NULL;
-    pthread_mutex_lock(&g_sched_lock);
+    pthread_mutex_lock(&g_setters_lock);
     set_abort_fn real = NULL;
     for (int i = 0; i < g_n_setters; i++) {
         if (g_setters[i].reg == reg) real = g_setters[i].real;
     }
-    pthread_mutex_unlock(&g_sched_lock);
+    pthread_mutex_unlock(&g_setters_lock);
     if (real) ggprof_cpu_set_abort_callback(real, backend, cb, data);
 }
 
@@ -598,7 +475,7 @@ GGPROF_API void *ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const
      * ggml_backend_cpu_set_abort_callback (its GOT entry is interposed); any other gets a wrapper. */
     if (p && name && strcmp(name, "ggml_backend_set_abort_callback") == 0 &&
         p != (void *) ggml_backend_cpu_set_abort_callback && !ggprof_eng.broken) {
-        pthread_mutex_lock(&g_sched_lock);
+        pthread_mutex_lock(&g_setters_lock);
         bool known = false;
         for (int i = 0; i < g_n_setters; i++) known |= g_setters[i].reg == reg;
         if (!known && g_n_setters < MAX_SETTERS) {
@@ -606,7 +483,7 @@ GGPROF_API void *ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const
             g_setters[g_n_setters++].real = (set_abort_fn) p;
             known = true;
         }
-        pthread_mutex_unlock(&g_sched_lock);
+        pthread_mutex_unlock(&g_setters_lock);
         if (known) return (void *) wrapped_set_abort_callback;
     }
     return p;
