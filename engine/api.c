@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "api.h"
-#include "sched.h"
+#include "schedulers.h"
 #include "engine.h"
 #include "ggml-profiler.h"
 #include "summary.h"

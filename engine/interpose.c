@@ -8,7 +8,7 @@
 #include "api.h"
 #include "engine.h"
 #include "ring.h"
-#include "sched.h"
+#include "schedulers.h"
 #include "timing.h"
 
 static _Atomic uint64_t g_next_graph_id;

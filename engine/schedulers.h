@@ -1,6 +1,6 @@
 /* The schedulers the engine has seen and their backends: ids for the trace, which backend is the CPU. */
-#ifndef GGPROF_SCHED_H
-#define GGPROF_SCHED_H
+#ifndef GGPROF_SCHEDULERS_H
+#define GGPROF_SCHEDULERS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@ typedef struct {
     int                      n;
     ggml_backend_t           backends[GGPROF_MAX_BACKENDS];
     bool                     is_cpu[GGPROF_MAX_BACKENDS];
-    int                      dev_type[GGPROF_MAX_BACKENDS]; /* in ggml 0.23's numbering (sched.c) */
+    int                      dev_type[GGPROF_MAX_BACKENDS]; /* in ggml 0.23's numbering (schedulers.c) */
     struct ggprof_api_sched *api;   /* the seed's C API, when the program uses it on this scheduler */
 } ggprof_sched;
 

@@ -1,5 +1,5 @@
 /* The schedulers the engine has seen and their backends. */
-#include "sched.h"
+#include "schedulers.h"
 
 #include <pthread.h>
 #include <stdio.h>
