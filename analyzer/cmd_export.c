@@ -7,12 +7,14 @@
 #include "export.h"
 #include "json_v3.h"
 #include "roofline.h"
+#include "testcases.h"
 #include "trace.h"
 
 const char ggprof_usage_export[] =
     "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt] [--chrome OUT.json]\n"
     "                           [--html OUT.html [--html-max-records N]]\n"
     "                           [--roofline OUT.svg [--roof SPEC]... [--roof-file FILE]]\n"
+    "                           [--test-file OUT.txt [--min-share PCT]]\n"
     "\n"
     "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
     "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
@@ -25,7 +27,12 @@ const char ggprof_usage_export[] =
     "  --roofline OUT  an SVG roofline plot: ops by arithmetic intensity (FLOP/byte) and achieved GFLOP/s,\n"
     "                  log-log, each point's area its total time, with the roof lines of the backends given\n"
     "                  by --roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable) or --roof-file FILE\n"
-    "                  (as 'ggprof calibrate -o FILE' writes it)\n";
+    "                  (as 'ggprof calibrate -o FILE' writes it)\n"
+    "  --test-file OUT one line per distinct op case, as ggml's 'test-backend-ops --test-file' reads it (op and\n"
+    "                  types as the traced ggml's enum values, shapes, strides, op params; the tensor's name and\n"
+    "                  the backend last), largest share of op time first; fused pairs and ops without an op id\n"
+    "                  are listed on stdout as '# skipped' lines. See 'ggprof replay' and docs/replay.md\n"
+    "  --min-share PCT with --test-file: only the cases of at least PCT% of the trace's op time\n";
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -39,6 +46,7 @@ static const struct {
     { "--chrome", ggprof_export_chrome },
     { "--html", ggprof_export_html },
     { "--roofline", ggprof_export_roofline },
+    { "--test-file", ggprof_export_test_file },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
@@ -46,18 +54,21 @@ int ggprof_cmd_export(int argc, char **argv) {
     const char *trace = NULL;
     const char *out[N_FORMATS] = { 0 };
     long max_records = -1;
+    double min_share = 0;
     ggprof_roofs roofs = { .n = 0 };
-    ggprof_opt opts[N_FORMATS + 3];
+    ggprof_opt opts[N_FORMATS + 4];
     for (size_t f = 0; f < N_FORMATS; f++) opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL };
     opts[N_FORMATS]     = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL };
     opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
     opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
-    ggprof_args a = { opts, N_FORMATS + 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL };
+    ggprof_args a = { opts, N_FORMATS + 4, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     int n_out = 0;
     for (size_t f = 0; f < N_FORMATS; f++) n_out += out[f] != NULL;
     if (max_records >= 0) ggprof_export_html_set_max_records(max_records);
+    ggprof_export_test_file_set_min_share(min_share);
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
     ggprof_export_roofline_set_roofs(&roofs);

@@ -374,6 +374,7 @@ static int import_record(import_ctx *x, import_state *s, const char *text, uint6
     m.h        = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_NODE, 0 };
     m.out_type = (int32_t) num(o, "out_type", -1);
     m.sub_op   = (int32_t) num(o, "sub_op", -1);
+    m.op_id    = -1; /* the version-3 JSON names ops only */
     m.n_src    = (int32_t) num(o, "n_src", 0);
     if (m.n_src < 0 || m.n_src > GGPROF_MAX_SRC) {
         fail_at(x, off, "record %" PRId64 " has n_src %d; expected 0 to %d", idx, m.n_src, GGPROF_MAX_SRC);

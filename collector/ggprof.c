@@ -19,6 +19,8 @@ static const ggprof_cmd k_cmds[] = {
     { "calibrate", ggprof_cmd_calibrate, "measure this CPU's memory and matmul roofs", ggprof_usage_calibrate },
     { "rollup", ggprof_cmd_rollup, "time by layer, model block, phase or per-graph latency", ggprof_usage_rollup },
     { "diff", ggprof_cmd_diff, "compare two traces op by op, beyond noise; gate CI with --fail-above", ggprof_usage_diff },
+    { "replay", ggprof_cmd_replay, "run the trace's op cases alone in test-backend-ops, beside their in-situ time",
+      ggprof_usage_replay },
 };
 #define N_CMDS (sizeof(k_cmds) / sizeof(k_cmds[0]))
 

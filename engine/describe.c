@@ -100,6 +100,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     if (is_copy) {
         /* The seed describes a copy by its input tensor as source 0 and no output. */
         m->out_type = -1;
+        m->op_id    = -1;
         m->n_src    = 1;
         for (int d = 0; d < 4; d++) {
             m->ne_src[0][d] = t->ne[d];
@@ -111,6 +112,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
         return;
     }
     snprintf(m->op, sizeof(m->op), "%s", g->ggml_op_name(t->op));
+    m->op_id = t->op;
     m->out_type = t->type;
     memcpy(m->ne, t->ne, sizeof(m->ne));
     memcpy(m->op_params, t->op_params, sizeof(m->op_params));

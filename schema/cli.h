@@ -67,6 +67,7 @@ int ggprof_cmd_inefficiency(int argc, char **argv);
 int ggprof_cmd_calibrate(int argc, char **argv);
 int ggprof_cmd_rollup(int argc, char **argv);
 int ggprof_cmd_diff(int argc, char **argv);
+int ggprof_cmd_replay(int argc, char **argv);
 
 extern const char ggprof_usage_record[];
 extern const char ggprof_usage_collect[];
@@ -80,5 +81,6 @@ extern const char ggprof_usage_inefficiency[];
 extern const char ggprof_usage_calibrate[];
 extern const char ggprof_usage_rollup[];
 extern const char ggprof_usage_diff[];
+extern const char ggprof_usage_replay[];
 
 #endif

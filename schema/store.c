@@ -16,7 +16,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
     [ST_TYPE]    = "INSERT OR REPLACE INTO ggml_types VALUES(?,?,?,?,?)",
     [ST_BACKEND] = "INSERT OR REPLACE INTO backend_list VALUES(?,?,?,?,?,?,?,?)",
-    [ST_NODE]    = "INSERT OR REPLACE INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_NODE]    = "INSERT OR REPLACE INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_GRAPH]   = "INSERT INTO graph_list VALUES(?,?,?,?,?,?,?)",
     [ST_SPLIT]   = "INSERT INTO split_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_EVENT]   = "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -148,6 +148,11 @@ static void store_node(ggprof_store *s, int32_t pid, const ggprof_msg_node *n) {
     ggprof_json_i32s(buf, sizeof(buf), n->op_params, GGPROF_N_OP_PARAMS);
     sqlite3_bind_text(st, 13, buf, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 14, (sqlite3_int64) n->nbytes);
+    if (n->op_id >= 0) {
+        sqlite3_bind_int(st, 15, n->op_id);
+    } else {
+        sqlite3_bind_null(st, 15);
+    }
     run(s, st);
     node_name *slot = name_slot(s, node_key(pid, n->node_id), 1);
     if (slot) {

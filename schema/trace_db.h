@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 /* Readers accept versions MIN..CURRENT; a writer always writes CURRENT. */
-#define GGPROF_DB_VERSION     1
+#define GGPROF_DB_VERSION     2 /* 2: nodes.op_id, the replay table */
 #define GGPROF_DB_VERSION_MIN 1
 #define GGPROF_DB_FORMAT      "ggprof-trace"
 

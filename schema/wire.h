@@ -117,6 +117,8 @@ typedef struct {
     int32_t  out_type;
     int32_t  sub_op;
     int32_t  n_src;
+    int32_t  op_id;                  /* the op's enum value in the recorded ggml (-1: unknown, e.g. read from JSON) */
+    int32_t  pad0;
     int64_t  ne[4];
     int64_t  ne_src[GGPROF_MAX_SRC][4];
     int64_t  nb_src[GGPROF_MAX_SRC][4];
@@ -239,7 +241,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_flush, 16);
 GGPROF_WIRE_SIZE(ggprof_msg_process, 600);
 GGPROF_WIRE_SIZE(ggprof_msg_type, 56);
 GGPROF_WIRE_SIZE(ggprof_msg_backend, 408);
-GGPROF_WIRE_SIZE(ggprof_msg_node, 936);
+GGPROF_WIRE_SIZE(ggprof_msg_node, 944);
 GGPROF_WIRE_SIZE(ggprof_msg_graph, 48);
 GGPROF_WIRE_SIZE(ggprof_msg_split, 72);
 GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
