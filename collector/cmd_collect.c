@@ -48,7 +48,7 @@ static int write_profile(ggprof_spill *spill, const char *profile) {
     char why[512];
     ggprof_store *store;
     if (ggprof_store_create(&store, "", why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
-    if (ggprof_spill_replay(spill, store) != 0) ggprof_err("internal: cannot read back the spill file");
+    if (ggprof_spill_replay(spill, store, false) != 0) ggprof_err("internal: cannot read back the spill file");
     sqlite3 *db = ggprof_store_finish(store, why, sizeof(why));
     if (!db) return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
     size_t n = strlen(profile);

@@ -284,9 +284,37 @@ static int record_drain(record_run *r) {
     r->child = g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
     while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
-    if (ggprof_spill_replay(&r->spill, r->store) != 0) ggprof_err("internal: cannot read back '%s'", r->spill_path);
+    if (ggprof_spill_replay(&r->spill, r->store, true) != 0) ggprof_err("internal: cannot read back '%s'", r->spill_path);
     r->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
     return 0;
+}
+
+/* The disk filled (while the records were copied out, or while the database was built): one line says so, and the
+ * counts become what the trace really holds, the records written before. */
+static void record_disk_full(record_run *r, sqlite3 *db, ggprof_store_counts *c) {
+    static const char *const k_count[] = { "SELECT count(*) FROM events", "SELECT count(*) FROM graph_list",
+                                           "SELECT count(*) FROM split_list", "SELECT count(*) FROM processes" };
+    uint64_t *dst[] = { &c->events, &c->graphs, &c->splits, &c->processes };
+    for (int i = 0; i < 4; i++) {
+        sqlite3_stmt *st = NULL;
+        *dst[i] = 0;
+        if (sqlite3_prepare_v2(db, k_count[i], -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+            *dst[i] = (uint64_t) sqlite3_column_int64(st, 0);
+        }
+        sqlite3_finalize(st);
+    }
+    char note[512];
+    snprintf(note, sizeof(note), "the disk of '%s' filled up (%s): the trace keeps the %" PRIu64 " graphs recorded before it, "
+             "the rest is lost; no JSON written", r->out, r->spill.err ? strerror(r->spill.err) : sqlite3_errstr(c->full),
+             c->graphs);
+    ggprof_err("warning: %s", note);
+    /* In the trace too (best effort: a row of text may still fit), where report shows its notes. */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO notes VALUES(0, ?)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, note, -1, SQLITE_TRANSIENT);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
 }
 
 /* The trace's metadata, the database, the JSON, and what record says of the run. */
@@ -308,6 +336,7 @@ static int record_finish(record_run *r) {
     ggprof_store_meta(r->store, "dropped_records", buf);
     snprintf(buf, sizeof(buf), "%" PRIu64, r->wall_start);
     ggprof_store_meta(r->store, "started_unix", buf);
+    ggprof_store_commit(r->store); /* a full disk shows here at the latest */
     ggprof_store_counts c = ggprof_store_get_counts(r->store);
     r->keep_out = true;
     sqlite3 *db = ggprof_store_finish(r->store, why, sizeof(why));
@@ -316,12 +345,16 @@ static int record_finish(record_run *r) {
         ggprof_err("%s", why);
         return r->exit_code ? 0 : GGPROF_EXIT_INTERNAL;
     }
-    int json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
-    if (!r->quiet && c.processes) print_processes(db, r->level);
+    bool full = r->spill.err || c.full;
+    if (full) record_disk_full(r, db, &c);
+    int json_ok = full ? (unlink(r->json), 0) : ggprof_json_v3_export(db, r->json, why, sizeof(why));
+    if (!r->quiet && !full && c.processes) print_processes(db, r->level);
     sqlite3_close(db);
     if (json_ok != 0) ggprof_err("%s", why);
-    if (r->quiet) return 0;
-    if (c.processes == 0) {
+    if (r->quiet && !full) return 0;
+    if (full) {
+        /* record_disk_full said it all, in one line */
+    } else if (c.processes == 0) {
         ggprof_err("no ggml activity was seen in '%s'%s; '%s' holds an empty trace", r->cmd[0],
                    n_attached ? "" : " (no process loaded ggml)", r->out);
     } else {

@@ -1,8 +1,13 @@
 /* Spill file: frames of (pid, tid, message) appended while the workload runs, replayed into the store after. */
 #include "spill.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 /* A frame: who wrote the bytes, how many, then the bytes (whole messages). */
 typedef struct {
@@ -12,16 +17,55 @@ typedef struct {
 
 int ggprof_spill_open(ggprof_spill *s, const char *path) {
     memset(s, 0, sizeof(*s));
-    s->f = fopen(path, "w+b");
-    if (!s->f) return -1;
-    setvbuf(s->f, NULL, _IOFBF, 1 << 20);
-    return 0;
+    s->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    return s->fd < 0 ? -1 : 0;
 }
 
-void ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
-    frame fr = { slot->pid, slot->tid, (uint32_t) n, 0 };
-    if (fwrite(&fr, sizeof(fr), 1, s->f) != 1 || fwrite(bytes, n, 1, s->f) != 1) s->err = 1;
+static void write_frame(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
+    if (s->err) {
+        s->lost += n;
+        return;
+    }
+    frame  fr   = { slot->pid, slot->tid, (uint32_t) n, 0 };
+    size_t want = sizeof(fr) + n, done = 0;
+    /* At explicit offsets, so that a short write (a full disk) is retried for the rest, then cut back whole. */
+    while (done < want) {
+        struct iovec iov[2] = { { (char *) &fr + (done < sizeof(fr) ? done : sizeof(fr)), done < sizeof(fr) ? sizeof(fr) - done : 0 },
+                                { (char *) bytes + (done > sizeof(fr) ? done - sizeof(fr) : 0), n - (done > sizeof(fr) ? done - sizeof(fr) : 0) } };
+        ssize_t w = pwritev(s->fd, iov, 2, (off_t) (s->good_end + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            s->err = w < 0 ? errno : ENOSPC;
+            s->lost += n;
+            if (ftruncate(s->fd, (off_t) s->good_end) != 0) { /* replay reads up to good_end only anyway */ }
+            return;
+        }
+        done += (size_t) w;
+    }
+    s->good_end += want;
     s->bytes += n;
+}
+
+/* Frames of at most this many bytes of whole messages: on a disk that fills, a frame is kept or lost whole. */
+#define FRAME_MAX (64u << 10)
+
+void ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
+    const char *p = bytes;
+    while (n) {
+        size_t piece = 0;
+        while (piece < n) {
+            const ggprof_msg_hdr *h = (const void *) (p + piece);
+            if (h->size == 0 || h->size > n - piece) { /* not a message boundary we can trust: keep the rest whole */
+                piece = n;
+                break;
+            }
+            if (piece && piece + h->size > FRAME_MAX) break;
+            piece += h->size;
+        }
+        write_frame(s, slot, p, piece);
+        p += piece;
+        n -= piece;
+    }
 }
 
 static void on_chunk(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user) {
@@ -35,6 +79,7 @@ struct replay {
     frame         fr;
     uint64_t      n;
     int           pass;
+    bool          committed; /* a batch was committed since the last frame began */
 };
 
 /* Descriptions first, records second: a thread may reference a node that another thread described, and
@@ -44,42 +89,108 @@ static int is_description(int kind) {
            kind == GGPROF_MSG_NODE;
 }
 
+/* A commit every this many rows (a CPU_OPS message alone makes a row per op): what a full disk takes at most from a
+ * trace, since SQLite rolls back the batch it hits. */
+#define COMMIT_EVERY 4096
+
 static void replay_msg(const ggprof_msg_hdr *m, void *user) {
     struct replay *r = user;
     if (is_description(m->kind) != (r->pass == 0)) return;
     ggprof_store_msg(r->store, r->fr.pid, r->fr.tid, m);
-    if (++r->n % 200000 == 0) ggprof_store_commit(r->store);
+    ggprof_store_counts c = ggprof_store_get_counts(r->store);
+    uint64_t rows = c.events + c.nodes + c.graphs + c.splits + c.kernels;
+    if (rows - r->n >= COMMIT_EVERY) {
+        r->n = rows;
+        if (ggprof_store_commit(r->store) == 0) r->committed = true;
+    }
 }
 
-static int replay_pass(ggprof_spill *s, struct replay *r, char **buf, size_t *cap) {
-    rewind(s->f);
-    while (fread(&r->fr, sizeof(r->fr), 1, s->f) == 1) {
+/* Gives the spill's pages below upto back to the file system (the file keeps its size; reads there get zeros). */
+static void release_upto(ggprof_spill *s, uint64_t *released, uint64_t upto) {
+    upto &= ~(uint64_t) 4095;
+    if (upto > *released &&
+        fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t) *released, (off_t) (upto - *released)) == 0) {
+        *released = upto;
+    }
+}
+
+/* The spill's bytes at off: from memory when the replay holds them all, else from the file. */
+static bool read_at(const ggprof_spill *s, const char *mem, uint64_t off, void *dst, size_t n) {
+    if (mem) {
+        memcpy(dst, mem + off, n);
+        return true;
+    }
+    return pread(s->fd, dst, n, (off_t) off) == (ssize_t) n;
+}
+
+static int replay_pass(ggprof_spill *s, const char *mem, struct replay *r, char **buf, size_t *cap, bool release) {
+    uint64_t off = 0, released = 0;
+    while (off + sizeof(frame) <= s->good_end) {
+        if (!read_at(s, mem, off, &r->fr, sizeof(r->fr)) || off + sizeof(frame) + r->fr.n > s->good_end) return -1;
         if (r->fr.n > *cap) {
             char *b = realloc(*buf, r->fr.n);
             if (!b) return -1;
             *buf = b;
             *cap = r->fr.n;
         }
-        if (fread(*buf, r->fr.n, 1, s->f) != 1 || ggprof_msgs_foreach(*buf, r->fr.n, replay_msg, r) < 0) return -1;
+        if (!read_at(s, mem, off + sizeof(frame), *buf, r->fr.n)) return -1;
+        r->committed = false;
+        if (ggprof_msgs_foreach(*buf, r->fr.n, replay_msg, r) < 0) return -1;
+        /* Every frame before this one is in a committed batch now: its pages go back to the file system. */
+        if (release && !mem && r->committed) release_upto(s, &released, off);
+        off += sizeof(frame) + r->fr.n;
     }
-    return ferror(s->f) ? -1 : 0;
+    return 0;
 }
 
-int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store) {
-    if (fflush(s->f) != 0 || s->err) return -1;
-    long end = ftell(s->f);
-    struct replay r = { store, { 0 }, 0, 0 };
+/* The disk filled while spilling and the spill cannot move into memory: its last two thirds go (whole frames), so
+ * that the first third, the earliest records, can be stored. */
+static void make_room(ggprof_spill *s) {
+    uint64_t off = 0, keep = 0;
+    frame    fr;
+    while (off + sizeof(fr) <= s->good_end && off <= s->good_end / 3) {
+        if (pread(s->fd, &fr, sizeof(fr), (off_t) off) != (ssize_t) sizeof(fr)) break;
+        keep = off;
+        off += sizeof(fr) + fr.n;
+    }
+    if (ftruncate(s->fd, (off_t) keep) == 0) {
+        s->lost += s->good_end - keep;
+        s->good_end = keep;
+    }
+}
+
+/* A disk that filled while spilling, or with less room than the database needs (about three times the spill):
+ * the spill moves into memory and gives all its space to the database. Returns the bytes, or NULL (then, on a
+ * full disk, the spill's last two thirds make room instead). */
+static char *take_into_memory(ggprof_spill *s) {
+    struct statvfs vfs;
+    bool tight = s->err || (fstatvfs(s->fd, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < 3 * s->good_end);
+    if (!tight) return NULL;
+    char *mem = s->good_end <= (1ull << 30) ? malloc(s->good_end ? s->good_end : 1) : NULL;
+    if (mem && (pread(s->fd, mem, s->good_end, 0) != (ssize_t) s->good_end || ftruncate(s->fd, 0) != 0)) {
+        free(mem);
+        mem = NULL;
+    }
+    if (!mem && s->err) make_room(s);
+    return mem;
+}
+
+int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
+    struct replay r = { store, { 0 }, 0, 0, false };
+    char  *mem = release ? take_into_memory(s) : NULL;
     char  *buf = NULL;
     size_t cap = 0;
     int    rc  = 0;
-    for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) rc = replay_pass(s, &r, &buf, &cap);
+    for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
+        rc = replay_pass(s, mem, &r, &buf, &cap, release && r.pass == 1);
+        ggprof_store_commit(store); /* the descriptions first: records without them would be nameless */
+    }
     free(buf);
-    /* Back to the end: the spill may go on growing (GGML_PROFILE replays it at every flush). */
-    if (fseek(s->f, end, SEEK_SET) != 0) rc = -1;
+    free(mem);
     return rc;
 }
 
 void ggprof_spill_close(ggprof_spill *s) {
-    if (s->f) fclose(s->f);
-    s->f = NULL;
+    if (s->fd >= 0) close(s->fd);
+    s->fd = -1;
 }

@@ -2,6 +2,7 @@
 #ifndef GGPROF_SPILL_H
 #define GGPROF_SPILL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -9,20 +10,26 @@
 #include "store.h"
 
 /* While the workload runs, the collector only moves bytes: storing into SQLite costs microseconds per record,
- * and on a machine whose cores the workload's spinning threads keep busy, that time is taken from them. */
+ * and on a machine whose cores the workload's spinning threads keep busy, that time is taken from them.
+ * Frames are written whole or not at all: when the disk fills, the file is cut back to its last whole frame,
+ * and what comes after is counted as lost, never half-written. */
 typedef struct {
-    FILE    *f;
-    uint64_t bytes;
-    int      err;
+    int      fd;
+    uint64_t bytes;     /* message bytes written */
+    uint64_t good_end;  /* the file's length in whole frames */
+    uint64_t lost;      /* message bytes that could not be written */
+    int      err;       /* errno of the first failed write, 0 if none */
 } ggprof_spill;
 
 int    ggprof_spill_open(ggprof_spill *s, const char *path);
-/* Moves every published message from the ring to the spill file; returns the bytes moved. */
+/* Moves every published message from the ring to the spill file; returns the bytes moved (lost ones included). */
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring);
 /* Appends one run of whole messages written by slot's thread. */
 void   ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n);
-/* Replays the spill file into the store, in the order the messages were drained. Returns 0 or -1. */
-int    ggprof_spill_replay(ggprof_spill *s, ggprof_store *store);
+/* Replays the spill file into the store, in the order the messages were drained. With release, the file's space is
+ * given back to the file system behind each committed batch (record's last replay: on a full disk the database
+ * grows into it). Returns 0, or -1 when the file could not be read back. */
+int    ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release);
 void   ggprof_spill_close(ggprof_spill *s);
 
 #endif

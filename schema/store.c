@@ -80,8 +80,21 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
     return 0;
 }
 
+/* A full disk (or an I/O error) stops storing: the batch it hit is rolled back, what was committed stays, and
+ * every later message is only counted. */
 static void run(ggprof_store *s, sqlite3_stmt *st) {
-    if (sqlite3_step(st) != SQLITE_DONE) fprintf(stderr, "ggprof: internal: store: %s\n", sqlite3_errmsg(s->db));
+    if (s->counts.full) {
+        s->counts.dropped++;
+    } else if (sqlite3_step(st) != SQLITE_DONE) {
+        int e = sqlite3_errcode(s->db);
+        if (e == SQLITE_FULL || e == SQLITE_IOERR) {
+            s->counts.full = e;
+            s->counts.dropped++;
+            if (!sqlite3_get_autocommit(s->db)) exec(s->db, "ROLLBACK");
+        } else {
+            fprintf(stderr, "ggprof: internal: store: %s\n", sqlite3_errmsg(s->db));
+        }
+    }
     sqlite3_reset(st);
 }
 
@@ -413,27 +426,47 @@ void ggprof_store_meta(ggprof_store *s, const char *key, const char *value) {
 }
 
 int ggprof_store_commit(ggprof_store *s) {
-    if (exec(s->db, "COMMIT") != SQLITE_OK) return -1;
+    if (s->counts.full) return -1;
+    if (exec(s->db, "COMMIT") != SQLITE_OK) {
+        s->counts.full = sqlite3_errcode(s->db);
+        if (!sqlite3_get_autocommit(s->db)) exec(s->db, "ROLLBACK");
+        return -1;
+    }
     return exec(s->db, "BEGIN") == SQLITE_OK ? 0 : -1;
 }
 
 ggprof_store_counts ggprof_store_get_counts(const ggprof_store *s) { return s->counts; }
 
 sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
-    sqlite3 *db = s->db;
+    sqlite3 *db   = s->db;
+    int      full = s->counts.full;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
     free(s->names);
     free(s);
     char *err = NULL;
+    if (!full && sqlite3_exec(db, "COMMIT", NULL, NULL, &err) != SQLITE_OK) {
+        full = sqlite3_errcode(db);
+        if (full != SQLITE_FULL && full != SQLITE_IOERR) {
+            snprintf(why, why_len, "cannot finish the trace database: %s", err ? err : "?");
+            sqlite3_free(err);
+            sqlite3_close(db);
+            return NULL;
+        }
+        sqlite3_free(err);
+        err = NULL;
+    }
+    if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    /* The indexes only speed readers up: a disk too full for them leaves a trace that reads without them. */
     if (sqlite3_exec(db,
-                     "COMMIT;"
                      "CREATE INDEX events_graph ON events(pid, graph_id, split_id);"
                      "CREATE INDEX splits_graph ON split_list(pid, graph_id);",
-                     NULL, NULL, &err) != SQLITE_OK) {
+                     NULL, NULL, &err) != SQLITE_OK && sqlite3_errcode(db) != SQLITE_FULL &&
+        sqlite3_errcode(db) != SQLITE_IOERR) {
         snprintf(why, why_len, "cannot finish the trace database: %s", err ? err : "?");
         sqlite3_free(err);
         sqlite3_close(db);
         return NULL;
     }
+    sqlite3_free(err);
     return db;
 }

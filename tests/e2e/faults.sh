@@ -1,0 +1,40 @@
+# Faults around a recording: the disk fills, the collector dies. The workload never notices; what was recorded
+# before stays readable, and record says what happened in one line.
+. "$(dirname "$0")/../lib.sh"
+
+# The disk fills: the output on a 1 MiB tmpfs, a generation that records far more than that.
+disk="$OUT/small"
+mkdir -p "$disk"
+if mountpoint -q "$disk" || mount -t tmpfs -o size=1m tmpfs "$disk" 2> "$OUT/mount.err"; then
+    rm -f "$disk"/*
+    "$GGPROF" record -o "$disk/t.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Hello" -n 300 -t 2 \
+        -no-cnv > "$OUT/full.out" 2> "$OUT/full.err"
+    expect "disk full: record exits with the workload's status" "$?" 0
+    expect "disk full: the workload generated to the end" "$(grep -ac 'common_perf_print: *eval time' "$OUT/full.err")" 1
+    expect "disk full: record says so, in one line" "$(grep -c '^ggprof: ' "$OUT/full.err"):$(grep -c 'filled up' \
+        "$OUT/full.err")" "1:1"
+    expect "disk full: the trace opens" "$("$GGPROF" report "$disk/t.db" > "$OUT/full.report" 2>&1; echo $?)" 0
+    graphs=$(q "$disk/t.db" "SELECT count(*) FROM graphs")
+    expect_ge "disk full: the graphs recorded before it are in the trace" "$graphs" 20
+    expect_ge "... but not all 300 tokens' (the rest is lost)" 299 "$graphs"
+    check_cpu_trace "$disk/t.db" "disk full"
+    expect "disk full: the trace's notes say it too" "$(q "$disk/t.db" "SELECT count(*) FROM notes
+        WHERE text LIKE '%filled up%graphs recorded before it%'")" 1
+    umount "$disk"
+else
+    not_ok "disk full: a tmpfs for the test" "$(head -c 200 "$OUT/mount.err")"
+fi
+
+# The collector dies mid-run: the workload (a shell that runs llama-completion, then writes its status) goes on
+# and exits normally; the engine never waits for a collector.
+status="$OUT/status"
+rm -f "$status"
+"$GGPROF" record -o "$OUT/killed.db" -- sh -c "'$LLAMA_BIN_DIR/llama-completion' -m '$GGUF_DENSE' -p Hello -n 200 -t 2 \
+    -no-cnv > '$OUT/killed.out' 2>&1; echo \$? > '$status'" > /dev/null 2>&1 &
+collector=$!
+sleep 2
+kill -9 "$collector"
+wait "$collector" 2> /dev/null
+for _ in $(seq 1 120); do [ -s "$status" ] && break; sleep 1; done
+expect "collector killed: the workload still ends normally" "$(cat "$status" 2> /dev/null)" 0
+expect "collector killed: and generated to the end" "$(grep -ac 'common_perf_print: *eval time' "$OUT/killed.out")" 1
