@@ -100,7 +100,7 @@ static int run_capture(char *const argv[], char **out, const char *errlog) {
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
-        int e = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(errlog, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
         if (e >= 0) dup2(e, 2);
         dup2(pfd[1], 1);
         close(pfd[0]);

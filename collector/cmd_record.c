@@ -183,6 +183,13 @@ static int record_prepare(record_run *r) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot find the engine '%s' (set GGPROF_LIB or run 'make')", r->engine);
     }
     json_path_for(r->out, r->json, sizeof(r->json));
+    /* The spill beside the output, locked first: a second record writing the same output stops here, before it
+     * touches anything of the first's. */
+    snprintf(r->spill_path, sizeof(r->spill_path), "%s.spill", r->out);
+    int sp = ggprof_spill_open(&r->spill, r->spill_path);
+    if (sp == -2) return ggprof_fail(GGPROF_EXIT_USAGE, "another 'ggprof record' is writing '%s' now; choose another -o", r->out);
+    if (sp != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->spill_path, strerror(errno));
+    r->spill_open = true;
     struct stat st;
     if (stat(r->out, &st) == 0 && !S_ISREG(st.st_mode)) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", r->out);
@@ -252,19 +259,10 @@ static int record_start_child(record_run *r) {
 /* While the command runs, a slot is only drained once it is a quarter full: a short run is not touched at all, a
  * long one every second or so (the ring lives in shared memory: a command that crashes or is killed leaves it
  * whole, and it is read to the end here). The sleep ends early when a thread of the command ends (its slot is
- * freed for the next one) and when the command does (SIGCHLD pokes the ring). The spill file sits beside the
- * output: if the collector itself dies, what it had drained is there. */
+ * freed for the next one) and when the command does (SIGCHLD pokes the ring). The spill file (record_prepare)
+ * sits beside the output: if the collector itself dies, what it had drained is there. */
 static int record_drain(record_run *r) {
-    snprintf(r->spill_path, sizeof(r->spill_path), "%s.spill", r->out);
-    if (ggprof_spill_open(&r->spill, r->spill_path) != 0) {
-        int e = errno;
-        kill(r->child, SIGKILL);
-        waitpid(r->child, &r->status, 0);
-        r->child = g_child = 0;
-        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->spill_path, strerror(e));
-    }
-    r->spill_open = true;
-    g_poke_ring   = &r->ring;
+    g_poke_ring = &r->ring;
     struct sigaction chld = { 0 };
     chld.sa_handler = on_sigchld;
     sigemptyset(&chld.sa_mask);

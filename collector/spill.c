@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,8 +18,23 @@ typedef struct {
 
 int ggprof_spill_open(ggprof_spill *s, const char *path) {
     memset(s, 0, sizeof(*s));
-    s->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    return s->fd < 0 ? -1 : 0;
+    s->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->fd < 0) return -1;
+    /* The lock says a collector is writing beside this output; it goes with the process, so a spill left by one
+     * that died is taken over (and emptied) by the next. */
+    if (flock(s->fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(s->fd);
+        s->fd = -1;
+        errno = e;
+        return e == EWOULDBLOCK ? -2 : -1;
+    }
+    if (ftruncate(s->fd, 0) != 0) {
+        close(s->fd);
+        s->fd = -1;
+        return -1;
+    }
+    return 0;
 }
 
 static void write_frame(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {

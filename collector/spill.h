@@ -21,6 +21,7 @@ typedef struct {
     int      err;       /* errno of the first failed write, 0 if none */
 } ggprof_spill;
 
+/* Creates (or takes over) the spill file, locked: 0, -2 when another collector holds it, -1 with errno. */
 int    ggprof_spill_open(ggprof_spill *s, const char *path);
 /* Moves every published message from the ring to the spill file; returns the bytes moved (lost ones included). */
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring);

@@ -29,12 +29,32 @@ fi
 # and exits normally; the engine never waits for a collector.
 status="$OUT/status"
 rm -f "$status"
-"$GGPROF" record -o "$OUT/killed.db" -- sh -c "'$LLAMA_BIN_DIR/llama-completion' -m '$GGUF_DENSE' -p Hello -n 200 -t 2 \
+"$GGPROF" record -o "$OUT/killed.db" -- sh -c "'$LLAMA_BIN_DIR/llama-completion' -m '$GGUF_DENSE' -p Hello -n 800 -t 2 \
     -no-cnv > '$OUT/killed.out' 2>&1; echo \$? > '$status'" > /dev/null 2>&1 &
 collector=$!
-sleep 2
-kill -9 "$collector"
+sleep 1
+expect "collector killed: it was still recording" "$(kill -9 "$collector" 2>&1; echo $?)" 0
 wait "$collector" 2> /dev/null
 for _ in $(seq 1 120); do [ -s "$status" ] && break; sleep 1; done
 expect "collector killed: the workload still ends normally" "$(cat "$status" 2> /dev/null)" 0
 expect "collector killed: and generated to the end" "$(grep -ac 'common_perf_print: *eval time' "$OUT/killed.out")" 1
+
+# Two records at once: with different outputs both complete; with the same output the second stops at once, with
+# one line, and leaves the first's trace whole.
+run_model() { echo "'$LLAMA_BIN_DIR/llama-completion' -m '$GGUF_DENSE' -p Hello -n 24 -t 1 -no-cnv"; }
+"$GGPROF" record -q -o "$OUT/a.db" -- sh -c "$(run_model) > /dev/null 2>&1" &
+first=$!
+"$GGPROF" record -q -o "$OUT/b.db" -- sh -c "$(run_model) > /dev/null 2>&1"
+expect "two at once, different outputs: the second completes" "$?" 0
+wait "$first"
+expect "... and so does the first" "$?" 0
+expect "... each trace with its own graphs" "$(q "$OUT/a.db" "SELECT count(*) > 0 FROM graphs"):$(q "$OUT/b.db" \
+    "SELECT count(*) > 0 FROM graphs")" "1:1"
+"$GGPROF" record -q -o "$OUT/same.db" -- sh -c "$(run_model) > /dev/null 2>&1; sleep 3" &
+first=$!
+sleep 1
+"$GGPROF" record -o "$OUT/same.db" -- true > /dev/null 2> "$OUT/same.err"
+expect "two at once, same output: the second stops with one line naming it" "$?:$(wc -l < "$OUT/same.err"):$(grep -c \
+    "another 'ggprof record' is writing '$OUT/same.db'" "$OUT/same.err")" "2:1:1"
+wait "$first"
+expect "... and the first's trace is whole" "$?:$(q "$OUT/same.db" "SELECT count(*) FROM graphs")" "0:25"
