@@ -58,3 +58,17 @@ expect "two at once, same output: the second stops with one line naming it" "$?:
     "another 'ggprof record' is writing '$OUT/same.db'" "$OUT/same.err")" "2:1:1"
 wait "$first"
 expect "... and the first's trace is whole" "$?:$(q "$OUT/same.db" "SELECT count(*) FROM graphs")" "0:25"
+
+# However the workload ends, every graph it computed is in the trace: the records are in shared memory before
+# the program can end, and the collector reads them after it did.
+build_ggml_program exits
+for how in return _exit signal; do
+    "$GGPROF" record -q -o "$OUT/exit-$how.db" -- "$OUT/exits" "$how" > /dev/null 2>&1
+    rc=$?
+    want=0
+    [ "$how" = _exit ] && want=3
+    [ "$how" = signal ] && want=4
+    expect "ends by $how: record passes its status on" "$rc" "$want"
+    expect "ends by $how: all 12 graphs in the trace, every split timed" "$(q "$OUT/exit-$how.db" "SELECT count(*) ||
+        ':' || sum(ticks_matched) FROM splits")" "12:12"
+done
