@@ -323,11 +323,15 @@ static const char *const k_required[] = { "type",   "name",     "backend_id", "s
                                           "bytes",  "extra",    "tensor_name", "ne",      "out_type", "n_src",
                                           "ne_src", "nb_src",   "type_src",    "op_params", "sub_op" };
 
+/* A JSON number as an integer: one out of int64's range (1e300, a file someone edited) reads as 0, not as the
+ * undefined behaviour of the cast. */
+static int64_t to_i64(double d) { return d >= -9.2e18 && d <= 9.2e18 ? (int64_t) d : 0; }
+
 static int get_i64s(const cJSON *a, int64_t *out, int max) {
     int n = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, a) {
-        if (n < max) out[n] = (int64_t) v->valuedouble;
+        if (n < max) out[n] = to_i64(v->valuedouble);
         n++;
     }
     return n;
@@ -335,7 +339,7 @@ static int get_i64s(const cJSON *a, int64_t *out, int max) {
 
 static int64_t num(const cJSON *o, const char *key, int64_t dflt) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? (int64_t) v->valuedouble : dflt;
+    return cJSON_IsNumber(v) ? to_i64(v->valuedouble) : dflt;
 }
 
 /* 64-bit values such as start_ns do not fit a double exactly: read their digits. */

@@ -413,9 +413,25 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_CPU_OPS] = msg_cpu_ops,
 };
 
+/* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
+ * is skipped, never read past its end. */
+static const uint32_t k_min_size[] = {
+    [GGPROF_MSG_PROCESS] = sizeof(ggprof_msg_process), [GGPROF_MSG_TYPE] = sizeof(ggprof_msg_type),
+    [GGPROF_MSG_BACKEND] = sizeof(ggprof_msg_backend), [GGPROF_MSG_NODE] = sizeof(ggprof_msg_node),
+    [GGPROF_MSG_GRAPH] = sizeof(ggprof_msg_graph),     [GGPROF_MSG_SPLIT] = sizeof(ggprof_msg_split),
+    [GGPROF_MSG_EVENT] = sizeof(ggprof_msg_event),     [GGPROF_MSG_NOTE] = sizeof(ggprof_msg_note),
+    [GGPROF_MSG_CPU_OPS] = sizeof(ggprof_msg_cpu_ops), [GGPROF_MSG_KERNEL] = sizeof(ggprof_msg_kernel),
+    [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region),
+};
+
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     /* A newer engine's message (or PAD, FLUSH: nothing to store) is skipped, and the rest stays readable. */
-    if (m->kind < sizeof(k_store) / sizeof(k_store[0]) && k_store[m->kind]) k_store[m->kind](s, pid, tid, m);
+    if (m->kind >= sizeof(k_store) / sizeof(k_store[0]) || !k_store[m->kind] || m->size < k_min_size[m->kind]) return;
+    if (m->kind == GGPROF_MSG_CPU_OPS &&
+        ((const ggprof_msg_cpu_ops *) m)->n_ops > (m->size - sizeof(ggprof_msg_cpu_ops)) / sizeof(ggprof_cpu_op)) {
+        return;
+    }
+    k_store[m->kind](s, pid, tid, m);
 }
 
 void ggprof_store_meta(ggprof_store *s, const char *key, const char *value) {

@@ -49,12 +49,14 @@ ggprof_op_stat *ggprof_op_stats_add(ggprof_op_stats *out, int type, int backend,
 static int cmp_total(const void *a, const void *b) {
     const ggprof_op_stat *x = a, *y = b;
     if (x->total_ns != y->total_ns) return x->total_ns < y->total_ns ? 1 : -1;
-    if (x->type != y->type) return x->type - y->type;
-    if (x->backend_id != y->backend_id) return x->backend_id - y->backend_id;
+    if (x->type != y->type) return x->type < y->type ? -1 : 1; /* compared, not subtracted: any int is valid input */
+    if (x->backend_id != y->backend_id) return x->backend_id < y->backend_id ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-void ggprof_op_stats_sort(ggprof_op_stats *s) { qsort(s->v, s->n, sizeof(*s->v), cmp_total); }
+void ggprof_op_stats_sort(ggprof_op_stats *s) {
+    if (s->n) qsort(s->v, s->n, sizeof(*s->v), cmp_total); /* qsort takes no NULL array, even empty */
+}
 
 void ggprof_op_stats_free(ggprof_op_stats *s) {
     free(s->v);
