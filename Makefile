@@ -137,6 +137,26 @@ $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_mo
 
 unit: $(UNIT)
 
+# Fuzz targets (tests/fuzz/): the JSON reader and the collector's message decoding, with clang's libFuzzer, ASan and
+# UBSan (Debian's clang and libclang-rt-dev). The analyzer, collector and schema objects are built again,
+# instrumented, under $(BUILD)/obj/fuzz; tests/fuzz/run.sh runs each target briefly in `make test`.
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra
+FUZZ_SAN   := -fsanitize=address,undefined
+FUZZ_SRC   := $(filter-out collector/ggprof.c analyzer/calibrate.c analyzer/cmd_calibrate.c,$(GGPROF_SRC))
+FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/obj/fuzz/%.o,$(FUZZ_SRC)) $(BUILD)/obj/fuzz/gen/viewer_embed.o
+$(BUILD)/obj/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(call inc,$<) -c $< -o $@
+$(BUILD)/obj/fuzz/gen/viewer_embed.o: $(VIEWER_GEN)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -c $< -o $@
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(INC_collector) -Icollector -o $@ $< $(FUZZ_OBJ) $(LIBS)
+fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire
+.PHONY: fuzz
+
 # The two commands of the README: each installs what it needs first (tests/deps.sh, tests/fixture.sh).
 test:
 	@bash tests/deps.sh

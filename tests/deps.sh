@@ -5,6 +5,7 @@ pkgs=(build-essential cmake git pkg-config libsqlite3-dev libcjson-dev zlib1g-de
 pkgs+=(pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers) # tests/e2e/opencl.sh: an OpenCL CPU device
 pkgs+=(mesa-vulkan-drivers libvulkan1) # tests/e2e/vulkan.sh: lavapipe, a CPU Vulkan driver
 pkgs+=(libvulkan-dev) # kernels/vulkan/: the layer's headers (vulkan/vk_layer.h); tests/e2e/vulkan_timestamps.sh
+pkgs+=(clang libclang-rt-14-dev) # tests/fuzz/: libFuzzer, ASan, UBSan
 pkgs+=(debootstrap) # tests/compat/: Debian sid's llama.cpp-tools in a chroot
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)

@@ -35,6 +35,8 @@ done
 
 # The layers of the sources (docs/how-it-works.md, "Layers").
 case "layering" in *"$pattern"*) run layering bash tests/layering.sh ;; esac
+# The fuzz targets, briefly (tests/fuzz/).
+case "fuzz" in *"$pattern"*) run fuzz bash tests/fuzz/fuzz.sh ;; esac
 
 if ! fixture_env=$(bash tests/fixture.sh); then
     echo "not ok - fixture: tests/fixture.sh failed" | tee -a "$log"

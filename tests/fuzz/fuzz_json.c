@@ -1,0 +1,26 @@
+/* libFuzzer target: the version-3 JSON reader (`ggprof report trace.json` and friends) on any bytes, then the
+ * per-op statistics every analysis command starts from. Nothing may crash, hang or leak. */
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json_v3.h"
+#include "trace.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    int fd = memfd_create("ggprof-fuzz", MFD_CLOEXEC);
+    if (fd < 0) return 0;
+    if (write(fd, data, size) == (ssize_t) size) {
+        char path[64], why[512];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        sqlite3 *db = ggprof_json_v3_import(path, why, sizeof(why));
+        if (db) {
+            ggprof_op_stats s;
+            if (ggprof_op_stats_load(db, &s) == 0) ggprof_op_stats_free(&s);
+            sqlite3_close(db);
+        }
+    }
+    close(fd);
+    return 0;
+}
