@@ -524,9 +524,9 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
             uint64_t off = rd_offset(&x->r);
             if (capture_value(x, &val) != 0) goto out;
             if (strcmp(k, "version") == 0) {
-                version = strtoll(val.p, NULL, 10);
+                version = val.p ? strtoll(val.p, NULL, 10) : -1; /* an empty value leaves no buffer */
                 if (version != 3) {
-                    fail_at(x, off, "JSON profile version %s; ggprof reads version 3", val.p);
+                    fail_at(x, off, "JSON profile version %s; ggprof reads version 3", val.p ? val.p : "(empty)");
                     goto out;
                 }
             }
