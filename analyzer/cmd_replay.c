@@ -15,6 +15,7 @@
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
+#include "trace_db.h"
 
 const char ggprof_usage_replay[] =
     "usage: ggprof replay TRACE [--backend NAME] [--test-backend-ops PATH] [--min-share PCT] [-n N]\n"
@@ -203,10 +204,7 @@ static void replay_store(sqlite3 *db, const char *trace, const ggprof_cases *c, 
         return;
     }
     sqlite3_stmt *st = NULL;
-    sqlite3_exec(db,
-                 "BEGIN; CREATE TABLE IF NOT EXISTS replay(case_id INTEGER, backend TEXT, op TEXT, op_id INTEGER,"
-                 " test TEXT, count INTEGER, insitu_ns REAL, isolated_ns REAL, ratio REAL, share REAL, n_runs INTEGER,"
-                 " replayed_unix INTEGER); DELETE FROM replay;", NULL, NULL, NULL);
+    sqlite3_exec(db, "BEGIN; " GGPROF_DB_REPLAY_DDL "DELETE FROM replay;", NULL, NULL, NULL);
     sqlite3_prepare_v2(db, "INSERT INTO replay VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL);
     for (size_t i = 0; st && i < c->n; i++) {
         const ggprof_case *k = &c->v[i];

@@ -28,8 +28,7 @@ static const char k_ddl[] =
     "  node_id INTEGER, fused_index INTEGER, fused_node_id INTEGER, start_ns INTEGER, duration_ns INTEGER,\n"
     "  bytes INTEGER, wait_ns INTEGER, extra TEXT);\n"
     "CREATE TABLE notes(pid INTEGER, text TEXT);\n"
-    "CREATE TABLE replay(case_id INTEGER, backend TEXT, op TEXT, op_id INTEGER, test TEXT, count INTEGER,\n"
-    "  insitu_ns REAL, isolated_ns REAL, ratio REAL, share REAL, n_runs INTEGER, replayed_unix INTEGER);\n"
+    GGPROF_DB_REPLAY_DDL
     "CREATE TABLE regions(pid INTEGER, tid INTEGER, name TEXT, depth INTEGER, start_ns INTEGER,\n"
     "  duration_ns INTEGER);\n"
     "CREATE TABLE kernel_list(pid INTEGER, tid INTEGER, api INTEGER, device INTEGER, name TEXT,\n"

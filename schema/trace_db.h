@@ -10,6 +10,12 @@
 #define GGPROF_DB_VERSION_MIN 1
 #define GGPROF_DB_FORMAT      "ggprof-trace"
 
+/* The replay table (ggprof replay), in every new trace and added to an older one when replay first writes it. */
+#define GGPROF_DB_REPLAY_DDL                                                                                   \
+    "CREATE TABLE IF NOT EXISTS replay(case_id INTEGER, backend TEXT, op TEXT, op_id INTEGER, test TEXT,"     \
+    " count INTEGER, insitu_ns REAL, isolated_ns REAL, ratio REAL, share REAL, n_runs INTEGER,"              \
+    " replayed_unix INTEGER);\n"
+
 /* Creates every table and view of the current version in an empty database. Returns SQLITE_OK or an error
  * code with the message in *err (sqlite3_free it). */
 int ggprof_db_create_schema(sqlite3 *db, char **err);
