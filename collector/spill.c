@@ -38,10 +38,7 @@ int ggprof_spill_open(ggprof_spill *s, const char *path) {
 }
 
 static void write_frame(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
-    if (s->err) {
-        s->lost += n;
-        return;
-    }
+    if (s->err) return;
     frame  fr   = { slot->pid, slot->tid, (uint32_t) n, 0 };
     size_t want = sizeof(fr) + n, done = 0;
     /* At explicit offsets, so that a short write (a full disk) is retried for the rest, then cut back whole. */
@@ -52,7 +49,6 @@ static void write_frame(ggprof_spill *s, const ggprof_ring_slot *slot, const voi
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             s->err = w < 0 ? errno : ENOSPC;
-            s->lost += n;
             if (ftruncate(s->fd, (off_t) s->good_end) != 0) { /* replay reads up to good_end only anyway */ }
             return;
         }
@@ -169,10 +165,7 @@ static void make_room(ggprof_spill *s) {
         keep = off;
         off += sizeof(fr) + fr.n;
     }
-    if (ftruncate(s->fd, (off_t) keep) == 0) {
-        s->lost += s->good_end - keep;
-        s->good_end = keep;
-    }
+    if (ftruncate(s->fd, (off_t) keep) == 0) s->good_end = keep;
 }
 
 /* A disk that filled while spilling, or with less room than the database needs (about three times the spill):

@@ -17,8 +17,7 @@ typedef struct {
     int      fd;
     uint64_t bytes;     /* message bytes written */
     uint64_t good_end;  /* the file's length in whole frames */
-    uint64_t lost;      /* message bytes that could not be written */
-    int      err;       /* errno of the first failed write, 0 if none */
+    int      err;       /* errno of the first failed write, 0 if none: what came after is lost */
 } ggprof_spill;
 
 /* Creates (or takes over) the spill file, locked: 0, -2 when another collector holds it, -1 with errno. */

@@ -81,15 +81,12 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
 }
 
 /* A full disk (or an I/O error) stops storing: the batch it hit is rolled back, what was committed stays, and
- * every later message is only counted. */
+ * every later message is skipped. */
 static void run(ggprof_store *s, sqlite3_stmt *st) {
-    if (s->counts.full) {
-        s->counts.dropped++;
-    } else if (sqlite3_step(st) != SQLITE_DONE) {
+    if (!s->counts.full && sqlite3_step(st) != SQLITE_DONE) {
         int e = sqlite3_errcode(s->db);
         if (e == SQLITE_FULL || e == SQLITE_IOERR) {
             s->counts.full = e;
-            s->counts.dropped++;
             if (!sqlite3_get_autocommit(s->db)) exec(s->db, "ROLLBACK");
         } else {
             fprintf(stderr, "ggprof: internal: store: %s\n", sqlite3_errmsg(s->db));

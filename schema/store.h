@@ -12,8 +12,8 @@ typedef struct ggprof_store ggprof_store;
 
 typedef struct {
     uint64_t events, nodes, graphs, splits, processes, notes, kernels;
-    uint64_t dropped; /* messages not stored: the disk filled (full), the batch rolled back with them */
-    int      full;    /* SQLITE_FULL or an I/O error stopped storing; what was committed before stays */
+    int      full;    /* SQLITE_FULL or an I/O error stopped storing: the batch it hit is rolled back, what was
+                       * committed before stays, later messages are not stored */
 } ggprof_store_counts;
 
 /* Creates a new trace database at path ("" for a private temporary one). Returns 0, or -1 with a reason. */
