@@ -75,10 +75,14 @@ static int find_engine(char *out, size_t len) {
     return ggprof_sibling("GGPROF_LIB", (const void *) find_engine, "../lib/libggprof.so", R_OK, out, len);
 }
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+/* A recording is its user's alone, as perf.data is: the trace files are new files (a fresh inode, never one that
+ * someone else holds open or a link put in their place), mode 0600; SQLite's journal takes the database's mode. */
+static int create_private(const char *path) {
+    if (unlink(path) != 0 && errno != ENOENT) return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
 }
 
 /* OUT.db -> OUT.json.gz; any other name gets .json.gz appended. */
@@ -188,21 +192,19 @@ static int record_prepare(record_run *r) {
     snprintf(r->spill_path, sizeof(r->spill_path), "%s.spill", r->out);
     int sp = ggprof_spill_open(&r->spill, r->spill_path);
     if (sp == -2) return ggprof_fail(GGPROF_EXIT_USAGE, "another 'ggprof record' is writing '%s' now; choose another -o", r->out);
+    if (sp == -3) return ggprof_fail(GGPROF_EXIT_USAGE, "'%s' belongs to another user; choose another -o", r->spill_path);
     if (sp != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->spill_path, strerror(errno));
     r->spill_open = true;
+    /* A file (or a link: replaced, never followed) at OUT makes way for the new trace; anything else is a mistake. */
     struct stat st;
-    if (stat(r->out, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (lstat(r->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", r->out);
     }
-    int fd = open(r->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
-    close(fd);
-    unlink(r->out);
+    if (create_private(r->out) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
     char why[512];
     if (ggprof_store_create(&r->store, r->out, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     r->out_made = true;
-    const char *shm = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    snprintf(r->ring_path, sizeof(r->ring_path), "%s/ggprof-%d-%" PRIu64 ".ring", shm, (int) getpid(), now_ms());
+    ggprof_ring_temp_path(r->ring_path, sizeof(r->ring_path), "record");
     if (ggprof_ring_create(&r->ring, r->ring_path, 64, (uint64_t) r->ring_kib * 1024, (uint32_t) r->level) != 0) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));
     }
@@ -231,8 +233,20 @@ static int record_start_child(record_run *r) {
     if (child == 0) {
         close(pfd[0]);
         const char *pre = getenv("LD_PRELOAD");
-        char preload[PATH_MAX * 2];
+        char preload[PATH_MAX * 3];
+#ifdef GGPROF_SAN_RUNTIME
+        /* A sanitized build (make SAN=...): the program is not instrumented, so the sanitizer's runtime must be
+         * loaded before libggprof.so. Leaks are checked in ggprof, not in the profiled program (its allocations and
+         * ggml's are not ggprof's to judge). */
+        snprintf(preload, sizeof(preload), "%s:%s%s%s", GGPROF_SAN_RUNTIME, r->engine, pre && *pre ? ":" : "",
+                 pre && *pre ? pre : "");
+        const char *asan = getenv("ASAN_OPTIONS");
+        char asan_opts[1024];
+        snprintf(asan_opts, sizeof(asan_opts), "%s%sdetect_leaks=0", asan && *asan ? asan : "", asan && *asan ? ":" : "");
+        setenv("ASAN_OPTIONS", asan_opts, 1);
+#else
         snprintf(preload, sizeof(preload), "%s%s%s", r->engine, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+#endif
         setenv("LD_PRELOAD", preload, 1);
         setenv("GGPROF_RING", r->ring_path, 1);
         unsetenv("GGML_PROFILE");
@@ -345,7 +359,15 @@ static int record_finish(record_run *r) {
     }
     bool full = r->spill.err || c.full;
     if (full) record_disk_full(r, db, &c);
-    int json_ok = full ? (unlink(r->json), 0) : ggprof_json_v3_export(db, r->json, why, sizeof(why));
+    int json_ok = 0;
+    if (full) {
+        unlink(r->json);
+    } else if (create_private(r->json) != 0) {
+        snprintf(why, sizeof(why), "cannot write '%s': %s", r->json, strerror(errno));
+        json_ok = -1;
+    } else {
+        json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
+    }
     if (!r->quiet && !full && c.processes) print_processes(db, r->level);
     sqlite3_close(db);
     if (json_ok != 0) ggprof_err("%s", why);

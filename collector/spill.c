@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -28,6 +29,15 @@ int ggprof_spill_open(ggprof_spill *s, const char *path) {
         s->fd = -1;
         errno = e;
         return e == EWOULDBLOCK ? -2 : -1;
+    }
+    /* One left by someone else (planted in a shared folder) is never written into: it is not ours to empty, and
+     * they could read what we put there. One of ours is made private again. */
+    struct stat st;
+    if (fstat(s->fd, &st) != 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
+        ((st.st_mode & 077) != 0 && fchmod(s->fd, 0600) != 0)) {
+        close(s->fd);
+        s->fd = -1;
+        return -3;
     }
     if (ftruncate(s->fd, 0) != 0) {
         close(s->fd);

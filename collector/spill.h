@@ -20,7 +20,8 @@ typedef struct {
     int      err;       /* errno of the first failed write, 0 if none: what came after is lost */
 } ggprof_spill;
 
-/* Creates (or takes over) the spill file, locked: 0, -2 when another collector holds it, -1 with errno. */
+/* Creates (or takes over) the spill file, locked, mode 0600: 0, -2 when another collector holds it, -3 when it
+ * belongs to another user (or is not a regular file), -1 with errno. */
 int    ggprof_spill_open(ggprof_spill *s, const char *path);
 /* Moves every published message from the ring to the spill file; returns the bytes moved (lost ones included). */
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring);

@@ -30,8 +30,7 @@ static int start_collector(const char *profile, char *why, size_t why_len) {
         snprintf(why, why_len, "GGML_PROFILE needs the ggprof binary ('%s'; set GGPROF_BIN)", bin);
         return -1;
     }
-    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(ring, sizeof(ring), "%s/ggprof-profile-%d-%lld.ring", dir, (int) getpid(), (long long) ggprof_now_ns());
+    ggprof_ring_temp_path(ring, sizeof(ring), "profile");
     if (ggprof_ring_create(ggprof_sink_ring(), ring, 64, 4u << 20, GGPROF_LEVEL_OP) != 0) {
         snprintf(why, why_len, "cannot create the ring '%s': %s", ring, strerror(errno));
         return -1;

@@ -3,9 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <linux/futex.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +21,17 @@ static ggprof_ring_slot *slot_at(const ggprof_ring *r, uint32_t i) {
 }
 
 static char *slot_data(ggprof_ring_slot *s) { return (char *) s + GGPROF_SLOT_HDR; }
+
+void ggprof_ring_temp_path(char *buf, size_t len, const char *tag) {
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
+        struct timespec ts; /* no random source (very old kernels): still unique, O_EXCL still holds */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        rnd = (uint64_t) ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t) ts.tv_sec;
+    }
+    snprintf(buf, len, "%s/ggprof-%s-%d-%016" PRIx64 ".ring", dir, tag, (int) getpid(), rnd);
+}
 
 int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
     if (slot_cap < 4096 || (slot_cap & (slot_cap - 1)) != 0 || n_slots == 0) {
@@ -58,13 +72,20 @@ int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint6
 }
 
 int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_len) {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         snprintf(why, why_len, "cannot open ring '%s': %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || (size_t) st.st_size < GGPROF_RING_HDR) {
+    /* Only a ring this user made, that no one else can read: records never go to a file someone else planted. */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && geteuid() != 0) ||
+        (st.st_mode & 077) != 0) {
+        snprintf(why, why_len, "ring '%s' is not a private file of this user", path);
+        close(fd);
+        return -1;
+    }
+    if ((size_t) st.st_size < GGPROF_RING_HDR) {
         snprintf(why, why_len, "ring '%s' is too small to be a ggprof ring", path);
         close(fd);
         return -1;

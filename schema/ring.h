@@ -73,6 +73,10 @@ typedef struct {
 } ggprof_ring;
 
 /* Collector side. Errors return -1 with errno set. */
+/* A name for a new ring: /dev/shm (or $TMPDIR, or /tmp) / ggprof-TAG-PID-RANDOM.ring, with 64 bits from the
+ * kernel's random source, so that no other user can guess it and plant a file or a link there first (and
+ * ggprof_ring_create makes it with O_EXCL, mode 0600, whatever happens). */
+void ggprof_ring_temp_path(char *buf, size_t len, const char *tag);
 int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level);
 /* Hands every published byte to fn, in runs of whole messages (PAD messages included), and frees the slots
  * of threads that finished; returns the bytes read. Copying runs rather than messages keeps the collector's
