@@ -6,6 +6,22 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 # snprintf truncating a path or a name is the intended, checked behaviour: gcc 12 warns on every such call.
 WARN    := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation -D_GNU_SOURCE
+# Sanitizers (docs/reliability.md): `make test SAN=address,undefined` or `SAN=thread` builds ggprof, libggprof.so,
+# its plugins and the unit tests with gcc's sanitizers into their own folder, build-san-<names>, and runs the suite
+# on them. `ggprof record` then preloads the sanitizer's runtime ahead of libggprof.so in the profiled program
+# (GGPROF_SAN_RUNTIME: an uninstrumented program must load it first).
+SAN     ?=
+comma   := ,
+ifneq ($(SAN),)
+BUILD   ?= build-san-$(subst $(comma),-,$(SAN))
+SAN_RT  := $(shell $(CC) -print-file-name=$(if $(findstring thread,$(SAN)),libtsan.so,$(if $(findstring address,$(SAN)),libasan.so,libubsan.so)))
+CFLAGS  += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DGGPROF_SAN_RUNTIME='"$(SAN_RT)"'
+LDSAN   := -fsanitize=$(SAN)
+# Under TSan, the unit tests and the tests that run threads (tests/e2e/threads.sh, test-backend-ops).
+SAN_TESTS := $(if $(findstring thread,$(SAN)),test_ threads)
+# TSan does not model fences; the seqlocks that use them (corr_table.h, ring.c) read and write atomics only.
+CFLAGS  += $(if $(findstring thread,$(SAN)),-Wno-tsan)
+endif
 BUILD   ?= build
 # Layers, bottom up (docs/how-it-works.md, "Layers"; tests/layering.sh checks every include): schema/ includes
 # nothing of ggprof's; kernels/ the engine's interface; engine/ schema/; analyzer/ schema/; collector/ (with the
@@ -67,12 +83,12 @@ $(BUILD)/obj/bin/%.o: %.c
 
 $(LIB): $(ENGINE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
+	$(CC) $(LDSAN) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 
 LIBS    := -lsqlite3 -lz -lcjson -lm -lpthread
 $(BIN): $(GGPROF_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(LIBS)
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
 
 # CUDA kernel timing: libggprof-cupti.so, which the CUDA driver loads into a profiled program when it starts
 # using CUDA (kernels/cuda/). Built only where the CUDA toolkit's CUPTI header is, so that a machine without CUDA
@@ -89,7 +105,7 @@ $(BUILD)/obj/cupti/%.o: %.c
 
 $(CUPTI_LIB): $(BUILD)/obj/cupti/kernels/cuda/cupti_trace.o
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
+	$(CC) $(LDSAN) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 
 # The CUDA sample for the device check (tests/device/cuda_cupti.sh): the H200 only (sm_90).
 $(BUILD)/samples/cuda_kernels: samples/cuda/kernels.cu
@@ -112,7 +128,7 @@ $(BUILD)/obj/plugin/%.o: %.c
 
 $(VK_LAYER_LIB): $(BUILD)/obj/plugin/kernels/vulkan/vk_layer.o
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
+	$(CC) $(LDSAN) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 $(VK_LAYER_JSON): kernels/vulkan/vk_layer_name.h
 	@mkdir -p $(dir $@)
 	name=$$(sed -n 's/^#define GGPROF_VK_LAYER_NAME "\(.*\)"/\1/p' $<); \
@@ -161,7 +177,7 @@ fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire
 test:
 	@bash tests/deps.sh
 	@$(MAKE) --no-print-directory all unit
-	@bash tests/run.sh
+	@GGPROF_BUILD=$(BUILD) GGPROF_SAN=$(SAN) GGPROF_SAN_RT=$(SAN_RT) bash tests/run.sh $(SAN_TESTS)
 
 demo:
 	@bash tests/deps.sh

@@ -22,7 +22,9 @@ static bool            g_sink_ok;
 static _Atomic int     g_process_sent;
 static __thread ggprof_ring_slot *t_slot;
 static __thread int               t_slot_tried;
-static const void     *g_base_fn; /* a real function inside libggml-base, to find its library */
+/* A real function inside libggml-base, to find its library: the first thread to enter ggml sets it (threads may
+ * enter at once: TSan found the plain store racing). */
+static _Atomic(const void *) g_base_fn;
 
 /* ---- notes: one line on stderr, and into the trace when there is one ---- */
 
@@ -160,7 +162,7 @@ static void engine_init(void) {
     bool sink = ggprof_sink_ready();
     ggprof_busy++;
     ggprof_ggml *g = &ggprof_eng.g;
-    if (!ggprof_ggml_find(g, g_base_fn)) goto broken;
+    if (!ggprof_ggml_find(g, atomic_load(&g_base_fn))) goto broken;
     const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */
     ggprof_eng.cpu_fusion = !(fusion && atoi(fusion) == 1);
     g->ok              = true;
@@ -176,8 +178,13 @@ done:
     ggprof_busy--;
 }
 
+static void set_base_fn(const void *fn) {
+    const void *none = NULL;
+    atomic_compare_exchange_strong(&g_base_fn, &none, fn);
+}
+
 bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
-    if (g_base_fn == NULL) g_base_fn = real_fn_in_ggml_base;
+    set_base_fn(real_fn_in_ggml_base);
     pthread_once(&g_init_once, engine_init);
     if (!ggprof_eng.g.ok) return false;
     ggprof_desc_keep();
@@ -188,7 +195,7 @@ bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
 
 bool ggprof_engine_ready(const void *real_fn_in_ggml_base) {
     if (ggprof_eng.broken) return false;
-    if (g_base_fn == NULL) g_base_fn = real_fn_in_ggml_base;
+    set_base_fn(real_fn_in_ggml_base);
     pthread_once(&g_init_once, engine_init);
     return ggprof_eng.enabled && !ggprof_busy;
 }

@@ -20,6 +20,17 @@ expect_ge() {
 
 q() { "$GGPROF" query "$@"; }
 
+# What a test preloads by hand (GGML_PROFILE without the collector): libggprof.so, and in a sanitized build (make
+# test SAN=...) the sanitizer's runtime ahead of it, with leak checking off in the profiled program (its leaks and
+# ggml's are not ggprof's). Use as: LD_PRELOAD=$GGPROF_PRELOAD ASAN_OPTIONS=$WORKLOAD_ASAN CMD...
+GGPROF_LIB="$(cd "$(dirname "$GGPROF")/../lib" && pwd)/libggprof.so"
+GGPROF_PRELOAD=$GGPROF_LIB
+WORKLOAD_ASAN=${ASAN_OPTIONS:-}
+if [ -n "${GGPROF_SAN_RT:-}" ]; then
+    GGPROF_PRELOAD="$GGPROF_SAN_RT:$GGPROF_LIB"
+    WORKLOAD_ASAN="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
+
 # The structural invariants of a CPU trace (see docs/trace-database.md).
 check_cpu_trace() { # DB LABEL
     local db=$1 l=$2
@@ -64,9 +75,9 @@ check_json() { # JSON_GZ DB LABEL
     expect "$3: every JSON record line parses, counts agree" "$n" "$(q "$2" "SELECT count(*) FROM events")"
 }
 
-# Builds one of the tests' C programs (tests/e2e/NAME.c) against the fixture's ggml, into $OUT/NAME.
-build_ggml_program() { # NAME
-    cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/$1" "$GGPROF_ROOT/tests/e2e/$1.c" \
+# Builds one of the tests' C programs (tests/e2e/NAME.c, or SOURCE) against the fixture's ggml, into $OUT/NAME.
+build_ggml_program() { # NAME [SOURCE]
+    cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/$1" "${2:-$GGPROF_ROOT/tests/e2e/$1.c}" \
         -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lggml-cpu -lggml -lggml-base \
         -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
     expect "the program builds against ggml" "$?" 0

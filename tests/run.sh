@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
 # Runs every test: the unit binaries, then the end-to-end scripts against the fixture (tests/fixture.sh).
-# usage: tests/run.sh [PATTERN]   (only tests whose file name contains PATTERN)
+# usage: tests/run.sh [PATTERN...]   (only tests whose name contains one of the PATTERNs)
 # Each test prints TAP-style "ok - NAME" / "not ok - NAME: why" lines; the last line is "N passed, N failed".
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-pattern=${1:-}
+patterns=("$@")
+wanted() { # NAME: true when no pattern was given or NAME contains one
+    [ ${#patterns[@]} -eq 0 ] && return 0
+    local p
+    for p in "${patterns[@]}"; do case "$1" in *"$p"*) return 0 ;; esac; done
+    return 1
+}
 export GGPROF="$ROOT/${GGPROF_BUILD:-build}/bin/ggprof" GGPROF_ROOT="$ROOT"
 export GGPROF_TEST_OUT=${GGPROF_TEST_OUT:-$ROOT/${GGPROF_BUILD:-build}/test-out}
+# A sanitized build (make test SAN=...): any finding stops the process that has it, so the test that ran it fails.
+if [ -n "${GGPROF_SAN:-}" ]; then
+    export GGPROF_SAN GGPROF_SAN_RT
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+    # The profiled programs are not instrumented: their own synchronisation (OpenMP, ggml's atomic barriers) is
+    # invisible to TSan, so what it saw of their memcpy and locks would be reported as races that are not. Only
+    # the calls ggprof's instrumented code makes are checked.
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1:ignore_noninstrumented_modules=1}
+fi
 rm -rf "$GGPROF_TEST_OUT"
 mkdir -p "$GGPROF_TEST_OUT"
 log="$GGPROF_TEST_OUT/results.txt"
@@ -30,13 +45,13 @@ run() { # NAME CMD...: runs one test program, keeps its ok/not ok lines
 
 for t in "${GGPROF_BUILD:-build}"/tests/test_*; do
     [ -x "$t" ] || continue
-    case "$(basename "$t")" in *"$pattern"*) run "$(basename "$t")" "$t" ;; esac
+    wanted "$(basename "$t")" && run "$(basename "$t")" "$t"
 done
 
 # The layers of the sources (docs/how-it-works.md, "Layers").
-case "layering" in *"$pattern"*) run layering bash tests/layering.sh ;; esac
+wanted layering && run layering bash tests/layering.sh
 # The fuzz targets, briefly (tests/fuzz/).
-case "fuzz" in *"$pattern"*) run fuzz bash tests/fuzz/fuzz.sh ;; esac
+wanted fuzz && run fuzz bash tests/fuzz/fuzz.sh
 
 if ! fixture_env=$(bash tests/fixture.sh); then
     echo "not ok - fixture: tests/fixture.sh failed" | tee -a "$log"
@@ -44,10 +59,12 @@ else
     while IFS='=' read -r k v; do [ -n "$k" ] && export "$k=$v"; done <<< "$fixture_env"
     for t in tests/e2e/*.sh; do
         name=$(basename "$t" .sh)
-        case "$name" in *"$pattern"*) run "e2e-$name" bash "$t" ;; esac
+        wanted "$name" && run "e2e-$name" bash "$t"
     done
     # Every real ggml build of the compatibility matrix (docs/compatibility.md).
-    case "compat-matrix" in *"$pattern"*) run compat-matrix bash tests/compat/matrix.sh ;; esac
+    wanted compat-matrix && run compat-matrix bash tests/compat/matrix.sh
+    # A part of the suite again on sanitized builds (tests/sanitizers.sh); not inside a sanitized run itself.
+    [ -z "${GGPROF_SAN:-}" ] && wanted sanitizers && run sanitizers bash tests/sanitizers.sh
 fi
 
 passed=$(grep -c '^ok ' "$log")

@@ -7,7 +7,7 @@ cc -std=c11 -O1 -Wall -Wextra -Werror -o "$OUT/profile_window" "$GGPROF_ROOT/sam
     -I"$GGPROF_ROOT/engine/include" -I"$LLAMA_SRC_DIR/ggml/include" -L"$BUILD_DIR/lib" -lggprof \
     -L"$LLAMA_BIN_DIR" -lggml -lggml-base -lm -Wl,-rpath,"$BUILD_DIR/lib" -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
 expect "the sample builds against ggprof's ggml-profiler.h and links -lggprof ahead of ggml" "$?" 0
-(cd "$OUT" && ./profile_window "$OUT/window.json" "$OUT/window.txt") > "$OUT/stdout" 2> "$OUT/stderr"
+(cd "$OUT" && LD_PRELOAD=${GGPROF_SAN_RT:-} ASAN_OPTIONS=$WORKLOAD_ASAN ./profile_window "$OUT/window.json" "$OUT/window.txt") > "$OUT/stdout" 2> "$OUT/stderr"
 expect "the sample's own checks pass (records accumulate, reset, disable)" "$?:$(tail -n 1 "$OUT/stdout")" "0:ok"
 read -r _ n _ _ per _ ops _ _ blas < <(grep '^records:' "$OUT/stdout")
 expect "records of three computes" "$n" "$((per * 3))"

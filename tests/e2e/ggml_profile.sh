@@ -2,11 +2,10 @@
 # (console summary, text report, JSON v3, gzip), when the scheduler is freed or the program ends.
 . "$(dirname "$0")/../lib.sh"
 
-LIB="$(dirname "$GGPROF")/../lib/libggprof.so"
 run_profiled() { # GGML_PROFILE-VALUE STDOUT-FILE [extra llama-completion args]
     local value=$1 out=$2
     shift 2
-    LD_PRELOAD=$LIB GGML_PROFILE=$value "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Hello" -n 6 -t 2 \
+    LD_PRELOAD=$GGPROF_PRELOAD ASAN_OPTIONS=$WORKLOAD_ASAN GGML_PROFILE=$value "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Hello" -n 6 -t 2 \
         --no-warmup -no-cnv "$@" > "$out" 2> "$out.err"
 }
 
@@ -36,7 +35,7 @@ expect "the profile covers every decoded batch (prompt + 5 tokens)" \
     "$(q "$OUT/profile.json.gz" "SELECT count(DISTINCT graph_id) FROM records WHERE sched_id = (SELECT max(sched_id) FROM records)")" 6
 
 # Killed before it could free anything: the collector writes what the program recorded.
-LD_PRELOAD=$LIB GGML_PROFILE="$OUT/killed.json" "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Once" \
+LD_PRELOAD=$GGPROF_PRELOAD ASAN_OPTIONS=$WORKLOAD_ASAN GGML_PROFILE="$OUT/killed.json" "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Once" \
     -n 100000 --ignore-eos -t 2 --no-warmup -no-cnv > /dev/null 2>&1 &
 pid=$!
 sleep 2

@@ -60,7 +60,7 @@ expect "cl_enqueue_clock: the clock was read from the kernels' stamps" "$(q "$OU
     count(*) FROM notes WHERE text LIKE '%clock by kernel stamps +-%'")" 1
 
 # Outside `ggprof record` the engine leaves OpenCL alone: same output, no ring, nothing added.
-LD_PRELOAD="$(dirname "$GGPROF")/../lib/libggprof.so" "$sample" > "$OUT/preload.txt" 2> "$OUT/preload.err"
+LD_PRELOAD=$GGPROF_PRELOAD ASAN_OPTIONS=$WORKLOAD_ASAN "$sample" > "$OUT/preload.txt" 2> "$OUT/preload.err"
 expect "with the engine preloaded but no ring, the sample runs unchanged" \
     "$?:$(grep -v '^span ' "$OUT/preload.txt" | md5sum):$(wc -c < "$OUT/preload.err")" \
     "0:$(grep -v '^span ' "$OUT/plain.txt" | md5sum):0"

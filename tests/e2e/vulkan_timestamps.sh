@@ -44,11 +44,13 @@ expect "the dispatch count note matches the kernels" "$(q "$db" "SELECT count(*)
     WHERE text LIKE 'vulkan: ' || (SELECT count(*) FROM kernels) || ' dispatches timed%'")" 1
 
 # The layer outside `ggprof record`: enabled by hand, without libggprof.so, it only chains the calls.
-workload env VK_LAYER_PATH="$LIBDIR/vulkan" VK_INSTANCE_LAYERS=VK_LAYER_GGPROF_timestamps > "$OUT/plain.out" 2> "$OUT/plain.err"
+# (A sanitized layer needs its runtime loaded first: ${GGPROF_SAN_RT:-}, empty in a normal build.)
+workload env VK_LAYER_PATH="$LIBDIR/vulkan" VK_INSTANCE_LAYERS=VK_LAYER_GGPROF_timestamps LD_PRELOAD="${GGPROF_SAN_RT:-}" \
+    ASAN_OPTIONS="$WORKLOAD_ASAN" > "$OUT/plain.out" 2> "$OUT/plain.err"
 expect "layer without ggprof: the program succeeds" "$?" 0
 expect "layer without ggprof: output unchanged" "$(diff "$OUT/off.out" "$OUT/plain.out" && echo same)" same
 # And libggprof.so preloaded without GGPROF_RING adds no layer.
-workload env LD_PRELOAD="$LIBDIR/libggprof.so" sh -c 'echo "$VK_INSTANCE_LAYERS" >&2; exec "$@"' sh > "$OUT/noring.out" 2> "$OUT/noring.err"
+workload env LD_PRELOAD="$GGPROF_PRELOAD" ASAN_OPTIONS="$WORKLOAD_ASAN" sh -c 'echo "$VK_INSTANCE_LAYERS" >&2; exec "$@"' sh > "$OUT/noring.out" 2> "$OUT/noring.err"
 expect "no GGPROF_RING: the program succeeds" "$?" 0
 expect "no GGPROF_RING: no layer enabled" "$(head -n 1 "$OUT/noring.err")" ""
 expect "no GGPROF_RING: output unchanged" "$(diff "$OUT/off.out" "$OUT/noring.out" && echo same)" same
