@@ -53,9 +53,11 @@ expect "replay: in-situ means are the trace's (MUL_MAT time to the microsecond)"
 "$GGPROF" replay "$OUT/dense.db" --test-backend-ops /nonexistent/test-backend-ops > /dev/null 2> "$OUT/bad.err"
 expect "replay: a missing test-backend-ops is a one-line error" "$?:$(wc -l < "$OUT/bad.err")" "2:1"
 
-# A prompt of 32+ tokens sends the big products to the BLAS backend: their cases replay on BLAS.
+# A prompt of 32+ tokens sends the big products to the BLAS backend: their cases replay on BLAS. One thread and no
+# warm-up: the 42-token products are then the largest cases by their work alone (with two threads on a busy
+# machine, a preempted thread can make a one-token product wait longer in its barrier than they compute).
 "$GGPROF" record -q -o "$OUT/blas.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" \
-    -p "$(printf 'word %.0s' $(seq 40))" -n 1 -t 2 -no-cnv > /dev/null 2>&1
+    -p "$(printf 'word %.0s' $(seq 40))" -n 1 -t 1 --no-warmup -no-cnv > /dev/null 2>&1
 "$GGPROF" replay "$OUT/blas.db" -n 2 > "$OUT/blas.replay" 2>&1
 expect "blas: the two largest cases ran alone on BLAS" "$(q "$OUT/blas.db" "SELECT count(*) FROM replay
     WHERE backend = 'BLAS' AND op = 'MUL_MAT' AND isolated_ns > 0")" 2
