@@ -153,7 +153,7 @@ $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_mo
 
 unit: $(UNIT)
 
-# Fuzz targets (tests/fuzz/): the JSON reader and the collector's message decoding, with clang's libFuzzer, ASan and
+# Fuzz targets (tests/fuzz/): the JSON reader, the collector's message decoding and the trace database reader, with clang's libFuzzer, ASan and
 # UBSan (Debian's clang and libclang-rt-dev). The analyzer, collector and schema objects are built again,
 # instrumented, under $(BUILD)/obj/fuzz; tests/fuzz/run.sh runs each target briefly in `make test`.
 FUZZ_CC    ?= clang
@@ -170,7 +170,7 @@ $(BUILD)/obj/fuzz/gen/viewer_embed.o: $(VIEWER_GEN)
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(INC_collector) -Icollector -o $@ $< $(FUZZ_OBJ) $(LIBS)
-fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire
+fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db
 .PHONY: fuzz
 
 # The two commands of the README: each installs what it needs first (tests/deps.sh, tests/fixture.sh).

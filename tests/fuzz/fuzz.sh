@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The fuzz targets, briefly (FUZZ_SECONDS each, default 15): libFuzzer with ASan and UBSan, from the seeds here
-# (tests/fuzz/json: version-3 JSON; wire_seeds.c: one message of each kind). A crash, a leak or undefined
+# (tests/fuzz/json: version-3 JSON; wire_seeds.c: one message of each kind; tests/fuzz/db: SQL that makes a real
+# trace odd, with db.dict for the mutations). A crash, a leak or undefined
 # behaviour fails the target and leaves its input in $OUT. Longer runs: FUZZ_SECONDS=600 tests/run.sh fuzz.
 . "$(dirname "$0")/../lib.sh"
 S=${FUZZ_SECONDS:-15}
@@ -14,12 +15,20 @@ cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$GGPROF_ROOT/schema" -o "$OUT
     "$GGPROF_ROOT/tests/fuzz/wire_seeds.c" && "$OUT/wire_seeds" "$OUT/wire"
 expect "wire seeds written (one of each message kind)" "$(ls "$OUT/wire" | wc -l)" 12
 
-for t in json wire; do
+mkdir -p "$OUT/db"
+cp "$GGPROF_ROOT"/tests/fuzz/db/* "$OUT/db/"
+export FUZZ_DB_BASE="$GGPROF_ROOT/samples/traces/llama-dense-f16.json.gz"
+
+# A database input runs every analysis command (about 5 a second under ASan): it must at least run its seeds.
+declare -A min_runs=([json]=100 [wire]=100 [db]=$(ls "$OUT/db" | wc -l))
+for t in json wire db; do
+    extra=()
+    [ "$t" = db ] && extra=(-dict="$GGPROF_ROOT/tests/fuzz/db.dict")
     (cd "$OUT" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$B/fuzz/fuzz_$t" -max_total_time="$S" \
-        -max_len=65536 -rss_limit_mb=2048 "$OUT/$t" > "$OUT/$t.log" 2>&1)
+        -max_len=65536 -rss_limit_mb=2048 "${extra[@]}" "$OUT/$t" > "$OUT/$t.log" 2>&1)
     rc=$?
     runs=$(sed -n 's/^#\([0-9]*\).*DONE.*/\1/p' "$OUT/$t.log")
     expect "fuzz_$t: ${runs:-0} inputs in ${S}s, no crash, leak or undefined behaviour" \
         "$rc:$(grep -c 'ERROR: \|runtime error' "$OUT/$t.log")" "0:0"
-    expect_ge "fuzz_$t: it ran" "${runs:-0}" 100
+    expect_ge "fuzz_$t: it ran" "${runs:-0}" "${min_runs[$t]}"
 done
