@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,12 +187,29 @@ static int db_push(dynbuf *b, char c) {
     return 0;
 }
 
+static int db_append(dynbuf *b, const unsigned char *p, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (b->n + n + 1 > cap) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return -1;
+        b->p   = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+}
+
 typedef struct {
     const char *path;
     reader      r;
     char       *why;
     size_t      why_len;
     int         failed;
+    bool        check;  /* GGPROF_JSON_CHECK=1: every record read by both readers, compared */
+    int64_t     n_fast; /* records the fast reader took */
 } import_ctx;
 
 static void fail_at(import_ctx *x, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -224,31 +242,41 @@ static int capture_value(import_ctx *x, dynbuf *b) {
         return -1;
     }
     if (c == '{' || c == '[' || c == '"') {
+        /* A run of the buffer at a time, copied whole: this is where a large file's bytes pass. */
         int depth = 0, in_str = 0, esc = 0;
-        do {
-            c = rd_get(r);
-            if (c < 0) {
+        for (;;) {
+            if (rd_peek(r) < 0) {
                 fail_eof(x);
                 return -1;
             }
-            if (db_push(b, (char) c)) return -1;
-            if (in_str) {
-                if (esc) {
-                    esc = 0;
-                } else if (c == '\\') {
-                    esc = 1;
-                } else if (c == '"') {
-                    in_str = 0;
+            const unsigned char *p = r->buf + r->pos, *end = r->buf + r->len, *q = p;
+            int done = 0;
+            while (q < end) {
+                unsigned char ch = *q++;
+                if (in_str) {
+                    if (esc) {
+                        esc = 0;
+                    } else if (ch == '\\') {
+                        esc = 1;
+                    } else if (ch == '"') {
+                        in_str = 0;
+                    }
+                } else if (ch == '"') {
+                    in_str = 1;
+                } else if (ch == '{' || ch == '[') {
+                    depth++;
+                } else if (ch == '}' || ch == ']') {
+                    depth--;
                 }
-            } else if (c == '"') {
-                in_str = 1;
-            } else if (c == '{' || c == '[') {
-                depth++;
-            } else if (c == '}' || c == ']') {
-                depth--;
+                if (depth <= 0 && !in_str) {
+                    done = 1;
+                    break;
+                }
             }
-        } while (depth > 0 || in_str);
-        return 0;
+            if (db_append(b, p, (size_t) (q - p))) return -1;
+            r->pos += (int) (q - p);
+            if (done) return 0;
+        }
     }
     while ((c = rd_peek(r)) >= 0 && !strchr(",}] \t\r\n", c)) {
         if (db_push(b, (char) rd_get(r))) return -1;
@@ -289,7 +317,7 @@ typedef struct {
 } import_state;
 
 static uint64_t hash_mem(const void *p, size_t n) {
-    uint64_t h = ggprof_fnv_bytes(p, n);
+    uint64_t h = ggprof_fnv_words(p, n);
     return h ? h : 1;
 }
 
@@ -342,83 +370,382 @@ static int64_t num(const cJSON *o, const char *key, int64_t dflt) {
     return cJSON_IsNumber(v) ? to_i64(v->valuedouble) : dflt;
 }
 
-/* 64-bit values such as start_ns do not fit a double exactly: read their digits. */
+/* 64-bit values such as start_ns do not fit a double exactly: read their digits, after the key (a quoted word
+ * followed by ':'; the same word as a string value, a tensor named "bytes", is not the key). */
 static uint64_t u64_of(const char *text, const char *key) {
     char pat[40];
-    snprintf(pat, sizeof(pat), "\"%s\"", key);
-    const char *p = strstr(text, pat);
-    if (!p) return 0;
-    p = strchr(p + strlen(pat), ':');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
+    int  n = snprintf(pat, sizeof(pat), "\"%s\"", key);
+    for (const char *p = strstr(text, pat); p; p = strstr(p + 1, pat)) {
+        const char *q = p + n;
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+        if (*q == ':') return strtoull(q + 1, NULL, 10);
+    }
+    return 0;
 }
 
-static int import_record(import_ctx *x, import_state *s, const char *text, uint64_t off) {
-    int64_t idx = s->n_records++;
-    cJSON *o = cJSON_Parse(text);
+/* One record as read, before it is stored: the node it describes and its event. name and extra point into the
+ * text or the parsed object, NULL when not a string. */
+typedef struct {
+    ggprof_msg_node  m;
+    ggprof_msg_event e;
+    int32_t          pid, tid;
+    const char      *name, *extra;
+} v3_rec;
+
+static void rec_init(v3_rec *r) {
+    memset(r, 0, sizeof(*r));
+    r->m.h     = (ggprof_msg_hdr){ sizeof(r->m), GGPROF_MSG_NODE, 0 };
+    r->m.op_id = -1; /* the version-3 JSON names ops only */
+    for (int k = 0; k < GGPROF_MAX_SRC; k++) r->m.type_src[k] = -1;
+    r->e.fused_index = -1;
+}
+
+/* The general reader: cJSON, any layout. Returns 0, or -1 with the error set. *o is for the caller to delete. */
+static int parse_record_cjson(import_ctx *x, const char *text, uint64_t off, int64_t idx, v3_rec *r, cJSON **out) {
+    cJSON *o = *out = cJSON_Parse(text);
     if (!o || !cJSON_IsObject(o)) {
         fail_at(x, off, "record %" PRId64 " is not a JSON object", idx);
-        cJSON_Delete(o);
         return -1;
     }
     for (size_t k = 0; k < sizeof(k_required) / sizeof(k_required[0]); k++) {
         if (!cJSON_GetObjectItemCaseSensitive(o, k_required[k])) {
             fail_at(x, off, "record %" PRId64 " has no '%s'", idx, k_required[k]);
-            cJSON_Delete(o);
             return -1;
         }
     }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(o, "extra");
     const cJSON *tname = cJSON_GetObjectItemCaseSensitive(o, "tensor_name");
-    int type  = (int) num(o, "type", 0);
-    int32_t pid = (int32_t) num(o, "pid", 0);
+    int type = (int) num(o, "type", 0);
+    rec_init(r);
+    r->pid        = (int32_t) num(o, "pid", 0);
+    r->tid        = (int32_t) num(o, "tid", 0);
+    r->m.out_type = (int32_t) num(o, "out_type", -1);
+    r->m.sub_op   = (int32_t) num(o, "sub_op", -1);
+    r->m.n_src    = (int32_t) num(o, "n_src", 0);
+    if (r->m.n_src < 0 || r->m.n_src > GGPROF_MAX_SRC) {
+        fail_at(x, off, "record %" PRId64 " has n_src %d; expected 0 to %d", idx, r->m.n_src, GGPROF_MAX_SRC);
+        return -1;
+    }
+    get_i64s(cJSON_GetObjectItemCaseSensitive(o, "ne"), r->m.ne, 4);
+    const cJSON *a;
+    int i = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(o, "ne_src")) if (i < GGPROF_MAX_SRC) get_i64s(a, r->m.ne_src[i++], 4);
+    i = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(o, "nb_src")) if (i < GGPROF_MAX_SRC) get_i64s(a, r->m.nb_src[i++], 4);
+    int64_t tmp[GGPROF_N_OP_PARAMS];
+    int nt = get_i64s(cJSON_GetObjectItemCaseSensitive(o, "type_src"), tmp, GGPROF_MAX_SRC);
+    for (int k = 0; k < nt && k < GGPROF_MAX_SRC; k++) r->m.type_src[k] = (int32_t) tmp[k];
+    int np = get_i64s(cJSON_GetObjectItemCaseSensitive(o, "op_params"), tmp, GGPROF_N_OP_PARAMS);
+    for (int k = 0; k < np && k < GGPROF_N_OP_PARAMS; k++) r->m.op_params[k] = (int32_t) tmp[k];
+    r->name  = cJSON_IsString(name) ? name->valuestring : NULL;
+    r->extra = cJSON_IsString(extra) ? extra->valuestring : NULL;
+    if (type == 0 && r->name) snprintf(r->m.op, sizeof(r->m.op), "%s", r->name);
+    if (cJSON_IsString(tname)) snprintf(r->m.tensor_name, sizeof(r->m.tensor_name), "%s", tname->valuestring);
+    r->e.type        = (uint16_t) type;
+    r->e.timing      = (uint16_t) num(o, "timing", 0);
+    r->e.backend_id  = (int16_t) num(o, "backend_id", -1);
+    r->e.sched_id    = (uint32_t) num(o, "sched_id", 1);
+    const cJSON *gid = cJSON_GetObjectItemCaseSensitive(o, "graph_id");
+    r->e.graph_id    = cJSON_IsNumber(gid) ? u64_of(text, "graph_id") : GGPROF_GRAPH_NONE;
+    r->e.split_id    = (int32_t) num(o, "split_id", -1);
+    r->e.node_index  = (int32_t) num(o, "node_index", -1);
+    r->e.start_ns    = u64_of(text, "start_ns");
+    r->e.duration_ns = u64_of(text, "duration_ns");
+    r->e.bytes       = u64_of(text, "bytes");
+    r->e.wait_ns     = u64_of(text, "wait_ns");
+    return 0;
+}
 
-    ggprof_msg_node m;
-    memset(&m, 0, sizeof(m));
-    m.h        = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_NODE, 0 };
-    m.out_type = (int32_t) num(o, "out_type", -1);
-    m.sub_op   = (int32_t) num(o, "sub_op", -1);
-    m.op_id    = -1; /* the version-3 JSON names ops only */
-    m.n_src    = (int32_t) num(o, "n_src", 0);
-    if (m.n_src < 0 || m.n_src > GGPROF_MAX_SRC) {
-        fail_at(x, off, "record %" PRId64 " has n_src %d; expected 0 to %d", idx, m.n_src, GGPROF_MAX_SRC);
+/* The fast reader: one pass over a record of the layout writers produce (a flat object of integers, plain
+ * strings, null and arrays of integers or of integer arrays; keys in any order), giving what
+ * parse_record_cjson gives. Anything else (a fraction or exponent, an integer beyond 2^53 where a double would
+ * round it, an escape in a string, a nested object, a repeated or missing key, a value of an odd kind) returns 1:
+ * the record is read by parse_record_cjson instead, which also words the errors. Strings are cut in place. */
+typedef struct {
+    char *p;
+} fscan;
+
+static void f_ws(fscan *s) {
+    while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r') s->p++;
+}
+
+/* A string at '"', without escapes: its bytes and length (cut only once the whole record is read, so that a
+ * record handed to the general reader is intact). */
+static int f_str(fscan *s, char **out, size_t *len) {
+    char *q = ++s->p;
+    for (;;) {
+        unsigned char c = (unsigned char) *q;
+        if (c == '"') break;
+        if (c == '\\' || c < 0x20) return 1;
+        q++;
+    }
+    *out = s->p;
+    *len = (size_t) (q - s->p);
+    s->p = q + 1;
+    return 0;
+}
+
+/* An integer: -?digits, not followed by a fraction or exponent. big: its digits allow any int64/uint64 (the
+ * fields read with strtoull), else |v| <= 2^53 (those the general reader takes through a double). */
+static int f_int(fscan *s, int64_t *v, bool big) {
+    char *p = s->p;
+    bool neg = *p == '-';
+    if (neg) p++;
+    if (*p < '0' || *p > '9') return 1;
+    uint64_t u = 0;
+    int nd = 0;
+    while (*p >= '0' && *p <= '9') {
+        if (++nd > 18) return 1;
+        u = u * 10 + (uint64_t) (*p++ - '0');
+    }
+    if (*p == '.' || *p == 'e' || *p == 'E') return 1;
+    if (neg && big) return 1; /* strtoull would wrap it: leave that to the general reader */
+    if (!big && u > (1ull << 53)) return 1;
+    *v = neg ? -(int64_t) u : (int64_t) u;
+    s->p = p;
+    return 0;
+}
+
+static bool f_null(fscan *s) {
+    if (strncmp(s->p, "null", 4) != 0) return false;
+    s->p += 4;
+    return true;
+}
+
+/* [i, i, ...]: up to max kept, *n all of them. */
+static int f_ints(fscan *s, int64_t *out, int max, int *n) {
+    if (*s->p != '[') return 1;
+    s->p++;
+    *n = 0;
+    f_ws(s);
+    if (*s->p == ']') {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        int64_t v;
+        f_ws(s);
+        if (f_int(s, &v, false)) return 1;
+        if (*n < max) out[*n] = v;
+        (*n)++;
+        f_ws(s);
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p != ']') return 1;
+        s->p++;
+        return 0;
+    }
+}
+
+/* [[i, ...], ...]: the first GGPROF_MAX_SRC rows, 4 values each. */
+static int f_rows(fscan *s, int64_t out[GGPROF_MAX_SRC][4]) {
+    if (*s->p != '[') return 1;
+    s->p++;
+    f_ws(s);
+    if (*s->p == ']') {
+        s->p++;
+        return 0;
+    }
+    int row = 0;
+    for (;;) {
+        int64_t tmp[4] = { 0 };
+        int n;
+        f_ws(s);
+        if (f_ints(s, tmp, 4, &n)) return 1;
+        if (row < GGPROF_MAX_SRC) memcpy(out[row], tmp, sizeof(tmp));
+        row++;
+        f_ws(s);
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p != ']') return 1;
+        s->p++;
+        return 0;
+    }
+}
+
+enum {
+    K_TYPE, K_NAME, K_BACKEND_ID, K_SPLIT_ID, K_START_NS, K_DURATION_NS, K_BYTES, K_EXTRA, K_TENSOR_NAME, K_NE,
+    K_OUT_TYPE, K_N_SRC, K_NE_SRC, K_NB_SRC, K_TYPE_SRC, K_OP_PARAMS, K_SUB_OP, /* the required ones, as k_required */
+    K_GRAPH_ID, K_NODE_INDEX, K_PID, K_TID, K_SCHED_ID, K_TIMING, K_WAIT_NS, K_COUNT
+};
+static const char *const k_keys[K_COUNT] = {
+    "type", "name", "backend_id", "split_id", "start_ns", "duration_ns", "bytes", "extra", "tensor_name", "ne",
+    "out_type", "n_src", "ne_src", "nb_src", "type_src", "op_params", "sub_op",
+    "graph_id", "node_index", "pid", "tid", "sched_id", "timing", "wait_ns",
+};
+
+static int key_index(const char *k, size_t n) {
+    for (int i = 0; i < K_COUNT; i++) {
+        if (k[0] == k_keys[i][0] && strncmp(k, k_keys[i], n) == 0 && k_keys[i][n] == '\0') return i;
+    }
+    return -1;
+}
+
+static int parse_record_fast(char *text, v3_rec *r) {
+    fscan s = { text };
+    rec_init(r);
+    int64_t iv[K_COUNT] = { 0 };
+    bool    null_v[K_COUNT] = { 0 };
+    char   *str_at[3] = { NULL, NULL, NULL }; /* name, extra, tensor_name */
+    size_t  str_len[3] = { 0, 0, 0 };
+    uint32_t seen = 0;
+    int type = 0;
+    f_ws(&s);
+    if (*s.p != '{') return 1;
+    s.p++;
+    f_ws(&s);
+    if (*s.p == '}') return 1; /* no keys: the general reader says which is missing */
+    for (;;) {
+        char  *key;
+        size_t key_len;
+        f_ws(&s);
+        if (*s.p != '"' || f_str(&s, &key, &key_len) || key_len == 0) return 1;
+        f_ws(&s);
+        if (*s.p != ':') return 1;
+        s.p++;
+        f_ws(&s);
+        int k = key_index(key, key_len);
+        if (k >= 0) {
+            if (seen & (1u << k)) return 1; /* a repeated key: the general reader takes the first */
+            seen |= 1u << k;
+        }
+        int n;
+        switch (k) {
+        case K_NAME: case K_EXTRA: case K_TENSOR_NAME: {
+            int j = k == K_NAME ? 0 : k == K_EXTRA ? 1 : 2;
+            if (*s.p == '"') {
+                if (f_str(&s, &str_at[j], &str_len[j])) return 1;
+            } else if (!f_null(&s)) {
+                return 1;
+            }
+            break;
+        }
+        case K_NE:
+            if (f_ints(&s, r->m.ne, 4, &n)) return 1;
+            break;
+        case K_NE_SRC:
+            if (f_rows(&s, r->m.ne_src)) return 1;
+            break;
+        case K_NB_SRC:
+            if (f_rows(&s, r->m.nb_src)) return 1;
+            break;
+        case K_TYPE_SRC: {
+            int64_t t[GGPROF_MAX_SRC];
+            if (f_ints(&s, t, GGPROF_MAX_SRC, &n)) return 1;
+            for (int i = 0; i < n && i < GGPROF_MAX_SRC; i++) r->m.type_src[i] = (int32_t) t[i];
+            break;
+        }
+        case K_OP_PARAMS: {
+            int64_t t[GGPROF_N_OP_PARAMS];
+            if (f_ints(&s, t, GGPROF_N_OP_PARAMS, &n)) return 1;
+            for (int i = 0; i < n && i < GGPROF_N_OP_PARAMS; i++) r->m.op_params[i] = (int32_t) t[i];
+            break;
+        }
+        case -1: /* a key of someone else's: a plain value is skipped, anything else goes to the general reader */
+            if (*s.p == '"') {
+                char  *skip;
+                size_t skip_len;
+                if (f_str(&s, &skip, &skip_len)) return 1;
+            } else if (!f_null(&s)) {
+                int64_t v;
+                if (f_int(&s, &v, true)) return 1;
+            }
+            break;
+        default: { /* the integers */
+            bool big = k == K_START_NS || k == K_DURATION_NS || k == K_BYTES || k == K_WAIT_NS || k == K_GRAPH_ID;
+            if (f_null(&s)) {
+                null_v[k] = true;
+            } else if (f_int(&s, &iv[k], big)) {
+                return 1;
+            }
+        }
+        }
+        f_ws(&s);
+        if (*s.p == ',') {
+            s.p++;
+            continue;
+        }
+        if (*s.p != '}') return 1;
+        s.p++;
+        break;
+    }
+    f_ws(&s);
+    if (*s.p != '\0') return 1;
+    if ((seen & ((1u << (K_SUB_OP + 1)) - 1)) != (1u << (K_SUB_OP + 1)) - 1) return 1;
+    int64_t n_src = (seen & (1u << K_N_SRC)) && !null_v[K_N_SRC] ? iv[K_N_SRC] : 0;
+    if (n_src < 0 || n_src > GGPROF_MAX_SRC) return 1; /* the general reader words the error */
+    for (int j = 0; j < 3; j++) if (str_at[j]) str_at[j][str_len[j]] = '\0'; /* read whole: cut the strings */
+    r->name  = str_at[0];
+    r->extra = str_at[1];
+    char *tname = str_at[2];
+#define NUM(k, dflt) ((seen & (1u << (k))) && !null_v[k] ? iv[k] : (int64_t) (dflt))
+    type          = (int) NUM(K_TYPE, 0);
+    r->pid        = (int32_t) NUM(K_PID, 0);
+    r->tid        = (int32_t) NUM(K_TID, 0);
+    r->m.out_type = (int32_t) NUM(K_OUT_TYPE, -1);
+    r->m.sub_op   = (int32_t) NUM(K_SUB_OP, -1);
+    r->m.n_src    = (int32_t) n_src;
+    if (type == 0 && r->name) snprintf(r->m.op, sizeof(r->m.op), "%s", r->name);
+    if (tname) snprintf(r->m.tensor_name, sizeof(r->m.tensor_name), "%s", tname);
+    r->e.type        = (uint16_t) type;
+    r->e.timing      = (uint16_t) NUM(K_TIMING, 0);
+    r->e.backend_id  = (int16_t) NUM(K_BACKEND_ID, -1);
+    r->e.sched_id    = (uint32_t) NUM(K_SCHED_ID, 1);
+    r->e.graph_id    = (seen & (1u << K_GRAPH_ID)) && !null_v[K_GRAPH_ID] ? (uint64_t) iv[K_GRAPH_ID] : GGPROF_GRAPH_NONE;
+    r->e.split_id    = (int32_t) NUM(K_SPLIT_ID, -1);
+    r->e.node_index  = (int32_t) NUM(K_NODE_INDEX, -1);
+    r->e.start_ns    = (uint64_t) NUM(K_START_NS, 0);
+    r->e.duration_ns = (uint64_t) NUM(K_DURATION_NS, 0);
+    r->e.bytes       = (uint64_t) NUM(K_BYTES, 0);
+    r->e.wait_ns     = (uint64_t) NUM(K_WAIT_NS, 0);
+#undef NUM
+    return 0;
+}
+
+/* The two readers agree (GGPROF_JSON_CHECK=1 reads every record with both: tests/e2e/json_readers.sh). */
+static bool rec_same(const v3_rec *a, const v3_rec *b) {
+    return memcmp(&a->m, &b->m, sizeof(a->m)) == 0 && memcmp(&a->e, &b->e, sizeof(a->e)) == 0 && a->pid == b->pid &&
+           a->tid == b->tid && (a->name && b->name ? strcmp(a->name, b->name) == 0 : a->name == b->name) &&
+           (a->extra && b->extra ? strcmp(a->extra, b->extra) == 0 : a->extra == b->extra);
+}
+
+static int import_record(import_ctx *x, import_state *s, char *text, uint64_t off) {
+    int64_t idx = s->n_records++;
+    v3_rec  r;
+    cJSON  *o = NULL;
+    if (x->check) {
+        /* Both readers: the general one on a copy, as the fast one cuts its strings in place. */
+        char *copy = strdup(text);
+        v3_rec slow;
+        if (!copy || parse_record_cjson(x, copy, off, idx, &slow, &o) != 0) {
+            free(copy);
+            cJSON_Delete(o);
+            return -1;
+        }
+        if (parse_record_fast(text, &r) == 0) {
+            x->n_fast++;
+            if (!rec_same(&r, &slow)) {
+                fail_at(x, off, "record %" PRId64 ": the fast and the general JSON readers differ", idx);
+                free(copy);
+                cJSON_Delete(o);
+                return -1;
+            }
+        }
+        r = slow;
+        free(copy); /* slow's strings are in o */
+    } else if (parse_record_fast(text, &r) == 0) {
+        x->n_fast++;
+    } else if (parse_record_cjson(x, text, off, idx, &r, &o) != 0) {
         cJSON_Delete(o);
         return -1;
     }
-    get_i64s(cJSON_GetObjectItemCaseSensitive(o, "ne"), m.ne, 4);
-    const cJSON *a;
-    int i = 0;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(o, "ne_src")) if (i < GGPROF_MAX_SRC) get_i64s(a, m.ne_src[i++], 4);
-    i = 0;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(o, "nb_src")) if (i < GGPROF_MAX_SRC) get_i64s(a, m.nb_src[i++], 4);
-    int64_t tmp[GGPROF_N_OP_PARAMS];
-    for (int k = 0; k < GGPROF_MAX_SRC; k++) m.type_src[k] = -1;
-    int nt = get_i64s(cJSON_GetObjectItemCaseSensitive(o, "type_src"), tmp, GGPROF_MAX_SRC);
-    for (int k = 0; k < nt && k < GGPROF_MAX_SRC; k++) m.type_src[k] = (int32_t) tmp[k];
-    int np = get_i64s(cJSON_GetObjectItemCaseSensitive(o, "op_params"), tmp, GGPROF_N_OP_PARAMS);
-    for (int k = 0; k < np && k < GGPROF_N_OP_PARAMS; k++) m.op_params[k] = (int32_t) tmp[k];
-    if (type == 0 && cJSON_IsString(name)) snprintf(m.op, sizeof(m.op), "%s", name->valuestring);
-    if (cJSON_IsString(tname)) snprintf(m.tensor_name, sizeof(m.tensor_name), "%s", tname->valuestring);
-
-    ggprof_msg_event e;
-    memset(&e, 0, sizeof(e));
-    e.type        = (uint16_t) type;
-    e.timing      = (uint16_t) num(o, "timing", 0);
-    e.backend_id  = (int16_t) num(o, "backend_id", -1);
-    e.node_id     = node_id_for(s, pid, &m);
-    e.sched_id    = (uint32_t) num(o, "sched_id", 1);
-    const cJSON *gid = cJSON_GetObjectItemCaseSensitive(o, "graph_id");
-    e.graph_id    = cJSON_IsNumber(gid) ? u64_of(text, "graph_id") : GGPROF_GRAPH_NONE;
-    e.split_id    = (int32_t) num(o, "split_id", -1);
-    e.node_index  = (int32_t) num(o, "node_index", -1);
-    e.fused_index = -1;
-    e.start_ns    = u64_of(text, "start_ns");
-    e.duration_ns = u64_of(text, "duration_ns");
-    e.bytes       = u64_of(text, "bytes");
-    e.wait_ns     = u64_of(text, "wait_ns");
-    ggprof_store_event(s->store, pid, (int32_t) num(o, "tid", 0), &e,
-                       cJSON_IsString(name) ? name->valuestring : "unknown",
-                       cJSON_IsString(extra) ? extra->valuestring : NULL);
+    r.e.node_id = node_id_for(s, r.pid, &r.m);
+    ggprof_store_event(s->store, r.pid, r.tid, &r.e, r.name ? r.name : "unknown", r.extra);
     cJSON_Delete(o);
     if (s->n_records % 100000 == 0) ggprof_store_commit(s->store);
     return 0;
@@ -456,6 +783,7 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
     x->path    = path;
     x->why     = why;
     x->why_len = why_len;
+    x->check   = getenv("GGPROF_JSON_CHECK") && strcmp(getenv("GGPROF_JSON_CHECK"), "1") == 0;
     x->r.f     = gzopen(path, "rb");
     if (!x->r.f) {
         snprintf(why, why_len, "cannot open '%s': %s", path, strerror(errno));
@@ -548,6 +876,10 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
     if (!x->failed && x->r.gz_error) fail_eof(x);
 out:;
     int failed = x->failed;
+    if (x->check && !failed) {
+        fprintf(stderr, "ggprof: json check: %" PRId64 " records, %" PRId64 " read by the fast reader and the general one "
+                        "alike, the rest by the general one\n", s.n_records, x->n_fast);
+    }
     gzclose(x->r.f);
     free(key.p);
     free(val.p);

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GGPROF_FNV_OFFSET 14695981039346656037ull
 #define GGPROF_FNV_PRIME  1099511628211ull
@@ -15,6 +16,23 @@ static inline uint64_t ggprof_fnv_bytes(const void *p, size_t n) {
     const unsigned char *b = p;
     uint64_t h = GGPROF_FNV_OFFSET;
     for (size_t i = 0; i < n; i++) h = ggprof_fnv_step(h, b[i]);
+    return h;
+}
+
+/* The same over a large block, a 64-bit word per step (the tail byte by byte), each step folding the high bits
+ * down so that every bit of a word reaches the low bits of the hash: 8 times fewer steps than ggprof_fnv_bytes,
+ * for keys of a kilobyte (node descriptions read from JSON). */
+static inline uint64_t ggprof_fnv_words(const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t h = GGPROF_FNV_OFFSET;
+    size_t   i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = ggprof_fnv_step(h, w);
+        h ^= h >> 31;
+    }
+    for (; i < n; i++) h = ggprof_fnv_step(h, b[i]);
     return h;
 }
 
