@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
 #include "cli.h"
 #include "output.h"
 #include "trace.h"
@@ -292,7 +293,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static double median(double *v, size_t n) {
-    qsort(v, n, sizeof(*v), cmp_double);
+    ggprof_sort(v, n, sizeof(*v), cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -589,7 +590,7 @@ static void diff_sections(diff_run *d) {
 
 /* The groups of one run only, largest first, into only[0] and only[1] (order: the section's groups). */
 static int diff_only(diff_run *d, const diff_opts *o, size_t n) {
-    qsort(d->order, n, sizeof(*d->order), cmp_only_p);
+    ggprof_sort(d->order, n, sizeof(*d->order), cmp_only_p);
     for (int k = 0; k < 2; k++) {
         size_t listed = 0;
         for (size_t i = 0; i < n; i++) {
@@ -623,7 +624,7 @@ static int diff_rank(diff_run *d, const diff_opts *o, int s) {
     free(d->order);
     if (!(d->order = malloc((m->n ? m->n : 1) * sizeof(*d->order)))) return -1;
     for (size_t i = 0; i < m->n; i++) d->order[i] = &m->g[i];
-    qsort(d->order, m->n, sizeof(*d->order), cmp_impact_p);
+    ggprof_sort(d->order, m->n, sizeof(*d->order), cmp_impact_p);
     int is_groups = s == N_SECTIONS - 1;
     size_t shown_n = 0;
     for (size_t i = 0; i < m->n; i++) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
 #include "cli.h"
 #include "output.h"
 #include "trace.h"
@@ -113,7 +114,7 @@ static double quantile(const double *v, size_t n, double q) {
 }
 
 static void graph_row(ggprof_table *t, const char *phase, double *v, size_t n, long long tokens) {
-    qsort(v, n, sizeof(*v), cmp_double);
+    ggprof_sort(v, n, sizeof(*v), cmp_double);
     double sum = 0, sq = 0;
     for (size_t i = 0; i < n; i++) sum += v[i];
     double mean = sum / (double) n;

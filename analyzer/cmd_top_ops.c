@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
 #include "cli.h"
 #include "output.h"
 #include "roofline.h"
@@ -67,7 +68,7 @@ int ggprof_cmd_top_ops(int argc, char **argv) {
     ggprof_rl_row *rows;
     size_t n;
     if ((bad = ggprof_rank_rows(&o, 0, &g, &rows, &n)) != 0) return bad;
-    qsort(rows, n, sizeof(*rows), by_time);
+    ggprof_sort(rows, n, sizeof(*rows), by_time);
     size_t shown = n_rows == 0 || (size_t) n_rows > n ? n : (size_t) n_rows;
 
     ggprof_table t;

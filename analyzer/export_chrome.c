@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
 #include "export.h"
 #include "wire.h"
 
@@ -298,7 +299,7 @@ static int copies_load(sqlite3 *db, copies *c) {
     c->by_key = malloc((c->n ? c->n : 1) * sizeof(*c->by_key));
     if (!c->by_key) return -1;
     for (size_t i = 0; i < c->n; i++) c->by_key[i] = &c->v[i];
-    qsort(c->by_key, c->n, sizeof(*c->by_key), cmp_copy_key);
+    ggprof_sort(c->by_key, c->n, sizeof(*c->by_key), cmp_copy_key);
     return 0;
 }
 

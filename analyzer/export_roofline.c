@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
 #include "export.h"
 #include "roofline.h"
 
@@ -263,7 +264,7 @@ int ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_
         return -1;
     }
     ggprof_rl_groups_free(&g);
-    if (n) qsort(rows, n, sizeof(*rows), by_time_desc);
+    ggprof_sort(rows, n, sizeof(*rows), by_time_desc);
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));

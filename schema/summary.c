@@ -1,6 +1,8 @@
 /* The upstream profiler's per-op statistics, console summary and text report, shared by ggprof and the engine. */
 #include "summary.h"
 
+#include "sort.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +57,7 @@ static int cmp_total(const void *a, const void *b) {
 }
 
 void ggprof_op_stats_sort(ggprof_op_stats *s) {
-    if (s->n) qsort(s->v, s->n, sizeof(*s->v), cmp_total); /* qsort takes no NULL array, even empty */
+    ggprof_sort(s->v, s->n, sizeof(*s->v), cmp_total);
 }
 
 void ggprof_op_stats_free(ggprof_op_stats *s) {
