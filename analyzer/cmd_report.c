@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "json_v3.h"
+#include "store.h"
 #include "trace.h"
 
 const char ggprof_usage_report[] =
@@ -55,10 +57,19 @@ int ggprof_cmd_report(int argc, char **argv) {
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof report TRACE");
     sqlite3 *db;
     char why[512];
-    rc = ggprof_trace_open(trace, &db, why, sizeof(why));
-    if (rc) return ggprof_fail(rc, "%s", why);
     ggprof_op_stats s;
-    if (ggprof_op_stats_load(db, &s) != 0) {
+    if (ggprof_trace_kind_of(trace) == GGPROF_TRACE_JSON) {
+        /* A JSON profile is read once, straight into the statistics: no database is built. What the health
+         * section reads (processes, graphs, splits, notes) a version-3 JSON does not carry: an empty trace. */
+        if (ggprof_json_v3_op_stats(trace, &s, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        ggprof_store *empty;
+        if (ggprof_store_create(&empty, "", why, sizeof(why)) != 0 || !(db = ggprof_store_finish(empty, why, sizeof(why)))) {
+            ggprof_op_stats_free(&s);
+            return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
+        }
+    } else if ((rc = ggprof_trace_open(trace, &db, why, sizeof(why))) != 0) {
+        return ggprof_fail(rc, "%s", why);
+    } else if (ggprof_op_stats_load(db, &s) != 0) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));
         sqlite3_close(db);
         return rc;

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "store.h"
+#include "summary.h"
 #include "v3_format.h"
 #include "hash.h"
 
@@ -208,8 +209,9 @@ typedef struct {
     char       *why;
     size_t      why_len;
     int         failed;
-    bool        check;  /* GGPROF_JSON_CHECK=1: every record read by both readers, compared */
-    int64_t     n_fast; /* records the fast reader took */
+    bool        check;     /* GGPROF_JSON_CHECK=1: every record read by both readers, compared */
+    int64_t     n_records; /* records read */
+    int64_t     n_fast;    /* of which the fast reader took */
 } import_ctx;
 
 static void fail_at(import_ctx *x, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -714,8 +716,21 @@ static bool rec_same(const v3_rec *a, const v3_rec *b) {
            (a->extra && b->extra ? strcmp(a->extra, b->extra) == 0 : a->extra == b->extra);
 }
 
-static int import_record(import_ctx *x, import_state *s, char *text, uint64_t off) {
-    int64_t idx = s->n_records++;
+/* What becomes of each record and backend entry read: stored (import), or counted (the op statistics). */
+typedef struct {
+    char name[GGPROF_MAX_NAME], device[GGPROF_MAX_NAME];
+    int32_t pid, id, device_type;
+    uint32_t sched_id;
+} v3_backend;
+
+typedef struct {
+    void (*record)(void *user, v3_rec *r);
+    void (*backend)(void *user, const v3_backend *b);
+    void *user;
+} v3_sink;
+
+static int read_record(import_ctx *x, const v3_sink *sink, char *text, uint64_t off) {
+    int64_t idx = x->n_records++;
     v3_rec  r;
     cJSON  *o = NULL;
     if (x->check) {
@@ -744,59 +759,55 @@ static int import_record(import_ctx *x, import_state *s, char *text, uint64_t of
         cJSON_Delete(o);
         return -1;
     }
-    r.e.node_id = node_id_for(s, r.pid, &r.m);
-    ggprof_store_event(s->store, r.pid, r.tid, &r.e, r.name ? r.name : "unknown", r.extra);
+    sink->record(sink->user, &r);
     cJSON_Delete(o);
-    if (s->n_records % 100000 == 0) ggprof_store_commit(s->store);
     return 0;
 }
 
-static int import_backend(import_ctx *x, import_state *s, const char *text, uint64_t off) {
+static void store_record(void *user, v3_rec *r) {
+    import_state *s = user;
+    r->e.node_id = node_id_for(s, r->pid, &r->m);
+    ggprof_store_event(s->store, r->pid, r->tid, &r->e, r->name ? r->name : "unknown", r->extra);
+    if (++s->n_records % 100000 == 0) ggprof_store_commit(s->store);
+}
+
+static int read_backend(import_ctx *x, const v3_sink *sink, const char *text, uint64_t off) {
     cJSON *o = cJSON_Parse(text);
     if (!o || !cJSON_IsObject(o)) {
         fail_at(x, off, "a backend entry is not a JSON object");
         cJSON_Delete(o);
         return -1;
     }
-    ggprof_msg_backend b;
-    memset(&b, 0, sizeof(b));
-    b.h           = (ggprof_msg_hdr){ sizeof(b), GGPROF_MSG_BACKEND, 0 };
+    v3_backend b;
+    b.pid         = (int32_t) num(o, "pid", 0);
     b.sched_id    = (uint32_t) num(o, "sched_id", 1);
-    b.backend_id  = (int32_t) num(o, "id", 0);
+    b.id          = (int32_t) num(o, "id", 0);
     b.device_type = (int32_t) num(o, "device_type", 0);
-    b.is_host     = b.device_type == 0;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "device");
     snprintf(b.name, sizeof(b.name), "%s", cJSON_IsString(n) ? n->valuestring : "unknown");
     snprintf(b.device, sizeof(b.device), "%s", cJSON_IsString(d) ? d->valuestring : "unknown");
-    ggprof_store_msg(s->store, (int32_t) num(o, "pid", 0), 0, &b.h);
+    sink->backend(sink->user, &b);
     cJSON_Delete(o);
     return 0;
 }
 
-sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
-    import_ctx *x = calloc(1, sizeof(*x));
-    if (!x) {
-        snprintf(why, why_len, "out of memory");
-        return NULL;
-    }
-    x->path    = path;
-    x->why     = why;
-    x->why_len = why_len;
-    x->check   = getenv("GGPROF_JSON_CHECK") && strcmp(getenv("GGPROF_JSON_CHECK"), "1") == 0;
-    x->r.f     = gzopen(path, "rb");
-    if (!x->r.f) {
-        snprintf(why, why_len, "cannot open '%s': %s", path, strerror(errno));
-        free(x);
-        return NULL;
-    }
-    gzbuffer(x->r.f, 1 << 17);
-    import_state s = { 0 };
-    if (ggprof_store_create(&s.store, "", why, why_len) != 0) {
-        gzclose(x->r.f);
-        free(x);
-        return NULL;
-    }
+static void store_backend(void *user, const v3_backend *v) {
+    import_state *s = user;
+    ggprof_msg_backend b;
+    memset(&b, 0, sizeof(b));
+    b.h           = (ggprof_msg_hdr){ sizeof(b), GGPROF_MSG_BACKEND, 0 };
+    b.sched_id    = v->sched_id;
+    b.backend_id  = v->id;
+    b.device_type = v->device_type;
+    b.is_host     = b.device_type == 0;
+    snprintf(b.name, sizeof(b.name), "%s", v->name);
+    snprintf(b.device, sizeof(b.device), "%s", v->device);
+    ggprof_store_msg(s->store, v->pid, 0, &b.h);
+}
+
+/* Reads the document, handing each record and backend entry to the sink. Returns 0, or -1 with x's error set. */
+static int scan_v3(import_ctx *x, const v3_sink *sink) {
     dynbuf key = { 0 }, val = { 0 };
     int64_t version = -1;
     if (expect(x, '{') != 0) goto out;
@@ -830,7 +841,7 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
                         if (!x->failed) fail_eof(x);
                         goto out;
                     }
-                    if ((is_rec ? import_record(x, &s, val.p, off) : import_backend(x, &s, val.p, off)) != 0) goto out;
+                    if ((is_rec ? read_record(x, sink, val.p, off) : read_backend(x, sink, val.p, off)) != 0) goto out;
                     c = rd_skip_ws(&x->r);
                     if (c == ',') {
                         x->r.pos++;
@@ -843,7 +854,7 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
                     if (c < 0) {
                         fail_eof(x);
                     } else {
-                        fail_at(x, rd_offset(&x->r), "expected ',' or ']' after record %" PRId64, s.n_records - 1);
+                        fail_at(x, rd_offset(&x->r), "expected ',' or ']' after record %" PRId64, x->n_records - 1);
                     }
                     goto out;
                 }
@@ -874,17 +885,54 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
     if (version != 3) fail_at(x, rd_offset(&x->r), "no \"version\" key; expected a version-3 profile");
     if (!x->failed && rd_skip_ws(&x->r) >= 0) fail_at(x, rd_offset(&x->r), "data after the end of the JSON document");
     if (!x->failed && x->r.gz_error) fail_eof(x);
-out:;
-    int failed = x->failed;
-    if (x->check && !failed) {
-        fprintf(stderr, "ggprof: json check: %" PRId64 " records, %" PRId64 " read by the fast reader and the general one "
-                        "alike, the rest by the general one\n", s.n_records, x->n_fast);
-    }
-    gzclose(x->r.f);
+out:
     free(key.p);
     free(val.p);
-    free(s.nodes);
+    if (x->check && !x->failed) {
+        fprintf(stderr, "ggprof: json check: %" PRId64 " records, %" PRId64 " read by the fast reader and the general one "
+                        "alike, the rest by the general one\n", x->n_records, x->n_fast);
+    }
+    return x->failed ? -1 : 0;
+}
+
+/* A reader on path, or NULL with why set. */
+static import_ctx *open_v3(const char *path, char *why, size_t why_len) {
+    import_ctx *x = calloc(1, sizeof(*x));
+    if (!x) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    x->path    = path;
+    x->why     = why;
+    x->why_len = why_len;
+    x->check   = getenv("GGPROF_JSON_CHECK") && strcmp(getenv("GGPROF_JSON_CHECK"), "1") == 0;
+    x->r.f     = gzopen(path, "rb");
+    if (!x->r.f) {
+        snprintf(why, why_len, "cannot open '%s': %s", path, strerror(errno));
+        free(x);
+        return NULL;
+    }
+    gzbuffer(x->r.f, 1 << 17);
+    return x;
+}
+
+static void close_v3(import_ctx *x) {
+    gzclose(x->r.f);
     free(x);
+}
+
+sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
+    import_ctx *x = open_v3(path, why, why_len);
+    if (!x) return NULL;
+    import_state s = { 0 };
+    if (ggprof_store_create(&s.store, "", why, why_len) != 0) {
+        close_v3(x);
+        return NULL;
+    }
+    v3_sink sink = { store_record, store_backend, &s };
+    int failed = scan_v3(x, &sink);
+    close_v3(x);
+    free(s.nodes);
     char fwhy[256];
     sqlite3 *db = ggprof_store_finish(s.store, fwhy, sizeof(fwhy));
     if (failed || !db) {
@@ -893,4 +941,77 @@ out:;
         return NULL;
     }
     return db;
+}
+
+/* The op statistics straight from the records: what ggprof_op_stats_load computes from the database the import
+ * would build (rows in file order, a group's shapes from its first record's first three sources, a backend's
+ * name from its first scheduler's entry, the last entry of one repeated), without building it. */
+typedef struct {
+    ggprof_op_stats *st;
+    v3_backend      *be;
+    size_t           n_be, cap_be;
+    int              oom;
+} stats_state;
+
+static void stats_record(void *user, v3_rec *r) {
+    stats_state *t = user;
+    int is_new = 0;
+    ggprof_op_stat *g = ggprof_op_stats_add(t->st, r->e.type, r->e.backend_id, r->name ? r->name : "unknown",
+                                            r->e.duration_ns, r->e.bytes, &is_new);
+    if (is_new && g) {
+        int nsrc = r->m.n_src < 0 ? 0 : r->m.n_src > 3 ? 3 : r->m.n_src;
+        memset(g->rep_ne_src, 0, sizeof(g->rep_ne_src));
+        for (int i = 0; i < nsrc; i++) memcpy(g->rep_ne_src[i], r->m.ne_src[i], sizeof(g->rep_ne_src[i]));
+    }
+}
+
+static void stats_backend(void *user, const v3_backend *b) {
+    stats_state *t = user;
+    for (size_t i = 0; i < t->n_be; i++) {
+        if (t->be[i].pid == b->pid && t->be[i].sched_id == b->sched_id && t->be[i].id == b->id) {
+            t->be[i] = *b;
+            return;
+        }
+    }
+    if (t->n_be == t->cap_be) {
+        size_t cap = t->cap_be ? t->cap_be * 2 : 16;
+        v3_backend *v = realloc(t->be, cap * sizeof(*v));
+        if (!v) {
+            t->oom = 1;
+            return;
+        }
+        t->be = v;
+        t->cap_be = cap;
+    }
+    t->be[t->n_be++] = *b;
+}
+
+int ggprof_json_v3_op_stats(const char *path, ggprof_op_stats *out, char *why, size_t why_len) {
+    memset(out, 0, sizeof(*out));
+    import_ctx *x = open_v3(path, why, why_len);
+    if (!x) return -1;
+    stats_state t = { out, NULL, 0, 0, 0 };
+    v3_sink sink = { stats_record, stats_backend, &t };
+    int failed = scan_v3(x, &sink);
+    close_v3(x);
+    if (!failed && t.oom) {
+        snprintf(why, why_len, "out of memory");
+        failed = -1;
+    }
+    for (size_t i = 0; !failed && i < out->n; i++) {
+        const v3_backend *first = NULL;
+        for (size_t j = 0; j < t.n_be; j++) {
+            const v3_backend *b = &t.be[j];
+            if (b->id != out->v[i].backend_id) continue;
+            if (!first || b->pid < first->pid || (b->pid == first->pid && b->sched_id < first->sched_id)) first = b;
+        }
+        snprintf(out->v[i].backend, sizeof(out->v[i].backend), "%s", first ? first->name : "unknown");
+    }
+    free(t.be);
+    if (failed) {
+        ggprof_op_stats_free(out);
+        return -1;
+    }
+    ggprof_op_stats_sort(out);
+    return 0;
 }

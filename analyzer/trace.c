@@ -13,18 +13,28 @@
 #include "trace_db.h"
 #include "views.h"
 
+ggprof_trace_kind ggprof_trace_kind_of(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return GGPROF_TRACE_OTHER;
+    unsigned char head[16] = { 0 };
+    size_t n = fread(head, 1, sizeof(head), f);
+    fclose(f);
+    size_t ws = 0;
+    while (ws < n && (head[ws] == ' ' || head[ws] == '\n' || head[ws] == '\r' || head[ws] == '\t')) ws++;
+    if (n == 16 && memcmp(head, "SQLite format 3", 16) == 0) return GGPROF_TRACE_DB;
+    if ((n >= 2 && head[0] == 0x1f && head[1] == 0x8b) || (ws < n && head[ws] == '{')) return GGPROF_TRACE_JSON;
+    return GGPROF_TRACE_OTHER;
+}
+
 int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(why, why_len, "cannot open '%s': %s", path, strerror(errno));
         return GGPROF_EXIT_USAGE;
     }
-    unsigned char head[16] = { 0 };
-    size_t n = fread(head, 1, sizeof(head), f);
     fclose(f);
-    size_t ws = 0;
-    while (ws < n && (head[ws] == ' ' || head[ws] == '\n' || head[ws] == '\r' || head[ws] == '\t')) ws++;
-    if (n == 16 && memcmp(head, "SQLite format 3", 16) == 0) {
+    ggprof_trace_kind kind = ggprof_trace_kind_of(path);
+    if (kind == GGPROF_TRACE_DB) {
         /* Read-write when allowed: a collector that was killed mid-batch leaves a hot journal, which only a
          * writer can roll back; the trace is then readable up to its last committed batch. */
         int mode = access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
@@ -40,7 +50,7 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
         (void) ggprof_views_create(*db); /* best effort: rollup and diff create them again and say why not */
         return 0;
     }
-    if ((n >= 2 && head[0] == 0x1f && head[1] == 0x8b) || (ws < n && head[ws] == '{')) {
+    if (kind == GGPROF_TRACE_JSON) {
         *db = ggprof_json_v3_import(path, why, why_len);
         if (*db) (void) ggprof_views_create(*db);
         return *db ? 0 : GGPROF_EXIT_USAGE;

@@ -12,5 +12,9 @@
 /* Returns 0 with *db open, or an exit code (GGPROF_EXIT_USAGE for a bad file) with a one-line reason. */
 int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len);
 
+/* What path holds, from its first bytes: a trace database, a version-3 JSON profile, or neither (or no file). */
+typedef enum { GGPROF_TRACE_OTHER, GGPROF_TRACE_DB, GGPROF_TRACE_JSON } ggprof_trace_kind;
+ggprof_trace_kind ggprof_trace_kind_of(const char *path);
+
 int  ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out);
 #endif
