@@ -4,10 +4,12 @@
 #include "cli.h"
 #include "output.h"
 #include "trace.h"
+#include "hash.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,73 +528,243 @@ static const ggprof_rl_types *types_for(sqlite3 *db, pid_types **cache, size_t *
     return &c[(*n)++].t;
 }
 
+/* The op records grouped by process, scheduler, backend, node, name and fusion label, in one sequential read
+ * of the events table and a hash table here: SQLite's GROUP BY over a million rows sorted them all (1.3-2.4 s);
+ * this reads them once (docs/analysis.md, "Speed"). Groups come out in the order of their first record. */
+typedef struct {
+    int32_t  pid, backend_id;
+    int64_t  sched_id, node_id, fused_node_id;
+    char    *name, *extra; /* NULL when NULL in the trace */
+    uint64_t hash;
+    int64_t  count, first_seq;
+    uint64_t total_ns, min_ns, max_ns;
+    int      merged; /* folded into an earlier group with the same label */
+} ev_group;
+
+typedef struct {
+    ev_group *v;
+    size_t    n, cap;
+    int32_t  *slot; /* index + 1 into v, 0 empty */
+    size_t    n_slot;
+} ev_table;
+
+static bool str_eq(const char *a, const char *b) { return a && b ? strcmp(a, b) == 0 : a == b; }
+
+static uint64_t ev_hash(int32_t pid, int64_t sched, int32_t backend, int64_t node, int64_t fused, const char *name,
+                        const char *extra) {
+    uint64_t h = GGPROF_FNV_OFFSET;
+    h = ggprof_fnv_step(h, (uint64_t) (uint32_t) pid);
+    h = ggprof_fnv_step(h, (uint64_t) sched);
+    h = ggprof_fnv_step(h, (uint64_t) (uint32_t) backend);
+    h = ggprof_fnv_step(h, (uint64_t) node);
+    h = ggprof_fnv_step(h, (uint64_t) fused);
+    h = ggprof_fnv_step(h, name ? ggprof_fnv_str(name) : 1);
+    h = ggprof_fnv_step(h, extra ? ggprof_fnv_str(extra) : 1);
+    return h;
+}
+
+static ev_group *ev_find(ev_table *t, int32_t pid, int64_t sched, int32_t backend, int64_t node, int64_t fused,
+                         const char *name, const char *extra) {
+    if ((t->n + 1) * 2 > t->n_slot) {
+        size_t n_slot = t->n_slot ? t->n_slot * 2 : 1024;
+        int32_t *slot = calloc(n_slot, sizeof(*slot));
+        if (!slot) return NULL;
+        for (size_t i = 0; i < t->n; i++) {
+            size_t p = t->v[i].hash & (n_slot - 1);
+            while (slot[p]) p = (p + 1) & (n_slot - 1);
+            slot[p] = (int32_t) i + 1;
+        }
+        free(t->slot);
+        t->slot   = slot;
+        t->n_slot = n_slot;
+    }
+    uint64_t h = ev_hash(pid, sched, backend, node, fused, name, extra);
+    size_t   p = h & (t->n_slot - 1);
+    for (; t->slot[p]; p = (p + 1) & (t->n_slot - 1)) {
+        ev_group *x = &t->v[t->slot[p] - 1];
+        if (x->hash == h && x->pid == pid && x->sched_id == sched && x->backend_id == backend && x->node_id == node &&
+            x->fused_node_id == fused && str_eq(x->name, name) && str_eq(x->extra, extra)) {
+            return x;
+        }
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        ev_group *v = realloc(t->v, cap * sizeof(*v));
+        if (!v) return NULL;
+        t->v   = v;
+        t->cap = cap;
+    }
+    ev_group *x = &t->v[t->n];
+    memset(x, 0, sizeof(*x));
+    x->pid = pid, x->sched_id = sched, x->backend_id = backend, x->node_id = node, x->fused_node_id = fused;
+    x->name  = name ? strdup(name) : NULL;
+    x->extra = extra ? strdup(extra) : NULL;
+    if ((name && !x->name) || (extra && !x->extra)) return NULL;
+    x->hash    = h;
+    x->min_ns  = UINT64_MAX;
+    t->slot[p] = (int32_t) ++t->n;
+    return x;
+}
+
+static void ev_free(ev_table *t) {
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->v[i].name);
+        free(t->v[i].extra);
+    }
+    free(t->v);
+    free(t->slot);
+}
+
 int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {
     memset(g, 0, sizeof(*g));
-    /* One row per node description, backend and fusion: a model of a few hundred nodes is costed a few
-     * hundred times however many tokens the trace holds. */
-    static const char sql[] =
-        "SELECT e.pid, COALESCE((SELECT b.name FROM backends b WHERE b.pid = e.pid AND b.sched_id = e.sched_id"
-        "   AND b.id = e.backend_id), (SELECT b.name FROM backends b WHERE b.id = e.backend_id"
-        "   ORDER BY b.pid, b.sched_id LIMIT 1), 'unknown'),"
-        " e.name, COALESCE(e.extra, CASE WHEN e.fused_node_id > 0 THEN n.op || '+' || f.op END) AS fused,"
-        " count(*), sum(e.duration_ns), min(e.duration_ns), max(e.duration_ns), min(e.rowid),"
-        " n.sub_op_name, n.ne, COALESCE(n.out_type, -1), COALESCE(n.n_src, 0), n.ne_src, n.type_src, n.op_params,"
-        " COALESCE(n.sub_op, -1)"
-        " FROM events e LEFT JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id"
-        " LEFT JOIN nodes f ON f.pid = e.pid AND f.node_id = e.fused_node_id"
-        " WHERE e.type = 0 GROUP BY e.pid, e.sched_id, e.backend_id, e.node_id, e.name, fused ORDER BY min(e.rowid)";
+    ev_table t = { 0 };
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    int rc = 0, step;
+    /* 1. Every op record, once, in file order. */
+    if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, backend_id, node_id, fused_node_id, name, extra, duration_ns, rowid"
+                               " FROM events WHERE type = 0 ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
         snprintf(why, why_len, "reading the trace's ops: %s", sqlite3_errmsg(db));
         return -1;
     }
-    pid_types *types = NULL;
-    size_t n_types = 0, cap = 0;
-    int rc = 0, step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (g->n == cap) {
-            cap = cap ? cap * 2 : 256;
-            ggprof_rl_group *v = realloc(g->v, cap * sizeof(*v));
-            if (!v) {
-                snprintf(why, why_len, "out of memory");
-                rc = -1;
-                break;
-            }
-            g->v = v;
-        }
-        ggprof_rl_group *x = &g->v[g->n];
-        memset(x, 0, sizeof(*x));
-        x->pid = sqlite3_column_int(st, 0);
-        snprintf(x->backend, sizeof(x->backend), "%s", (const char *) sqlite3_column_text(st, 1));
-        const char *name  = (const char *) sqlite3_column_text(st, 2);
-        const char *fused = (const char *) sqlite3_column_text(st, 3);
-        snprintf(x->label, sizeof(x->label), "%s", fused && strchr(fused, '+') ? fused : name ? name : "unknown");
-        x->count     = sqlite3_column_int64(st, 4);
-        x->total_ns  = (uint64_t) sqlite3_column_int64(st, 5);
-        x->min_ns    = (uint64_t) sqlite3_column_int64(st, 6);
-        x->max_ns    = (uint64_t) sqlite3_column_int64(st, 7);
-        x->first_seq = sqlite3_column_int64(st, 8);
-        ggprof_rl_node_from_text(&x->node, name, fused, (const char *) sqlite3_column_text(st, 9),
-                                 sqlite3_column_int(st, 16), (const char *) sqlite3_column_text(st, 10), sqlite3_column_int(st, 11),
-                                 sqlite3_column_int(st, 12), (const char *) sqlite3_column_text(st, 13),
-                                 (const char *) sqlite3_column_text(st, 14), (const char *) sqlite3_column_text(st, 15));
-        const ggprof_rl_types *t = types_for(db, &types, &n_types, x->pid, &g->types_from_trace);
-        if (!t) {
+        ev_group *x = ev_find(&t, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2),
+                              sqlite3_column_type(st, 3) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(st, 3),
+                              sqlite3_column_int64(st, 4), (const char *) sqlite3_column_text(st, 5),
+                              (const char *) sqlite3_column_text(st, 6));
+        if (!x) {
             snprintf(why, why_len, "out of memory");
             rc = -1;
             break;
         }
-        ggprof_rl_cost_of(&x->node, t, &x->cost);
-        ggprof_rl_shape(x->shape, sizeof(x->shape), &x->node, t);
-        g->op_ns += x->total_ns;
-        g->n++;
+        uint64_t d = (uint64_t) sqlite3_column_int64(st, 7);
+        if (x->count++ == 0) x->first_seq = sqlite3_column_int64(st, 8);
+        x->total_ns += d;
+        if (d < x->min_ns) x->min_ns = d;
+        if (d > x->max_ns) x->max_ns = d;
     }
     if (rc == 0 && step != SQLITE_DONE) {
         snprintf(why, why_len, "reading the trace's ops: %s", sqlite3_errmsg(db));
         rc = -1;
     }
     sqlite3_finalize(st);
+    /* 2. Per group: its node, its fused partner's op, its backend's name. */
+    sqlite3_stmt *node = NULL, *fop = NULL, *be = NULL, *be_any = NULL;
+    if (rc == 0 &&
+        (sqlite3_prepare_v2(db, "SELECT op, sub_op_name, ne, COALESCE(out_type, -1), COALESCE(n_src, 0), ne_src, type_src,"
+                                " op_params, COALESCE(sub_op, -1) FROM nodes WHERE pid = ? AND node_id = ?", -1, &node, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(db, "SELECT op FROM nodes WHERE pid = ? AND node_id = ?", -1, &fop, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(db, "SELECT name FROM backends WHERE pid = ? AND sched_id = ? AND id = ?", -1, &be, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(db, "SELECT name FROM backends WHERE id = ? ORDER BY pid, sched_id LIMIT 1", -1, &be_any, NULL) != SQLITE_OK)) {
+        snprintf(why, why_len, "reading the trace's ops: %s", sqlite3_errmsg(db));
+        rc = -1;
+    }
+    pid_types *types = NULL;
+    size_t n_types = 0, cap = 0;
+    struct key { size_t src; char *fused; } *keys = NULL; /* per group: its first event group, its label */
+    for (size_t i = 0; rc == 0 && i < t.n; i++) {
+        ev_group *e = &t.v[i];
+        bool has_node = false;
+        if (e->node_id != INT64_MIN) {
+            sqlite3_bind_int(node, 1, e->pid);
+            sqlite3_bind_int64(node, 2, e->node_id);
+            has_node = sqlite3_step(node) == SQLITE_ROW;
+        }
+        /* The fusion label, as the records view makes it: extra, else "OP+OP" of a fused pair. */
+        char *fused = e->extra ? strdup(e->extra) : NULL;
+        if (!fused && e->fused_node_id > 0 && has_node && sqlite3_column_type(node, 0) != SQLITE_NULL) {
+            sqlite3_bind_int(fop, 1, e->pid);
+            sqlite3_bind_int64(fop, 2, e->fused_node_id);
+            if (sqlite3_step(fop) == SQLITE_ROW && sqlite3_column_type(fop, 0) != SQLITE_NULL) {
+                size_t len = strlen((const char *) sqlite3_column_text(node, 0)) + strlen((const char *) sqlite3_column_text(fop, 0)) + 2;
+                fused = malloc(len);
+                if (fused) snprintf(fused, len, "%s+%s", sqlite3_column_text(node, 0), sqlite3_column_text(fop, 0));
+            }
+            sqlite3_reset(fop);
+        }
+        /* Groups that differ only in how their label was made are one group. */
+        ggprof_rl_group *x = NULL;
+        for (size_t j = 0; j < g->n; j++) {
+            const ev_group *f = &t.v[keys[j].src];
+            if (f->pid == e->pid && f->sched_id == e->sched_id && f->backend_id == e->backend_id && f->node_id == e->node_id &&
+                str_eq(f->name, e->name) && str_eq(keys[j].fused, fused)) {
+                x = &g->v[j];
+                break;
+            }
+        }
+        if (x) {
+            x->count += e->count;
+            x->total_ns += e->total_ns;
+            if (e->min_ns < x->min_ns) x->min_ns = e->min_ns;
+            if (e->max_ns > x->max_ns) x->max_ns = e->max_ns;
+            g->op_ns += e->total_ns;
+            free(fused);
+            sqlite3_reset(node);
+            continue;
+        }
+        if (g->n == cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            ggprof_rl_group *v = realloc(g->v, ncap * sizeof(*v));
+            if (v) g->v = v;
+            struct key *k = v ? realloc(keys, ncap * sizeof(*k)) : NULL;
+            if (!k) {
+                snprintf(why, why_len, "out of memory");
+                free(fused);
+                rc = -1;
+                break;
+            }
+            keys = k;
+            cap  = ncap;
+        }
+        keys[g->n] = (struct key) { i, fused };
+        x = &g->v[g->n];
+        memset(x, 0, sizeof(*x));
+        x->pid = e->pid;
+        const char *bname = NULL;
+        sqlite3_bind_int(be, 1, e->pid);
+        sqlite3_bind_int64(be, 2, e->sched_id);
+        sqlite3_bind_int(be, 3, e->backend_id);
+        if (sqlite3_step(be) == SQLITE_ROW) bname = (const char *) sqlite3_column_text(be, 0);
+        if (!bname) {
+            sqlite3_bind_int(be_any, 1, e->backend_id);
+            if (sqlite3_step(be_any) == SQLITE_ROW) bname = (const char *) sqlite3_column_text(be_any, 0);
+        }
+        snprintf(x->backend, sizeof(x->backend), "%s", bname ? bname : "unknown");
+        sqlite3_reset(be);
+        sqlite3_reset(be_any);
+        snprintf(x->label, sizeof(x->label), "%s", fused && strchr(fused, '+') ? fused : e->name ? e->name : "unknown");
+        x->count     = e->count;
+        x->total_ns  = e->total_ns;
+        x->min_ns    = e->min_ns;
+        x->max_ns    = e->max_ns;
+        x->first_seq = e->first_seq;
+        ggprof_rl_node_from_text(&x->node, e->name, fused, has_node ? (const char *) sqlite3_column_text(node, 1) : NULL,
+                                 has_node ? sqlite3_column_int(node, 8) : -1,
+                                 has_node ? (const char *) sqlite3_column_text(node, 2) : NULL,
+                                 has_node ? sqlite3_column_int(node, 3) : -1, has_node ? sqlite3_column_int(node, 4) : 0,
+                                 has_node ? (const char *) sqlite3_column_text(node, 5) : NULL,
+                                 has_node ? (const char *) sqlite3_column_text(node, 6) : NULL,
+                                 has_node ? (const char *) sqlite3_column_text(node, 7) : NULL);
+        sqlite3_reset(node);
+        const ggprof_rl_types *ty = types_for(db, &types, &n_types, x->pid, &g->types_from_trace);
+        if (!ty) {
+            snprintf(why, why_len, "out of memory");
+            free(fused); /* its group was not counted */
+            rc = -1;
+            break;
+        }
+        ggprof_rl_cost_of(&x->node, ty, &x->cost);
+        ggprof_rl_shape(x->shape, sizeof(x->shape), &x->node, ty);
+        g->op_ns += x->total_ns;
+        g->n++;
+    }
+    sqlite3_finalize(node);
+    sqlite3_finalize(fop);
+    sqlite3_finalize(be);
+    sqlite3_finalize(be_any);
     free(types);
+    for (size_t j = 0; j < g->n; j++) free(keys[j].fused);
+    free(keys);
+    ev_free(&t);
     if (rc == 0) {
         if (sqlite3_prepare_v2(db, "SELECT COALESCE(sum(duration_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW) {
