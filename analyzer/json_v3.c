@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
+#include "progress.h"
 #include "store.h"
 #include "summary.h"
 #include "v3_format.h"
@@ -90,7 +92,13 @@ int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_l
                        -1, &st, NULL);
     first = 1;
     char line[8192];
+    ggprof_progress prog;
+    char what[300];
+    snprintf(what, sizeof(what), "writing '%s'", path);
+    ggprof_progress_start(&prog, what, (uint64_t) total_records);
+    uint64_t row = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
+        if ((row++ & 4095) == 0) ggprof_progress_update(&prog, row);
         ggprof_v3_fields f = {
             .type = sqlite3_column_int(st, 0), .name = (const char *) col_text(st, 1),
             .backend_id = sqlite3_column_int(st, 2), .split_id = sqlite3_column_int(st, 3),
@@ -121,6 +129,7 @@ int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_l
         put(&o, line);
     }
     sqlite3_finalize(st);
+    ggprof_progress_end(&prog);
     put(&o, first ? "  ]\n}\n" : "\n  ]\n}\n");
     int close_rc = gzclose(o.f);
     if (o.err || close_rc != Z_OK) {
@@ -212,6 +221,7 @@ typedef struct {
     bool        check;     /* GGPROF_JSON_CHECK=1: every record read by both readers, compared */
     int64_t     n_records; /* records read */
     int64_t     n_fast;    /* of which the fast reader took */
+    ggprof_progress prog;
 } import_ctx;
 
 static void fail_at(import_ctx *x, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -810,6 +820,10 @@ static void store_backend(void *user, const v3_backend *v) {
 static int scan_v3(import_ctx *x, const v3_sink *sink) {
     dynbuf key = { 0 }, val = { 0 };
     int64_t version = -1;
+    struct stat fst;
+    char what[300];
+    snprintf(what, sizeof(what), "reading '%s'", x->path);
+    ggprof_progress_start(&x->prog, what, stat(x->path, &fst) == 0 ? (uint64_t) fst.st_size : 0);
     if (expect(x, '{') != 0) goto out;
     for (;;) {
         int c = rd_skip_ws(&x->r);
@@ -842,6 +856,7 @@ static int scan_v3(import_ctx *x, const v3_sink *sink) {
                         goto out;
                     }
                     if ((is_rec ? read_record(x, sink, val.p, off) : read_backend(x, sink, val.p, off)) != 0) goto out;
+                    if ((x->n_records & 4095) == 0) ggprof_progress_update(&x->prog, (uint64_t) gzoffset(x->r.f));
                     c = rd_skip_ws(&x->r);
                     if (c == ',') {
                         x->r.pos++;
@@ -886,6 +901,7 @@ static int scan_v3(import_ctx *x, const v3_sink *sink) {
     if (!x->failed && rd_skip_ws(&x->r) >= 0) fail_at(x, rd_offset(&x->r), "data after the end of the JSON document");
     if (!x->failed && x->r.gz_error) fail_eof(x);
 out:
+    ggprof_progress_end(&x->prog);
     free(key.p);
     free(val.p);
     if (x->check && !x->failed) {

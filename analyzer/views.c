@@ -177,7 +177,7 @@ static void carry_value(sqlite3_context *ctx) {
  * whose name has no layer (result_norm) passes none on. COPY records keep their own tensor's layer.
  * The window reads the records in index order (pid, graph_id) and sorts each graph's by time: no sort of the
  * whole trace. It carries only the row id and the layer (every column it carries is copied for each row, which
- * doubled its cost); the rest is joined back by row id. See tests/bench/analyzer_speed.sh. */
+ * doubled its cost); the rest is joined back by row id. See tests/bench/analysis_speed.sh. */
 static const char k_views[] =
     "CREATE TEMP VIEW IF NOT EXISTS op_layers AS\n"
     "WITH w AS (SELECT e.rowid AS seq,\n"

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "export.h"
 #include "json_v3.h"
+#include "progress.h"
 #include "spill.h"
 #include "trace.h"
 
@@ -79,6 +80,8 @@ static int write_profile(ggprof_spill *spill, const char *profile) {
 }
 
 int ggprof_cmd_collect(int argc, char **argv) {
+    /* Detached from the program it serves, whose terminal it shares: no progress lines in the program's output. */
+    ggprof_progress_quiet = true;
     const char *ring_path = NULL, *profile = NULL;
     long parent = 0, ack_fd = -1;
     const ggprof_opt opts[] = {

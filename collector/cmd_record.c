@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "json_v3.h"
+#include "progress.h"
 #include "ring.h"
 #include "self_path.h"
 #include "spill.h"
@@ -211,6 +212,7 @@ static int record_prepare(record_run *r) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));
     }
     r->ring.file->flags = (r->serialize ? GGPROF_RING_SERIALIZE : 0) | (r->alternate ? GGPROF_RING_ALTERNATE : 0);
+    ggprof_progress_quiet = r->quiet;
     if (getenv("GGML_PROFILE") && !r->quiet) {
         ggprof_err("note: GGML_PROFILE=%s is ignored under 'ggprof record'", getenv("GGML_PROFILE"));
     }

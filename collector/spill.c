@@ -1,6 +1,8 @@
 /* Spill file: frames of (pid, tid, message) appended while the workload runs, replayed into the store after. */
 #include "spill.h"
 
+#include "progress.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -145,9 +147,11 @@ static bool read_at(const ggprof_spill *s, const char *mem, uint64_t off, void *
     return pread(s->fd, dst, n, (off_t) off) == (ssize_t) n;
 }
 
-static int replay_pass(ggprof_spill *s, const char *mem, struct replay *r, char **buf, size_t *cap, bool release) {
+static int replay_pass(ggprof_spill *s, const char *mem, struct replay *r, char **buf, size_t *cap, bool release,
+                       ggprof_progress *prog) {
     uint64_t off = 0, released = 0;
     while (off + sizeof(frame) <= s->good_end) {
+        ggprof_progress_update(prog, (uint64_t) r->pass * s->good_end + off);
         if (!read_at(s, mem, off, &r->fr, sizeof(r->fr)) || off + sizeof(frame) + r->fr.n > s->good_end) return -1;
         if (r->fr.n > *cap) {
             char *b = realloc(*buf, r->fr.n);
@@ -200,10 +204,13 @@ int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
     char  *buf = NULL;
     size_t cap = 0;
     int    rc  = 0;
+    ggprof_progress prog;
+    ggprof_progress_start(&prog, "building the trace database", 2 * s->good_end);
     for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
-        rc = replay_pass(s, mem, &r, &buf, &cap, release && r.pass == 1);
+        rc = replay_pass(s, mem, &r, &buf, &cap, release && r.pass == 1, &prog);
         ggprof_store_commit(store); /* the descriptions first: records without them would be nameless */
     }
+    ggprof_progress_end(&prog);
     free(buf);
     free(mem);
     return rc;

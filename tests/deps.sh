@@ -7,6 +7,7 @@ pkgs+=(mesa-vulkan-drivers libvulkan1) # tests/e2e/vulkan.sh: lavapipe, a CPU Vu
 pkgs+=(libvulkan-dev) # kernels/vulkan/: the layer's headers (vulkan/vk_layer.h); tests/e2e/vulkan_timestamps.sh
 pkgs+=(clang libclang-rt-14-dev) # tests/fuzz/: libFuzzer, ASan, UBSan
 pkgs+=(debootstrap) # tests/compat/: Debian sid's llama.cpp-tools in a chroot
+pkgs+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (json.load, the sqlite3 shell), peak memory
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)
 missing=()
