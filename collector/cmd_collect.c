@@ -66,10 +66,20 @@ static int write_profile(ggprof_spill *spill, const char *profile) {
             ggprof_op_stats_free(&s);
         }
         fflush(stdout);
-    } else if (n > 4 && strcmp(profile + n - 4, ".txt") == 0) {
-        rc = ggprof_export_text(db, profile, why, sizeof(why));
     } else {
-        rc = ggprof_json_v3_export(db, profile, why, sizeof(why));
+        /* The file appears whole or not at all (a reader polling for it never reads half of one): written beside
+         * it under a hidden name that keeps its ending (.gz says gzip), then renamed. */
+        char tmp[PATH_MAX];
+        const char *slash = strrchr(profile, '/');
+        snprintf(tmp, sizeof(tmp), "%.*s.ggprof-%d-%s", slash ? (int) (slash - profile + 1) : 0, profile, (int) getpid(),
+                 slash ? slash + 1 : profile);
+        rc = n > 4 && strcmp(profile + n - 4, ".txt") == 0 ? ggprof_export_text(db, tmp, why, sizeof(why))
+                                                           : ggprof_json_v3_export(db, tmp, why, sizeof(why));
+        if (rc == 0 && rename(tmp, profile) != 0) {
+            snprintf(why, sizeof(why), "cannot write '%s': %s", profile, strerror(errno));
+            rc = -1;
+        }
+        if (rc != 0) unlink(tmp);
     }
     if (rc != 0) ggprof_err("GGML_PROFILE: %s", why);
     else if (n && strcmp(profile, "1") != 0 && strcmp(profile, "stdout") != 0) {
