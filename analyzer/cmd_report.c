@@ -7,6 +7,7 @@
 #include "json_v3.h"
 #include "store.h"
 #include "trace.h"
+#include "v3_format.h"
 
 const char ggprof_usage_report[] =
     "usage: ggprof report TRACE\n"
@@ -43,7 +44,9 @@ static void print_health(sqlite3 *db) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT pid, text FROM notes", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
-            printf("  note (pid %d): %s\n", sqlite3_column_int(st, 0), (const char *) sqlite3_column_text(st, 1));
+            char safe[1024];
+            const char *text = (const char *) sqlite3_column_text(st, 1);
+            printf("  note (pid %d): %s\n", sqlite3_column_int(st, 0), text ? ggprof_text_safe(text, safe, sizeof(safe)) : "");
         }
     }
     sqlite3_finalize(st);

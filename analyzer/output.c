@@ -1,6 +1,8 @@
 /* Rendering of the analyzer's tables: aligned text that fits a terminal, CSV (RFC 4180) and JSON. */
 #include "output.h"
 
+#include "v3_format.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,12 @@ static const char *cell_text(const ggprof_col *col, const ggprof_cell *c, char *
 }
 
 static int is_numeric(const ggprof_cell *c) { return c->kind == 2 || c->kind == 3; }
+
+/* The cell as the text table shows it: names with control characters written out (ggprof_text_safe). */
+static const char *table_text(const ggprof_col *col, const ggprof_cell *c, char *buf, size_t len) {
+    if (c->kind != 1) return cell_text(col, c, buf, len);
+    return ggprof_text_safe(c->s, buf, len);
+}
 
 void ggprof_out_json_string(FILE *out, const char *s) {
     fputc('"', out);
@@ -163,7 +171,7 @@ static int write_table(const ggprof_table *t, FILE *out, int width) {
         free(numeric);
         return -1;
     }
-    char buf[64];
+    char buf[512];
     size_t total = 0, shown = 0;
     for (size_t c = 0; c < n; c++) {
         if (t->cols[c].flags & GGPROF_COL_NO_TABLE) continue;
@@ -171,7 +179,7 @@ static int write_table(const ggprof_table *t, FILE *out, int width) {
         w[c] = strlen(t->cols[c].header);
         for (size_t r = 0; r < rows; r++) {
             const ggprof_cell *cell = &t->cells[r * n + c];
-            size_t l = strlen(cell->kind ? cell_text(&t->cols[c], cell, buf, sizeof(buf)) : "-");
+            size_t l = strlen(cell->kind ? table_text(&t->cols[c], cell, buf, sizeof(buf)) : "-");
             if (l > w[c]) w[c] = l;
             if (is_numeric(cell)) numeric[c] = 1;
         }
@@ -199,7 +207,7 @@ static int write_table(const ggprof_table *t, FILE *out, int width) {
             const char *s = r == 0 ? t->cols[c].header : NULL;
             if (r > 0) {
                 const ggprof_cell *cell = &t->cells[(r - 1) * n + c];
-                s = cell->kind ? cell_text(&t->cols[c], cell, buf, sizeof(buf)) : "-";
+                s = cell->kind ? table_text(&t->cols[c], cell, buf, sizeof(buf)) : "-";
             }
             char cut[256];
             size_t l = strlen(s);

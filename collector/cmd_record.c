@@ -21,6 +21,7 @@
 #include "self_path.h"
 #include "spill.h"
 #include "store.h"
+#include "v3_format.h"
 
 const char ggprof_usage_record[] =
     "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--ring-kib N] [-q]\n"
@@ -133,11 +134,15 @@ static void print_processes(sqlite3 *db, int level) {
             snprintf(cpu_ops, sizeof(cpu_ops), "; %" PRId64 " of %" PRId64 " CPU splits timed op by op%s", matched, cpu,
                      model);
         }
-        ggprof_err("pid %d %s (ggml %s): %s%s", pid, base, ver && *ver ? ver : "unknown",
+        char safe[1024];
+        ggprof_err("pid %d %s (ggml %s): %s%s", pid, ggprof_text_safe(base, safe, sizeof(safe)), ver && *ver ? ver : "unknown",
                    graphs ? levels : "no graph computed", cpu_ops);
         sqlite3_reset(nt);
         sqlite3_bind_int(nt, 1, pid);
-        while (sqlite3_step(nt) == SQLITE_ROW) ggprof_err("  pid %d: %s", pid, (const char *) sqlite3_column_text(nt, 0));
+        while (sqlite3_step(nt) == SQLITE_ROW) {
+            const char *text = (const char *) sqlite3_column_text(nt, 0);
+            ggprof_err("  pid %d: %s", pid, text ? ggprof_text_safe(text, safe, sizeof(safe)) : "");
+        }
     }
     sqlite3_finalize(st);
     sqlite3_finalize(nt);

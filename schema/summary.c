@@ -2,6 +2,7 @@
 #include "summary.h"
 
 #include "sort.h"
+#include "v3_format.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -97,8 +98,9 @@ void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s) {
     for (size_t i = 0; i < s->n; i++) {
         const ggprof_op_stat *o = &s->v[i];
         double pct = s->grand_total_ns ? 100.0 * (double) o->total_ns / (double) s->grand_total_ns : 0.0;
+        char safe[256];
         fprintf(fp, "  [%s] backend %d %-28s %7.1f%%  count=%-6" PRId64 "  total=%8.2f ms  avg=%8.2f us  min=%8.2f us  max=%8.2f us",
-               k_type3[o->type < 3 ? o->type : 0], o->backend_id, o->name, pct, o->count, (double) o->total_ns / 1e6,
+               k_type3[o->type < 3 ? o->type : 0], o->backend_id, ggprof_text_safe(o->name, safe, sizeof(safe)), pct, o->count, (double) o->total_ns / 1e6,
                (double) o->total_ns / (double) o->count / 1e3, (double) o->min_ns / 1e3, (double) o->max_ns / 1e3);
         char bw[32];
         ggprof_fmt_bandwidth(bw, sizeof(bw), o->bytes, o->total_ns);
@@ -133,7 +135,9 @@ void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s) {
             count[o->type] += o->count;
         }
         uint64_t total = ns[0] + ns[1] + ns[2];
-        fprintf(fp, "  Backend %d (%s): %.2f ms (%.1f%%)\n", b, b < 0 ? "none" : s->v[i].backend, (double) total / 1e6,
+        char safe[256];
+        fprintf(fp, "  Backend %d (%s): %.2f ms (%.1f%%)\n", b, b < 0 ? "none" : ggprof_text_safe(s->v[i].backend, safe, sizeof(safe)),
+                (double) total / 1e6,
                s->grand_total_ns ? 100.0 * (double) total / (double) s->grand_total_ns : 0.0);
         static const char *const label[3] = { "OPs:  ", "COPYs:", "SYNCs:" };
         for (int t = 0; t < 3; t++) {
@@ -195,7 +199,8 @@ void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
     static const char *const label[3] = { "OPs:  ", "COPYs:", "SYNCs:" };
     for (size_t i = 0; i < nb; i++) {
         uint64_t total = b[i].ns[0] + b[i].ns[1] + b[i].ns[2];
-        fprintf(fp, "  Backend %d (%s): %.2f ms (%.1f%%)\n", b[i].id, b[i].id < 0 ? "none" : b[i].name,
+        char safe[256];
+        fprintf(fp, "  Backend %d (%s): %.2f ms (%.1f%%)\n", b[i].id, b[i].id < 0 ? "none" : ggprof_text_safe(b[i].name, safe, sizeof(safe)),
                 (double) total / 1e6, s->grand_total_ns ? 100.0 * (double) total / (double) s->grand_total_ns : 0.0);
         for (int t = 0; t < 3; t++) {
             if (!b[i].count[t]) continue;

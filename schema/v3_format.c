@@ -67,3 +67,20 @@ void ggprof_json_shapes(char *buf, size_t len, const int64_t (*v)[4], int n) {
     }
     if (p < len) snprintf(buf + p, len - p, "]");
 }
+
+const char *ggprof_text_safe(const char *s, char *buf, size_t len) {
+    const unsigned char *p = (const unsigned char *) s;
+    while (*p && *p >= 0x20 && *p != 0x7f) p++;
+    if (!*p || len == 0) return s;
+    size_t o = 0;
+    for (p = (const unsigned char *) s; *p && o + 5 < len; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            buf[o++] = (char) *p;
+        } else {
+            const char *esc = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" : NULL;
+            o += esc ? (size_t) snprintf(buf + o, len - o, "%s", esc) : (size_t) snprintf(buf + o, len - o, "\\x%02x", *p);
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}

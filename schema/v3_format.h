@@ -24,6 +24,10 @@ typedef struct {
 size_t ggprof_v3_record_open(char *buf, size_t len, const ggprof_v3_fields *f);
 /* A JSON string (escaped) or null. Returns the length written. */
 size_t ggprof_json_string(char *buf, size_t len, const char *s);
+/* A name as text for a terminal or a text report: s itself when it holds no control character, else a copy in
+ * buf with each one written out ("\n", "\t", "\r", "\x1b"...), so that a name from a trace can neither break
+ * a table's lines nor send escape sequences to a terminal. */
+const char *ggprof_text_safe(const char *s, char *buf, size_t len);
 /* JSON arrays as the seed writes them: "[a, b]" and "[[a, b, c, d], [...]]". */
 void ggprof_json_i64s(char *buf, size_t len, const int64_t *v, int n);
 void ggprof_json_i32s(char *buf, size_t len, const int32_t *v, int n);

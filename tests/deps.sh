@@ -8,6 +8,7 @@ pkgs+=(libvulkan-dev) # kernels/vulkan/: the layer's headers (vulkan/vk_layer.h)
 pkgs+=(clang libclang-rt-14-dev) # tests/fuzz/: libFuzzer, ASan, UBSan
 pkgs+=(debootstrap) # tests/compat/: Debian sid's llama.cpp-tools in a chroot
 pkgs+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (json.load, the sqlite3 shell), peak memory
+pkgs+=(libxml2-utils) # tests/e2e/hostile_names.sh: xmllint checks the roofline SVG is well-formed
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)
 missing=()

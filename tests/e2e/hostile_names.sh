@@ -38,3 +38,41 @@ expect "csv: parses into rows of equal width, names intact" "$(node -e '
     const w = rows[0].length, flat = rows.flat().join("|");
     console.log(rows.every(r => r.length === w) && flat.includes("q\"uote'"'"',comma;\\back\nline\ttab&amp") ? "ok" : "bad");' \
     "$OUT/k.csv" 2>&1)" ok
+
+# Backend names too, and control characters (an escape sequence, a newline, a tab), in every output: a JSON
+# profile whose backends and tensors carry them.
+evil='<b>\"x&amp;\u001b[31mRED\nnl\ttab,' # as a JSON string's inside
+node -e '
+    const fs = require("fs"), evil = JSON.parse("\"" + process.argv[2] + "\"");
+    const out = fs.readFileSync(process.argv[1], "utf8").split("\n").map(l => {
+        const rec = l.startsWith("    {\"type\""), be = l.startsWith("    {\"id\"");
+        if (!rec && !be) return l;
+        const c = l.endsWith(","), o = JSON.parse(c ? l.slice(0, -1) : l);
+        if (be) o.name = evil + o.name; else if (o.tensor_name) o.tensor_name = evil + o.tensor_name;
+        return "    " + JSON.stringify(o) + (c ? "," : "");
+    });
+    fs.writeFileSync(process.argv[3], out.join("\n"));' "$GGPROF_ROOT/samples/traces/seed-v3.json" "$evil" "$OUT/evil.json"
+e="$OUT/evil.json"
+esc=$'\x1b'
+{ "$GGPROF" report "$e"; "$GGPROF" top-ops "$e"; "$GGPROF" top-kernels "$e"; "$GGPROF" inefficiency "$e"
+  "$GGPROF" rollup "$e" --by layer --ops; "$GGPROF" diff "$e" "$e"; } > "$OUT/evil.txt" 2>&1
+expect "text tables and reports: no escape character reaches the terminal" "$(grep -c "$esc" "$OUT/evil.txt")" 0
+expect_ge "... the names' control characters are written out" "$(grep -c 'x&amp;\\x1b\[31mRED\\nnl\\ttab,CPU' "$OUT/evil.txt")" 2
+expect "... and every table row of top-ops is one line (as many as its JSON has rows)" \
+    "$("$GGPROF" top-ops "$e" -n 0 | grep -c 'x&amp;')" "$("$GGPROF" top-ops "$e" -n 0 --format json | grep -c '^  {')"
+"$GGPROF" export "$e" --html "$OUT/evil.html" --chrome "$OUT/evil.chrome.json" --roofline "$OUT/evil.svg" \
+    --text "$OUT/evil.report.txt" > /dev/null 2>&1
+expect "export: HTML, Chrome JSON, SVG, text written" "$?" 0
+expect "HTML and SVG: no markup from a name" "$(cat "$OUT/evil.html" "$OUT/evil.svg" | grep -c '<b>')" 0
+expect "SVG: well-formed XML with the names in it" "$(xmllint --noout "$OUT/evil.svg" 2>&1 | wc -l):$(grep -c \
+    '&lt;b&gt;&quot;x&amp;amp;' "$OUT/evil.svg" | awk '{ print ($1 > 0) }')" "0:1"
+expect "Chrome JSON: parses, the backend's name intact" "$(node -e '
+    const t = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    console.log(JSON.stringify(t).includes(JSON.stringify("<b>\"x&amp;\u001b[31mRED\nnl\ttab,CPU").slice(1, -1)) ? "ok" : "bad")' \
+    "$OUT/evil.chrome.json" 2>&1)" ok
+expect "text report: no escape character" "$(grep -c "$esc" "$OUT/evil.report.txt")" 0
+for f in csv json; do
+    "$GGPROF" top-ops "$e" --format "$f" > "$OUT/evil-top.$f"
+    expect "top-ops --format $f: the name kept as data (escaped, not written out)" \
+        "$(grep -c 'x1b\[31mRED\\nnl' "$OUT/evil-top.$f"):$(grep -c 'x&amp;' "$OUT/evil-top.$f" | awk '{ print ($1 > 0) }')" "0:1"
+done
