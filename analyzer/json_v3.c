@@ -525,22 +525,20 @@ static bool f_null(fscan *s) {
     return true;
 }
 
-/* [i, i, ...]: up to max kept, *n all of them. */
-static int f_ints(fscan *s, int64_t *out, int max, int *n) {
+/* [item, item, ...] or []: each item read by fn(s, index, ctx); 1 when the list or an item is not as expected.
+ * *n: the items there were. */
+static int f_list(fscan *s, int (*fn)(fscan *, int, void *), void *ctx, int *n) {
+    *n = 0;
     if (*s->p != '[') return 1;
     s->p++;
-    *n = 0;
     f_ws(s);
     if (*s->p == ']') {
         s->p++;
         return 0;
     }
     for (;;) {
-        int64_t v;
         f_ws(s);
-        if (f_int(s, &v, false)) return 1;
-        if (*n < max) out[*n] = v;
-        (*n)++;
+        if (fn(s, (*n)++, ctx)) return 1;
         f_ws(s);
         if (*s->p == ',') {
             s->p++;
@@ -552,32 +550,37 @@ static int f_ints(fscan *s, int64_t *out, int max, int *n) {
     }
 }
 
+typedef struct {
+    int64_t *out;
+    int      max;
+} ints_ctx;
+
+static int f_int_item(fscan *s, int i, void *ctx) {
+    ints_ctx *c = ctx;
+    int64_t   v;
+    if (f_int(s, &v, false)) return 1;
+    if (i < c->max) c->out[i] = v;
+    return 0;
+}
+
+/* [i, i, ...]: up to max kept, *n all of them. */
+static int f_ints(fscan *s, int64_t *out, int max, int *n) {
+    ints_ctx c = { out, max };
+    return f_list(s, f_int_item, &c, n);
+}
+
+static int f_row_item(fscan *s, int i, void *ctx) {
+    int64_t (*out)[4] = ctx, tmp[4] = { 0 };
+    int n;
+    if (f_ints(s, tmp, 4, &n)) return 1;
+    if (i < GGPROF_MAX_SRC) memcpy(out[i], tmp, sizeof(tmp));
+    return 0;
+}
+
 /* [[i, ...], ...]: the first GGPROF_MAX_SRC rows, 4 values each. */
 static int f_rows(fscan *s, int64_t out[GGPROF_MAX_SRC][4]) {
-    if (*s->p != '[') return 1;
-    s->p++;
-    f_ws(s);
-    if (*s->p == ']') {
-        s->p++;
-        return 0;
-    }
-    int row = 0;
-    for (;;) {
-        int64_t tmp[4] = { 0 };
-        int n;
-        f_ws(s);
-        if (f_ints(s, tmp, 4, &n)) return 1;
-        if (row < GGPROF_MAX_SRC) memcpy(out[row], tmp, sizeof(tmp));
-        row++;
-        f_ws(s);
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p != ']') return 1;
-        s->p++;
-        return 0;
-    }
+    int n;
+    return f_list(s, f_row_item, out, &n);
 }
 
 enum {
