@@ -178,7 +178,10 @@ done:
     ggprof_busy--;
 }
 
+/* Called on every interposed call: a plain load once it is set (a compare-and-swap each time would take the
+ * cache line from every other thread in ggml). */
 static void set_base_fn(const void *fn) {
+    if (atomic_load_explicit(&g_base_fn, memory_order_relaxed)) return;
     const void *none = NULL;
     atomic_compare_exchange_strong(&g_base_fn, &none, fn);
 }
