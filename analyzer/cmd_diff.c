@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "progress.h"
 #include "sort.h"
 #include "cli.h"
 #include "output.h"
@@ -440,6 +441,11 @@ typedef struct {
     double      ns[3]; /* OP, COPY, SYNC */
 } run_info;
 
+static int on_sql_progress(void *prog) {
+    ggprof_progress_update(prog, 0);
+    return 0; /* go on */
+}
+
 static int open_run(run_info *r, int match_any) {
     char why[512];
     int rc = ggprof_trace_open(r->path, &r->db, why, sizeof(why));
@@ -466,7 +472,16 @@ static int open_run(run_info *r, int match_any) {
              " LEFT JOIN main.backend_list b ON b.pid = d.pid AND b.sched_id = d.sched_id AND b.id = d.backend_id"
              " LEFT JOIN diff_phase p ON p.pid = d.pid AND p.graph_id = d.graph_id ORDER BY d.pid, d.graph_id;",
              match_any ? "'any'" : "COALESCE(b.name, 'backend ' || d.backend_id)");
-    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+    /* Its time is inside SQLite: a progress handler keeps the line alive (a spinner, no end known). */
+    char what[600];
+    snprintf(what, sizeof(what), "diff: grouping '%s'", r->path);
+    ggprof_progress prog;
+    ggprof_progress_start(&prog, what, 0);
+    sqlite3_progress_handler(r->db, 100000, on_sql_progress, &prog);
+    int exec_rc = sqlite3_exec(r->db, sql, NULL, NULL, NULL);
+    sqlite3_progress_handler(r->db, 0, NULL, NULL);
+    ggprof_progress_end(&prog);
+    if (exec_rc != SQLITE_OK) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", r->path, sqlite3_errmsg(r->db));
     }
     sqlite3_stmt *st = NULL;

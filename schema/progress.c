@@ -1,7 +1,6 @@
 /* Progress on stderr (progress.h). */
 #include "progress.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -34,8 +33,9 @@ void ggprof_progress_update(ggprof_progress *p, uint64_t done) {
     if (p->total) {
         double pct = 100.0 * (double) (done > p->total ? p->total : done) / (double) p->total;
         fprintf(stderr, "\rggprof: %s %3.0f%%", p->what, pct);
-    } else {
-        fprintf(stderr, "\rggprof: %s %" PRIu64, p->what, done);
+    } else { /* no end known: a spinner says the work goes on */
+        (void) done;
+        fprintf(stderr, "\rggprof: %s %c", p->what, "|/-\\"[p->spins++ & 3]);
     }
     p->shown = true;
 }

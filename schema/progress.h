@@ -12,12 +12,13 @@ typedef struct {
     const char *what;
     uint64_t    total;
     uint64_t    start_ns, next_ns;
+    unsigned    spins;
     bool        active, shown;
 } ggprof_progress;
 
 extern bool ggprof_progress_quiet;
 
-/* total: the units the work will count to (bytes, rows); 0 when unknown (no percentage, a count). */
+/* total: the units the work will count to (bytes, rows); 0 when unknown (no percentage: a spinner). */
 void ggprof_progress_start(ggprof_progress *p, const char *what, uint64_t total);
 /* Cheap when nothing is due: call it as often as the work likes. */
 void ggprof_progress_update(ggprof_progress *p, uint64_t done);

@@ -25,3 +25,9 @@ expect "record on a terminal: building the database, writing the JSON" "$(grep -
 on_tty "$OUT/quiet.tty" "'$GGPROF' record -q -o '$OUT/q.db' -- '$OUT/exits' return"
 expect "record -q on a terminal: no progress" "$(grep -c 'ggprof:' "$OUT/quiet.tty")" 0
 expect "... and the trace is whole" "$(q "$OUT/q.db" "SELECT count(*) FROM graphs")" 12
+
+on_tty "$OUT/diff.tty" "'$GGPROF' diff '$S/diff-a.json.gz' '$S/diff-b.json.gz' > /dev/null"
+expect "diff on a terminal: each trace's grouping (a spinner: no end known)" \
+    "$(tr '\r' '\n' < "$OUT/diff.tty" | grep -a "ggprof: diff: grouping '.*diff-[ab].json.gz' [|/\\-]" | sed 's/.*diff-\(.\).*/\1/' | sort -u | paste -sd,)" "a,b"
+"$GGPROF" diff "$S/diff-a.json.gz" "$S/diff-b.json.gz" > /dev/null 2> "$OUT/diff.err"
+expect "diff with stderr in a file: no progress" "$(grep -c 'ggprof: diff: grouping' "$OUT/diff.err")" 0
