@@ -173,6 +173,11 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db
 .PHONY: fuzz
 
+# The sanitizer runtime a SAN=... build preloads (tests/sanitizers.sh asks here rather than choosing it again).
+san-rt:
+	@echo $(SAN_RT)
+.PHONY: san-rt
+
 # The two commands of the README: each installs what it needs first (tests/deps.sh, tests/fixture.sh).
 test:
 	@bash tests/deps.sh

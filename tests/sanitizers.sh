@@ -9,7 +9,7 @@ ASAN_TESTS=(test_ llama_cpu faults fork_exec private_files hostile_names bad_inp
 
 for san in address,undefined thread; do
     build="build-san-${san//,/-}"
-    rt=$(cc -print-file-name="$(case $san in thread) echo libtsan.so ;; *) echo libasan.so ;; esac)")
+    rt=$(make -s -C "$GGPROF_ROOT" --no-print-directory SAN="$san" san-rt)
     make -s -C "$GGPROF_ROOT" SAN="$san" all unit > "$OUT/build-$san.log" 2>&1
     expect "SAN=$san: ggprof and libggprof.so build" "$?" 0
     if [ "$san" = thread ]; then tests=(threads); else tests=("${ASAN_TESTS[@]}"); fi

@@ -6,7 +6,6 @@
 # to $OUT/matrix.md. Needs GGUF_DENSE (tests/fixture.sh). usage: tests/compat/matrix.sh [BUILD...]
 . "$(dirname "$0")/../lib.sh"
 : "${GGUF_DENSE:?run through tests/run.sh (it needs the model of tests/fixture.sh)}"
-LIB="$GGPROF_ROOT/${GGPROF_BUILD:-build}/lib/libggprof.so"
 SCRIPT="$GGPROF_ROOT/samples/node/script.mjs"
 matrix="$OUT/matrix.md"
 printf '| build | llama.cpp | ggml | graph | split | op: CPU splits timed | tick model | BLAS | GGML_PROFILE |\n' > "$matrix"
@@ -79,7 +78,7 @@ run_sid() { # NAME DIR
     local n=$1 c=$2
     mkdir -p "$c/opt/ggprof/bin" "$c/opt/ggprof/lib" "$c/tmp/ggprof-compat"
     cp "$GGPROF" "$c/opt/ggprof/bin/ggprof"
-    cp "$LIB" "$c/opt/ggprof/lib/libggprof.so"
+    cp "$GGPROF_LIB" "$c/opt/ggprof/lib/libggprof.so"
     cp "$GGUF_DENSE" "$c/tmp/ggprof-compat/model.gguf"
     local mounted=0
     if ! mountpoint -q "$c/proc"; then

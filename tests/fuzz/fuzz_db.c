@@ -15,16 +15,9 @@
 
 #include <sqlite3.h>
 
+#include "cli.h"
 #include "json_v3.h"
 #include "trace.h"
-
-int ggprof_cmd_report(int argc, char **argv);
-int ggprof_cmd_top_ops(int argc, char **argv);
-int ggprof_cmd_top_kernels(int argc, char **argv);
-int ggprof_cmd_inefficiency(int argc, char **argv);
-int ggprof_cmd_rollup(int argc, char **argv);
-int ggprof_cmd_diff(int argc, char **argv);
-int ggprof_cmd_export(int argc, char **argv);
 
 static unsigned char *g_base;
 static sqlite3_int64  g_base_len;
