@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "output.h"
 #include "trace.h"
-#include "views.h"
+#include "layers.h"
 #include "hash.h"
 
 const char ggprof_usage_diff[] =
@@ -230,14 +230,14 @@ static const section_def k_sections[] = {
 #define N_SECTIONS ((int) (sizeof(k_sections) / sizeof(k_sections[0])))
 #define S_PHASE    0
 
-/* Adds one row (a group's time in one graph) to a section's group. SYNC time may not trip --fail-above:
- * barrier waits measure the machine's load as much as the code, and what they cost shows in the phases'
- * time per token, which is gated. */
-static int add_sample(const section_def *d, group_map *m, int side, sqlite3_stmt *st, double v, double total) {
+/* The group of a row (q: the row's columns as text, NULL for NULL) in a section, made when new; its index in
+ * the section's map, or -1 when out of memory. SYNC time may not trip --fail-above: barrier waits measure the
+ * machine's load as much as the code, and what they cost shows in the phases' time per token, which is gated. */
+static long group_of(const section_def *d, group_map *m, const char *const *q, int type) {
     char key[2048];
     size_t p = 0;
     for (int k = 0; k < d->nkey; k++) {
-        const char *t = (const char *) sqlite3_column_text(st, d->key[k]);
+        const char *t = q[d->key[k]];
         p += (size_t) snprintf(key + p, sizeof(key) - p, "%s\x1f", t ? t : "\x1e");
         if (p >= sizeof(key)) p = sizeof(key) - 1;
     }
@@ -245,47 +245,206 @@ static int add_sample(const section_def *d, group_map *m, int side, sqlite3_stmt
     if (!g) return -1;
     for (int k = 0; k < d->nshow; k++) {
         int c         = k_q_col[d->show[k]];
-        const char *t = (const char *) sqlite3_column_text(st, d->show[k]);
+        const char *t = q[d->show[k]];
         if (g->field[c] || !t) continue;
         if (!(g->field[c] = c == C_SHAPES ? compact_shapes(t) : c == C_TYPES ? compact_ids(t) : strdup(t))) return -1;
     }
-    g->gated = d->key[0] == Q_PHASE && d->nkey == 1 ? 1 : sqlite3_column_int(st, Q_TYPE) != 2;
-    return push(&g->s[side], sqlite3_column_int64(st, Q_PID), sqlite3_column_int64(st, Q_GRAPH), v, total);
+    g->gated = d->key[0] == Q_PHASE && d->nkey == 1 ? 1 : type != 2;
+    return (long) (g - m->g);
 }
 
-/* Reads one trace into the sections' maps: the phases from diff_phase (a graph's time per token), the rest
- * from diff_rows, graph by graph. graph_ns gets each phase's graph durations. */
-static int load(sqlite3 *db, group_map *map, group_map *graph_ns, int side) {
-    sqlite3_stmt *st = NULL;
-    int step         = SQLITE_ERROR;
-    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id, phase, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-                               " ns_per_token, duration_ns FROM diff_phase WHERE n_tokens > 0 ORDER BY pid, graph_id",
-                           -1, &st, NULL) == SQLITE_OK) {
-        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-            double ns = sqlite3_column_double(st, 13);
-            if (add_sample(&k_sections[S_PHASE], &map[S_PHASE], side, st, sqlite3_column_double(st, 12), ns) != 0 ||
-                add_sample(&k_sections[S_PHASE], graph_ns, side, st, ns, ns) != 0) {
-                step = SQLITE_NOMEM;
+/* A graph of the diff: its phase, as the first graph_phase row of its (pid, graph_id) says. */
+typedef struct {
+    int32_t              pid;
+    int64_t              graph_id;
+    const ggprof_lgraph *g;
+} diff_graph;
+
+static int cmp_diff_graph(const void *a, const void *b) {
+    const diff_graph *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->graph_id != y->graph_id) return x->graph_id < y->graph_id ? -1 : 1;
+    return (x->g > y->g) - (x->g < y->g); /* the first in graph_phase's order first */
+}
+
+/* What the records of one (process, node, type, name, scheduler, backend, layer) in graphs of one phase
+ * group into: each section's group (index + 1; 0 for none). Worked out once, then a lookup per record. */
+typedef struct {
+    int32_t     pid, type, backend_id, layer;
+    int64_t     sched_id;
+    uint32_t    name, node;
+    const char *phase;
+    long        group[N_SECTIONS];
+} row_sig;
+
+typedef struct {
+    row_sig  *v;
+    size_t    n, cap;
+    uint32_t *slot;
+    size_t    n_slot;
+} sig_map;
+
+static uint64_t sig_hash(const row_sig *s) {
+    uint64_t h = GGPROF_FNV_OFFSET;
+    h = ggprof_fnv_step(h, (uint32_t) s->pid);
+    h = ggprof_fnv_step(h, s->node);
+    h = ggprof_fnv_step(h, (uint32_t) s->type);
+    h = ggprof_fnv_step(h, s->name);
+    h = ggprof_fnv_step(h, (uint64_t) s->sched_id);
+    h = ggprof_fnv_step(h, (uint32_t) s->backend_id);
+    h = ggprof_fnv_step(h, (uint32_t) s->layer);
+    return ggprof_fnv_step(h, (uint64_t) (uintptr_t) s->phase);
+}
+
+static int sig_eq(const row_sig *a, const row_sig *b) {
+    return a->pid == b->pid && a->node == b->node && a->type == b->type && a->name == b->name &&
+           a->sched_id == b->sched_id && a->backend_id == b->backend_id && a->layer == b->layer && a->phase == b->phase;
+}
+
+/* Each section's group of a new signature, from the row's columns as text (an op is its name and sub-op; a
+ * record without its node has "[]" shapes and types). */
+static int sig_groups(row_sig *s, const ggprof_layers *l, group_map *map, int match_any) {
+    const ggprof_lnode *n = s->node ? &l->nodes[s->node - 1] : NULL;
+    const char *name      = l->names[s->name];
+    char type[16], sub_op[24], layer[16], backend[32], op[512];
+    const char *q[N_Q]    = { 0 };
+    snprintf(type, sizeof(type), "%d", s->type);
+    snprintf(sub_op, sizeof(sub_op), "%lld", (long long) (n ? n->sub_op : -1));
+    q[Q_PHASE]  = s->phase;
+    q[Q_TYPE]   = type;
+    q[Q_NAME]   = name;
+    q[Q_SUB_OP] = sub_op;
+    if (name) {
+        const char *so = n && n->sub_op_name && *n->sub_op_name ? n->sub_op_name : NULL;
+        if (so) {
+            snprintf(op, sizeof(op), "%s(%s)", name, so);
+        } else {
+            snprintf(op, sizeof(op), "%s", name);
+        }
+        q[Q_OP] = op;
+    }
+    q[Q_NE_SRC]   = n && n->ne_src ? n->ne_src : "[]";
+    q[Q_TYPE_SRC] = n && n->type_src ? n->type_src : "[]";
+    if (match_any) {
+        q[Q_BACKEND] = "any";
+    } else if (!(q[Q_BACKEND] = ggprof_layers_backend(l, s->pid, s->sched_id, s->backend_id))) {
+        snprintf(backend, sizeof(backend), "backend %d", s->backend_id);
+        q[Q_BACKEND] = backend;
+    }
+    q[Q_TENSOR] = n && n->tensor_name && *n->tensor_name ? n->tensor_name : NULL;
+    if (s->layer >= 0) {
+        snprintf(layer, sizeof(layer), "%d", s->layer);
+        q[Q_LAYER] = layer;
+    }
+    for (int k = 0; k < N_SECTIONS; k++) {
+        s->group[k] = 0;
+        if (k == S_PHASE || (k_sections[k].op_only && s->type != 0)) continue;
+        long g = group_of(&k_sections[k], &map[k], q, s->type);
+        if (g < 0) return -1;
+        s->group[k] = g + 1;
+    }
+    return 0;
+}
+
+static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_layers *l, group_map *map, int match_any) {
+    if ((m->n + 1) * 2 > m->n_slot) {
+        size_t n_slot  = m->n_slot ? m->n_slot * 2 : 1024;
+        uint32_t *slot = calloc(n_slot, sizeof(*slot));
+        if (!slot) return NULL;
+        for (size_t i = 0; i < m->n; i++) {
+            size_t p = sig_hash(&m->v[i]) & (n_slot - 1);
+            while (slot[p]) p = (p + 1) & (n_slot - 1);
+            slot[p] = (uint32_t) i + 1;
+        }
+        free(m->slot);
+        m->slot   = slot;
+        m->n_slot = n_slot;
+    }
+    size_t p = sig_hash(key) & (m->n_slot - 1);
+    for (; m->slot[p]; p = (p + 1) & (m->n_slot - 1)) {
+        if (sig_eq(&m->v[m->slot[p] - 1], key)) return &m->v[m->slot[p] - 1];
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        row_sig *v = realloc(m->v, cap * sizeof(*v));
+        if (!v) return NULL;
+        m->v   = v;
+        m->cap = cap;
+    }
+    row_sig *s = &m->v[m->n];
+    *s         = *key;
+    if (sig_groups(s, l, map, match_any) != 0) return NULL;
+    m->slot[p] = (uint32_t) ++m->n;
+    return s;
+}
+
+/* What a run is: its trace, its graphs and tokens, its OP, COPY and SYNC time. */
+typedef struct {
+    const char *path;
+    sqlite3    *db;
+    int64_t     graphs, tokens;
+    double      ns[3]; /* OP, COPY, SYNC */
+} run_info;
+
+/* Reads one trace into the sections' maps: the phases from its graphs (a graph's time per token), the rest
+ * from its records, graph by graph. graph_ns gets each phase's graph durations; r gets the run's totals. */
+static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int side, int match_any, run_info *r) {
+    /* The graphs, one per (process, graph id): the first in graph_phase's order. */
+    diff_graph *dg = malloc((l->n_graphs ? l->n_graphs : 1) * sizeof(*dg));
+    if (!dg) return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_graphs; i++) dg[i] = (diff_graph) { l->graphs[i].pid, l->graphs[i].graph_id, &l->graphs[i] };
+    ggprof_sort(dg, l->n_graphs, sizeof(*dg), cmp_diff_graph);
+    for (size_t i = 0; i < l->n_graphs; i++) {
+        if (n && dg[i].graph_id != GGPROF_LAYERS_NULL && dg[n - 1].pid == dg[i].pid && dg[n - 1].graph_id == dg[i].graph_id) {
+            continue;
+        }
+        dg[n++] = dg[i];
+    }
+    int rc    = 0;
+    r->graphs = (int64_t) n;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const ggprof_lgraph *g = dg[i].g;
+        if (g->has_tokens) r->tokens = ggprof_ns_add(r->tokens, g->n_tokens);
+        if (!g->has_tokens || g->n_tokens <= 0) continue;
+        const char *q[N_Q] = { 0 };
+        q[Q_PHASE]         = g->phase;
+        long k = group_of(&k_sections[S_PHASE], &map[S_PHASE], q, 0), kg = group_of(&k_sections[S_PHASE], graph_ns, q, 0);
+        double ns = (double) g->duration_ns;
+        if (k < 0 || kg < 0 || push(&map[S_PHASE].g[k].s[side], g->pid, g->graph_id, ns / (double) g->n_tokens, ns) ||
+            push(&graph_ns->g[kg].s[side], g->pid, g->graph_id, ns, ns)) {
+            rc = -1;
+        }
+    }
+    /* The records, graph by graph (they come sorted so); a graph's phase looked up once. */
+    sig_map sigs = { 0 };
+    size_t gi    = 0;
+    for (size_t i = 0; i < l->n_rec && rc == 0;) {
+        const ggprof_lrec *first = &l->rec[i];
+        const char *phase        = NULL;
+        if (first->graph_id != GGPROF_LAYERS_NULL) {
+            while (gi < n && (dg[gi].pid < first->pid || (dg[gi].pid == first->pid && dg[gi].graph_id < first->graph_id))) gi++;
+            if (gi < n && dg[gi].pid == first->pid && dg[gi].graph_id == first->graph_id) phase = dg[gi].g->phase;
+        }
+        for (; i < l->n_rec && l->rec[i].pid == first->pid && l->rec[i].graph_id == first->graph_id; i++) {
+            const ggprof_lrec *e = &l->rec[i];
+            row_sig key          = { e->pid, e->type, e->backend_id, e->layer, e->sched_id, e->name, e->node, phase, { 0 } };
+            const row_sig *s     = sig_get(&sigs, &key, l, map, match_any);
+            if (!s) {
+                rc = -1;
                 break;
+            }
+            double ns = (double) e->duration_ns;
+            if (e->type >= 0 && e->type < 3) r->ns[e->type] += ns;
+            for (int k = 0; k < N_SECTIONS; k++) {
+                if (s->group[k] && push(&map[k].g[s->group[k] - 1].s[side], e->pid, e->graph_id, ns, ns) != 0) rc = -1;
             }
         }
     }
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE) return -1;
-    if (sqlite3_prepare_v2(db, "SELECT * FROM diff_rows", -1, &st, NULL) != SQLITE_OK) return -1;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        double ns = sqlite3_column_double(st, Q_NS);
-        for (int s = 0; s < N_SECTIONS; s++) {
-            if (s == S_PHASE || (k_sections[s].op_only && sqlite3_column_int(st, Q_TYPE) != 0)) continue;
-            if (add_sample(&k_sections[s], &map[s], side, st, ns, ns) != 0) {
-                step = SQLITE_NOMEM;
-                break;
-            }
-        }
-        if (step == SQLITE_NOMEM) break;
-    }
-    sqlite3_finalize(st);
-    return step == SQLITE_DONE ? 0 : -1;
+    free(sigs.v);
+    free(sigs.slot);
+    free(dg);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -434,71 +593,20 @@ static void row_label(char *buf, size_t len, const group *g, const char *from) {
 /* ------------------------------------------------------------ the command */
 
 
-typedef struct {
-    const char *path;
-    sqlite3    *db;
-    int64_t     graphs, tokens;
-    double      ns[3]; /* OP, COPY, SYNC */
-} run_info;
-
-static int on_sql_progress(void *prog) {
-    ggprof_progress_update(prog, 0);
-    return 0; /* go on */
-}
-
-static int open_run(run_info *r, int match_any) {
+/* Opens a run's trace and reads it into the sections (load). */
+static int open_run(run_info *r, group_map *map, group_map *graph_ns, int side, int match_any) {
     char why[512];
     int rc = ggprof_trace_open(r->path, &r->db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
-    if (ggprof_views_create(r->db) != SQLITE_OK) {
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "creating the roll-up views on '%s': %s", r->path, sqlite3_errmsg(r->db));
-    }
-    /* Each node's time per graph (narrow keys first: grouping a million rows by their shapes' text costs
-     * seconds), then its description and its graph's phase; graph by graph, as load() merges per graph. */
-    char sql[2048];
-    snprintf(sql, sizeof(sql),
-             "CREATE TEMP TABLE diff_phase(pid INTEGER, graph_id INTEGER, phase TEXT, n_tokens INTEGER,"
-             " ns_per_token REAL, duration_ns INTEGER, PRIMARY KEY(pid, graph_id));"
-             "INSERT OR IGNORE INTO diff_phase SELECT pid, graph_id, phase, n_tokens, ns_per_token, duration_ns"
-             " FROM graph_phase;"
-             "CREATE TEMP TABLE diff_rows AS SELECT d.pid AS pid, d.graph_id AS graph_id, p.phase AS phase,"
-             " d.type AS type, d.name AS name, COALESCE(n.sub_op, -1) AS sub_op,"
-             " d.name || COALESCE('(' || NULLIF(n.sub_op_name, '') || ')', '') AS op,"
-             " COALESCE(n.ne_src, '[]') AS ne_src, COALESCE(n.type_src, '[]') AS type_src, %s AS backend,"
-             " NULLIF(n.tensor_name, '') AS tensor, d.layer AS layer, d.ns AS ns"
-             " FROM (SELECT pid, graph_id, node_id, type, name, sched_id, backend_id, layer, sum(duration_ns) AS ns"
-             "   FROM op_layers GROUP BY pid, graph_id, node_id, type, name, sched_id, backend_id, layer) d"
-             " LEFT JOIN main.nodes n ON n.pid = d.pid AND n.node_id = d.node_id"
-             " LEFT JOIN main.backend_list b ON b.pid = d.pid AND b.sched_id = d.sched_id AND b.id = d.backend_id"
-             " LEFT JOIN diff_phase p ON p.pid = d.pid AND p.graph_id = d.graph_id ORDER BY d.pid, d.graph_id;",
-             match_any ? "'any'" : "COALESCE(b.name, 'backend ' || d.backend_id)");
-    /* Its time is inside SQLite: a progress handler keeps the line alive (a spinner, no end known). */
     char what[600];
-    snprintf(what, sizeof(what), "diff: grouping '%s'", r->path);
-    ggprof_progress prog;
-    ggprof_progress_start(&prog, what, 0);
-    sqlite3_progress_handler(r->db, 100000, on_sql_progress, &prog);
-    int exec_rc = sqlite3_exec(r->db, sql, NULL, NULL, NULL);
-    sqlite3_progress_handler(r->db, 0, NULL, NULL);
-    ggprof_progress_end(&prog);
-    if (exec_rc != SQLITE_OK) {
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", r->path, sqlite3_errmsg(r->db));
+    snprintf(what, sizeof(what), "diff: reading '%s'", r->path);
+    ggprof_layers l;
+    if (ggprof_layers_load(r->db, &l, what, why, sizeof(why)) != 0) {
+        return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", r->path, why);
     }
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db,
-                           "SELECT (SELECT count(*) FROM diff_phase), (SELECT sum(n_tokens) FROM diff_phase),"
-                           " (SELECT sum(ns) FROM diff_rows WHERE type = 0), (SELECT sum(ns) FROM diff_rows WHERE type = 1),"
-                           " (SELECT sum(ns) FROM diff_rows WHERE type = 2)",
-                           -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", r->path, sqlite3_errmsg(r->db));
-    }
-    r->graphs = sqlite3_column_int64(st, 0);
-    r->tokens = sqlite3_column_int64(st, 1);
-    for (int k = 0; k < 3; k++) r->ns[k] = sqlite3_column_double(st, 2 + k);
-    sqlite3_finalize(st);
-    return 0;
+    rc = load(&l, map, graph_ns, side, match_any, r);
+    ggprof_layers_free(&l);
+    return rc ? ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': out of memory", r->path) : 0;
 }
 
 static void print_run_line(FILE *f, const char *label, const run_info *r) {
@@ -561,11 +669,8 @@ static int diff_parse(diff_opts *o, int argc, char **argv) {
 static int diff_load(diff_run *d, const diff_opts *o) {
     for (int k = 0; k < 2; k++) {
         d->run[k].path = o->path[k];
-        int rc = open_run(&d->run[k], strcmp(o->match, "any") == 0);
+        int rc = open_run(&d->run[k], d->map, &d->graph_ns, k, strcmp(o->match, "any") == 0);
         if (rc) return rc;
-        if (load(d->run[k].db, d->map, &d->graph_ns, k) != 0) {
-            return ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", d->run[k].path, sqlite3_errmsg(d->run[k].db));
-        }
     }
     return 0;
 }

@@ -6,6 +6,8 @@
 
 #include "sort.h"
 #include "cli.h"
+#include "hash.h"
+#include "layers.h"
 #include "output.h"
 #include "trace.h"
 #include "views.h"
@@ -44,12 +46,260 @@ static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
     }
 }
 
+/* ------------------------------------------------------------ layers and blocks, from the one pass (layers.h) */
+
+/* The records summed by layer, type, name and node: a few thousand rows, from which every layer and block
+ * roll-up is made. The views layer_time, layer_op_time, block_time and block_op_time say the same in SQL
+ * (tests/e2e/rollup.sh checks that they agree); grouping a million rows there took seconds. */
+typedef struct {
+    int32_t     layer, type;
+    uint32_t    name, node;
+    const char *block;
+    int64_t     count, ns;
+} part;
+
+typedef struct {
+    part    *v;
+    size_t   n;
+    int64_t  op_ns;
+    char   **names;
+} parts;
+
+static uint64_t part_hash(int32_t layer, int32_t type, uint32_t name, uint32_t node) {
+    uint64_t h = ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint32_t) layer);
+    h = ggprof_fnv_step(h, (uint32_t) type);
+    h = ggprof_fnv_step(h, name);
+    return ggprof_fnv_step(h, node);
+}
+
+static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
+    memset(p, 0, sizeof(*p));
+    if (ggprof_layers_load(db, l, "rollup: reading", why, why_len) != 0) return -1;
+    size_t n_slot = 1024, cap = 0;
+    uint32_t *slot = calloc(n_slot, sizeof(*slot));
+    if (!slot) goto oom;
+    for (size_t i = 0; i < l->n_rec; i++) {
+        const ggprof_lrec *r = &l->rec[i];
+        if ((p->n + 1) * 2 > n_slot) {
+            uint32_t *w = calloc(n_slot * 2, sizeof(*w));
+            if (!w) goto oom;
+            n_slot *= 2;
+            for (size_t k = 0; k < p->n; k++) {
+                const part *x = &p->v[k];
+                size_t q = part_hash(x->layer, x->type, x->name, x->node) & (n_slot - 1);
+                while (w[q]) q = (q + 1) & (n_slot - 1);
+                w[q] = (uint32_t) k + 1;
+            }
+            free(slot);
+            slot = w;
+        }
+        size_t q = part_hash(r->layer, r->type, r->name, r->node) & (n_slot - 1);
+        part *x  = NULL;
+        for (; slot[q]; q = (q + 1) & (n_slot - 1)) {
+            part *y = &p->v[slot[q] - 1];
+            if (y->layer == r->layer && y->type == r->type && y->name == r->name && y->node == r->node) {
+                x = y;
+                break;
+            }
+        }
+        if (!x) {
+            if (p->n == cap) {
+                cap     = cap ? cap * 2 : 256;
+                part *v = realloc(p->v, cap * sizeof(*v));
+                if (!v) goto oom;
+                p->v = v;
+            }
+            x = &p->v[p->n];
+            const ggprof_lnode *node = ggprof_lrec_node(l, r);
+            *x = (part) { r->layer, r->type, r->name, r->node,
+                          ggprof_block_of(r->type, l->names[r->name], node ? node->tensor_name : NULL), 0, 0 };
+            slot[q] = (uint32_t) ++p->n;
+        }
+        x->count++;
+        x->ns = ggprof_ns_add(x->ns, r->duration_ns);
+    }
+    free(slot);
+    p->op_ns = l->op_ns;
+    p->names = l->names;
+    return 0;
+oom:
+    free(slot);
+    snprintf(why, why_len, "out of memory");
+    return -1;
+}
+
+/* A row of a roll-up: its group's key (layer or block, type, name) and sums. */
+typedef struct {
+    int32_t     layer, type, min_type;
+    const char *block, *name;
+    int64_t     count, ops, ns, op_ns, sync_ns, copy_ns, block_ns, layers;
+} row;
+
+static int cmp_str(const char *a, const char *b) { /* NULL first, as SQLite orders it */
+    if (!a || !b) return (a != NULL) - (b != NULL);
+    return strcmp(a, b);
+}
+
+static int cmp_layer(int32_t a, int32_t b) { /* NULL (-1) last */
+    if (a < 0 || b < 0) return (a < 0) - (b < 0);
+    return (a > b) - (a < b);
+}
+
+static int cmp_i64_desc(int64_t a, int64_t b) { return (a < b) - (a > b); }
+
+/* Grouping: rows with equal keys are adjacent after this order. */
+static int key_layer(const void *a, const void *b) { return cmp_layer(((const row *) a)->layer, ((const row *) b)->layer); }
+static int key_layer_op(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    int c = cmp_layer(x->layer, y->layer);
+    if (!c) c = (x->type > y->type) - (x->type < y->type);
+    return c ? c : cmp_str(x->name, y->name);
+}
+static int key_block(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    int c = strcmp(x->block, y->block);
+    return c ? c : cmp_layer(x->layer, y->layer);
+}
+static int key_block_op(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    int c = strcmp(x->block, y->block);
+    return c ? c : cmp_str(x->name, y->name);
+}
+
+/* The views' orders. */
+static int order_layer_op(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    int c = cmp_layer(x->layer, y->layer);
+    if (!c) c = (x->type > y->type) - (x->type < y->type);
+    if (!c) c = cmp_i64_desc(x->ns, y->ns);
+    return c ? c : cmp_str(x->name, y->name);
+}
+static int order_block(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    int c = (x->min_type > y->min_type) - (x->min_type < y->min_type);
+    if (!c) c = cmp_i64_desc(x->ns, y->ns);
+    return c ? c : strcmp(x->block, y->block);
+}
+static int order_block_op(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    int c = (x->min_type > y->min_type) - (x->min_type < y->min_type);
+    if (!c) c = cmp_i64_desc(x->block_ns, y->block_ns);
+    if (!c) c = strcmp(x->block, y->block);
+    if (!c) c = cmp_i64_desc(x->ns, y->ns);
+    return c ? c : cmp_str(x->name, y->name);
+}
+
+/* Sums rows with equal keys (key's order) into the first of each run; returns the rows left. */
+static size_t merge(row *v, size_t n, int (*key)(const void *, const void *)) {
+    ggprof_sort(v, n, sizeof(*v), key);
+    size_t out = 0;
+    for (size_t i = 0; i < n;) {
+        row acc = v[i];
+        size_t j = i + 1;
+        for (; j < n && key(&v[i], &v[j]) == 0; j++) {
+            acc.count += v[j].count, acc.ops += v[j].ops, acc.layers += v[j].layers;
+            acc.ns      = ggprof_ns_add(acc.ns, v[j].ns);
+            acc.op_ns   = ggprof_ns_add(acc.op_ns, v[j].op_ns);
+            acc.sync_ns = ggprof_ns_add(acc.sync_ns, v[j].sync_ns);
+            acc.copy_ns = ggprof_ns_add(acc.copy_ns, v[j].copy_ns);
+            if (v[j].min_type < acc.min_type) acc.min_type = v[j].min_type;
+        }
+        v[out++] = acc;
+        i = j;
+    }
+    return out;
+}
+
+static void pct(ggprof_table *t, int64_t ns, int64_t total) {
+    if (total) {
+        ggprof_table_real(t, 100.0 * (double) ns / (double) total);
+    } else {
+        ggprof_table_null(t);
+    }
+}
+
+static void layer_cell(ggprof_table *t, int32_t layer) {
+    if (layer < 0) {
+        ggprof_table_null(t);
+    } else {
+        ggprof_table_int(t, layer);
+    }
+}
+
+static int run_parts(const parts *p, const char *by, int ops, ggprof_table *t) {
+    row *v = calloc(p->n ? p->n : 1, sizeof(*v));
+    if (!v) return -1;
+    int block = strcmp(by, "block") == 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const part *x = &p->v[i];
+        v[i] = (row) { x->layer, x->type, x->type, x->block, p->names[x->name], x->count, x->type == 0 ? x->count : 0,
+                       x->ns, x->type == 0 ? x->ns : 0, x->type == 2 ? x->ns : 0, x->type == 1 ? x->ns : 0, 0, 0 };
+    }
+    size_t n = p->n;
+    if (!block && !ops) {
+        n = merge(v, n, key_layer);
+        for (size_t i = 0; i < n; i++) {
+            layer_cell(t, v[i].layer);
+            ggprof_table_int(t, v[i].ops);
+            ggprof_table_real(t, (double) v[i].op_ns / 1e6);
+            pct(t, v[i].op_ns, p->op_ns);
+            ggprof_table_real(t, (double) v[i].sync_ns / 1e6);
+            ggprof_table_real(t, (double) v[i].copy_ns / 1e6);
+        }
+    } else if (!block) {
+        n = merge(v, n, key_layer_op);
+        ggprof_sort(v, n, sizeof(*v), order_layer_op);
+        for (size_t i = 0; i < n; i++) {
+            layer_cell(t, v[i].layer);
+            ggprof_table_text(t, v[i].type == 0 ? "op" : v[i].type == 1 ? "copy" : "sync");
+            ggprof_table_text(t, v[i].name);
+            ggprof_table_int(t, v[i].count);
+            ggprof_table_real(t, (double) v[i].ns / 1e6);
+            pct(t, v[i].ns, p->op_ns);
+        }
+    } else if (!ops) {
+        n = merge(v, n, key_block); /* by block and layer first: each block's distinct layers */
+        for (size_t i = 0; i < n; i++) {
+            v[i].layers = v[i].layer >= 0;
+            v[i].layer  = -1;
+        }
+        n = merge(v, n, key_block);
+        ggprof_sort(v, n, sizeof(*v), order_block);
+        for (size_t i = 0; i < n; i++) {
+            ggprof_table_text(t, v[i].block);
+            ggprof_table_int(t, v[i].count);
+            ggprof_table_real(t, (double) v[i].ns / 1e6);
+            pct(t, v[i].ns, p->op_ns);
+            ggprof_table_int(t, v[i].layers);
+        }
+    } else {
+        n = merge(v, n, key_block_op);
+        for (size_t i = 0; i < n;) { /* each row's block's time */
+            size_t j = i;
+            int64_t sum = 0;
+            for (; j < n && strcmp(v[j].block, v[i].block) == 0; j++) sum = ggprof_ns_add(sum, v[j].ns);
+            for (; i < j; i++) v[i].block_ns = sum;
+        }
+        ggprof_sort(v, n, sizeof(*v), order_block_op);
+        for (size_t i = 0; i < n; i++) {
+            ggprof_table_text(t, v[i].block);
+            ggprof_table_text(t, v[i].name);
+            ggprof_table_int(t, v[i].count);
+            ggprof_table_real(t, (double) v[i].ns / 1e6);
+            pct(t, v[i].ns, p->op_ns);
+        }
+    }
+    free(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the roll-ups */
 /* ------------------------------------------------------------ the roll-ups */
 
 typedef struct {
     const char       *by;
     int               ops; /* --ops */
-    const char       *sql;
+    const char       *sql; /* NULL: from the one pass (run_parts) */
     const char       *conv; /* per column, see cell_of */
     const ggprof_col *cols;
     size_t            ncol;
@@ -72,16 +322,10 @@ static const ggprof_col k_graph_cols[] = { TXT("phase"), INT("graphs"), INT("tok
 #define NCOL(a) (sizeof(a) / sizeof(a[0]))
 
 static const rollup_def k_rollups[] = {
-    { "layer", 0, "SELECT layer, ops, op_ns, op_pct, sync_ns, copy_ns FROM layer_time", "ddmpmm", k_layer_cols,
-      NCOL(k_layer_cols) },
-    { "layer", 1,
-      "SELECT layer, CASE type WHEN 0 THEN 'op' WHEN 1 THEN 'copy' ELSE 'sync' END, name, count, time_ns, op_pct"
-      " FROM layer_op_time",
-      "dssdmp", k_layer_op_cols, NCOL(k_layer_op_cols) },
-    { "block", 0, "SELECT block, count, time_ns, op_pct, layers FROM block_time", "sdmpd", k_block_cols,
-      NCOL(k_block_cols) },
-    { "block", 1, "SELECT block, name, count, time_ns, op_pct FROM block_op_time", "ssdmp", k_block_op_cols,
-      NCOL(k_block_op_cols) },
+    { "layer", 0, NULL, NULL, k_layer_cols, NCOL(k_layer_cols) },
+    { "layer", 1, NULL, NULL, k_layer_op_cols, NCOL(k_layer_op_cols) },
+    { "block", 0, NULL, NULL, k_block_cols, NCOL(k_block_cols) },
+    { "block", 1, NULL, NULL, k_block_op_cols, NCOL(k_block_op_cols) },
     { "phase", 0,
       "SELECT phase, graphs, tokens, duration_ns, ns_per_token, 1e9 / ns_per_token, op_ns, sync_ns, copy_ns"
       " FROM phase_time",
@@ -208,8 +452,20 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     }
     ggprof_table t;
     ggprof_table_init(&t, is_graph ? k_graph_cols : d->cols, is_graph ? NCOL(k_graph_cols) : d->ncol);
-    if ((is_graph ? run_graphs(db, &t) : run_view(db, d, &t)) != 0) {
-        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));
+    int got;
+    if (!is_graph && !d->sql) {
+        ggprof_layers l;
+        parts p;
+        got = parts_load(db, &l, &p, why, sizeof(why));
+        if (got == 0 && (got = run_parts(&p, by, ops, &t)) != 0) snprintf(why, sizeof(why), "out of memory");
+        free(p.v);
+        ggprof_layers_free(&l);
+    } else {
+        got = is_graph ? run_graphs(db, &t) : run_view(db, d, &t);
+        if (got != 0) snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db));
+    }
+    if (got != 0) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, why);
     } else if (ggprof_table_write(&t, fmt, stdout, 80) != 0 || fflush(stdout) != 0) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write the output");
     }

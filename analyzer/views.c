@@ -1,6 +1,8 @@
 /* Roll-up views by layer, block and phase: TEMP views on every opened trace, so old and imported traces get them. */
 #include "views.h"
 
+#include "layers.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,74 +126,21 @@ static void fn_block(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                         -1, SQLITE_STATIC);
 }
 
-/* ggprof_carry(anchor, own_layer, type) OVER (PARTITION BY graph ORDER BY time): the layer of each record.
- * An anchor (a named OP) has its own layer, NULL included; a COPY too; any other record its own if it has
- * one, else that of the last anchor before it. One window pass in C: two in SQL cost a second sort. */
-typedef struct {
-    int     started;
-    int     anchor, type, own_null, carry_null;
-    int64_t own, carry;
-} carry_state;
-
-static void carry_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    (void) argc;
-    carry_state *c = sqlite3_aggregate_context(ctx, sizeof(*c));
-    if (!c) return;
-    if (!c->started) c->carry_null = 1;
-    c->started  = 1;
-    c->anchor   = sqlite3_value_int(argv[0]);
-    c->own_null = sqlite3_value_type(argv[1]) == SQLITE_NULL;
-    c->own      = sqlite3_value_int64(argv[1]);
-    c->type     = sqlite3_value_int(argv[2]);
-    if (c->anchor) {
-        c->carry_null = c->own_null;
-        c->carry      = c->own;
-    }
-}
-
-/* Never called with ROWS UNBOUNDED PRECEDING (no row leaves the frame), but SQLite wants one. */
-static void carry_inverse(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    (void) ctx;
-    (void) argc;
-    (void) argv;
-}
-
-static void carry_value(sqlite3_context *ctx) {
-    carry_state *c = sqlite3_aggregate_context(ctx, 0);
-    if (!c || !c->started) {
-        sqlite3_result_null(ctx);
-    } else if (!c->own_null) {
-        sqlite3_result_int64(ctx, c->own);
-    } else if (c->anchor || c->type == 1 || c->carry_null) {
-        sqlite3_result_null(ctx);
-    } else {
-        sqlite3_result_int64(ctx, c->carry);
-    }
-}
-
 /* Documented in docs/queries.md; keep the columns in that order and add new ones at the end.
  *
- * op_layers gives each record a layer. An OP record whose tensor has no name of its own (ggml's "node_N",
- * e.g. llama.cpp's FLASH_ATTN_EXT) and every SYNC record take the layer of the last named OP before them in
- * their graph: that is where ggml computes them, and a barrier is the wait for the op before it. A named op
- * whose name has no layer (result_norm) passes none on. COPY records keep their own tensor's layer.
- * The window reads the records in index order (pid, graph_id) and sorts each graph's by time: no sort of the
- * whole trace. It carries only the row id and the layer (every column it carries is copied for each row, which
- * doubled its cost); the rest is joined back by row id. See tests/bench/analysis_speed.sh. */
+ * op_layers gives each record its layer (rules in layers.c and docs/rollups-and-diff.md), computed in C in one
+ * pass by the virtual table ggprof_op_layer in the records' order (by process, graph, time); the rest of each row
+ * is joined back by row id (CROSS JOIN keeps the virtual table the outer loop). graph_phase reads
+ * ggprof_graph_phase, the same pass's graphs, materialized so that joins on it get an index. */
 static const char k_views[] =
     "CREATE TEMP VIEW IF NOT EXISTS op_layers AS\n"
-    "WITH w AS (SELECT e.rowid AS seq,\n"
-    "    ggprof_carry(e.type = 0 AND n.tensor_name <> '' AND n.tensor_name NOT GLOB 'node_[0-9]*'\n"
-    "      AND n.tensor_name NOT GLOB 'leaf_[0-9]*', ggprof_layer(n.tensor_name), e.type)\n"
-    "      OVER (PARTITION BY e.pid, e.graph_id ORDER BY e.start_ns, e.rowid ROWS UNBOUNDED PRECEDING) AS layer\n"
-    "  FROM main.events e LEFT JOIN main.nodes n ON n.pid = e.pid AND n.node_id = e.node_id)\n"
-    "SELECT w.layer AS layer, ggprof_block(e.type, e.name, n.tensor_name) AS block, e.type AS type,\n"
+"SELECT w.layer AS layer, ggprof_block(e.type, e.name, n.tensor_name) AS block, e.type AS type,\n"
     "  e.name AS name, NULLIF(n.tensor_name, '') AS tensor_name, b.name AS backend, e.duration_ns AS duration_ns,\n"
     "  e.graph_id AS graph_id, e.node_index AS node_index, e.pid AS pid, e.backend_id AS backend_id,\n"
     "  e.sched_id AS sched_id, e.split_id AS split_id, e.start_ns AS start_ns, e.bytes AS bytes,\n"
     "  COALESCE(n.ne, '[0, 0, 0, 0]') AS ne, COALESCE(n.ne_src, '[]') AS ne_src, COALESCE(n.type_src, '[]') AS type_src,\n"
     "  n.sub_op_name AS sub_op_name, w.seq AS seq, COALESCE(n.sub_op, -1) AS sub_op, e.node_id AS node_id\n"
-    "  FROM w JOIN main.events e ON e.rowid = w.seq LEFT JOIN main.nodes n ON n.pid = e.pid AND n.node_id = e.node_id\n"
+    "  FROM ggprof_op_layer w CROSS JOIN main.events e ON e.rowid = w.seq LEFT JOIN main.nodes n ON n.pid = e.pid AND n.node_id = e.node_id\n"
     "  LEFT JOIN main.backend_list b ON b.pid = e.pid AND b.sched_id = e.sched_id AND b.id = e.backend_id;\n"
     "\n"
     /* Percentages are of the OP time of the whole trace, for SYNC and COPY too: "the barrier adds 7%". */
@@ -220,31 +169,11 @@ static const char k_views[] =
     "  FROM op_layers GROUP BY block, name\n"
     "  ORDER BY min(type), sum(sum(duration_ns)) OVER (PARTITION BY block) DESC, block, time_ns DESC, name;\n"
     "\n"
-    /* Tokens in a graph's batch: the rows of its first GET_ROWS (llama.cpp's token embedding lookup), else the
-     * widest MUL_MAT input. A trace imported from JSON has no graph list: its graphs span their records. */
+    /* Tokens in a graph's batch, its phase and its time per token: layers.c. */
     "CREATE TEMP VIEW IF NOT EXISTS graph_phase AS\n"
-    "WITH g AS (SELECT pid, graph_id, sched_id, start_ns, duration_ns FROM main.graph_list\n"
-    "  UNION ALL\n"
-    "  SELECT pid, graph_id, min(sched_id), min(start_ns), max(start_ns + duration_ns) - min(start_ns)\n"
-    "    FROM main.events WHERE graph_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM main.graph_list)\n"
-    "    GROUP BY pid, graph_id),\n"
-    "t AS (SELECT pid, graph_id, sum(CASE WHEN type = 0 THEN duration_ns ELSE 0 END) AS op_ns,\n"
-    "    sum(CASE WHEN type = 2 THEN duration_ns ELSE 0 END) AS sync_ns,\n"
-    "    sum(CASE WHEN type = 1 THEN duration_ns ELSE 0 END) AS copy_ns\n"
-    "    FROM main.events WHERE graph_id IS NOT NULL GROUP BY pid, graph_id),\n"
-    "k AS (SELECT g.*, COALESCE(\n"
-    "    (SELECT json_extract(n.ne, '$[1]') FROM main.events e JOIN main.nodes n ON n.pid = e.pid\n"
-    "       AND n.node_id = e.node_id WHERE e.pid = g.pid AND e.graph_id = g.graph_id AND e.type = 0\n"
-    "       AND e.name = 'GET_ROWS' ORDER BY e.node_index LIMIT 1),\n"
-    "    (SELECT max(json_extract(n.ne_src, '$[1][1]')) FROM main.events e JOIN main.nodes n ON n.pid = e.pid\n"
-    "       AND n.node_id = e.node_id WHERE e.pid = g.pid AND e.graph_id = g.graph_id AND e.type = 0\n"
-    "       AND e.name = 'MUL_MAT')) AS n_tokens FROM g)\n"
-    "SELECT k.graph_id AS graph_id, k.pid AS pid, k.n_tokens AS n_tokens,\n"
-    "  CASE WHEN k.n_tokens IS NULL THEN 'unknown' WHEN k.n_tokens <= 1 THEN 'generation' ELSE 'prompt' END AS phase,\n"
-    "  k.duration_ns AS duration_ns, CAST(k.duration_ns AS REAL) / k.n_tokens AS ns_per_token,\n"
-    "  k.sched_id AS sched_id, k.start_ns AS start_ns, COALESCE(t.op_ns, 0) AS op_ns,\n"
-    "  COALESCE(t.sync_ns, 0) AS sync_ns, COALESCE(t.copy_ns, 0) AS copy_ns\n"
-    "  FROM k LEFT JOIN t ON t.pid = k.pid AND t.graph_id = k.graph_id ORDER BY k.pid, k.start_ns, k.graph_id;\n"
+    "WITH g AS MATERIALIZED (SELECT * FROM ggprof_graph_phase)\n"
+    "SELECT graph_id, pid, n_tokens, phase, duration_ns, ns_per_token, sched_id, start_ns, op_ns, sync_ns, copy_ns\n"
+    "  FROM g;\n"
     "\n"
     "CREATE TEMP VIEW IF NOT EXISTS phase_time AS\n"
     "SELECT phase, count(*) AS graphs, sum(n_tokens) AS tokens, sum(duration_ns) AS duration_ns,\n"
@@ -257,10 +186,7 @@ int ggprof_views_create(sqlite3 *db) {
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
     int rc = sqlite3_create_function(db, "ggprof_layer", 1, flags, NULL, fn_layer, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "ggprof_block", 3, flags, NULL, fn_block, NULL, NULL);
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_create_window_function(db, "ggprof_carry", 3, flags, NULL, carry_step, carry_value, carry_value,
-                                            carry_inverse, NULL);
-    }
+    if (rc == SQLITE_OK) rc = ggprof_layers_register(db);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, k_views, NULL, NULL, NULL);
     return rc;
 }

@@ -27,7 +27,10 @@ expect "record -q on a terminal: no progress" "$(grep -c 'ggprof:' "$OUT/quiet.t
 expect "... and the trace is whole" "$(q "$OUT/q.db" "SELECT count(*) FROM graphs")" 12
 
 on_tty "$OUT/diff.tty" "'$GGPROF' diff '$S/diff-a.json.gz' '$S/diff-b.json.gz' > /dev/null"
-expect "diff on a terminal: each trace's grouping (a spinner: no end known)" \
-    "$(tr '\r' '\n' < "$OUT/diff.tty" | grep -a "ggprof: diff: grouping '.*diff-[ab].json.gz' [|/\\-]" | sed 's/.*diff-\(.\).*/\1/' | sort -u | paste -sd,)" "a,b"
+expect "diff on a terminal: reading each trace's records, as a percentage" \
+    "$(tr '\r' '\n' < "$OUT/diff.tty" | grep -a "ggprof: diff: reading '.*diff-[ab].json.gz' *[0-9]*%" | sed 's/.*diff-\(.\).*/\1/' | sort -u | paste -sd,)" "a,b"
 "$GGPROF" diff "$S/diff-a.json.gz" "$S/diff-b.json.gz" > /dev/null 2> "$OUT/diff.err"
-expect "diff with stderr in a file: no progress" "$(grep -c 'ggprof: diff: grouping' "$OUT/diff.err")" 0
+expect "diff with stderr in a file: no progress" "$(grep -c 'ggprof: diff: reading' "$OUT/diff.err")" 0
+on_tty "$OUT/rollup.tty" "'$GGPROF' rollup '$S/rollup-dense.json.gz' --by layer > /dev/null"
+expect "rollup on a terminal: reading the records, as a percentage" \
+    "$(tr '\r' '\n' < "$OUT/rollup.tty" | grep -ac "ggprof: rollup: reading *[0-9]*%")" 1

@@ -26,6 +26,30 @@ for s in dense moe; do
         "$(diff -u "$G/rollup-$s.txt" "$OUT/rollup-$s.txt" > "$OUT/rollup-$s.diff" && echo same)" same
 done
 
+# rollup groups layers and blocks in C (layers.c's one pass); the views say the same in SQL. Both as '|'
+# separated rows (no name in the samples has a comma or a '|').
+same_as_view() { # TRACE LABEL BY... -- SQL
+    local t=$1 label=$2
+    shift 2
+    local by=()
+    while [ "$1" != "--" ]; do by+=("$1"); shift; done
+    "$GGPROF" rollup "$t" --by "${by[@]}" --format csv | tail -n +2 | tr , '|' > "$OUT/c.csv"
+    "$GGPROF" query "$t" "$2" > "$OUT/v.csv"
+    expect "$label: rollup --by ${by[*]} is the view, row by row" "$(diff "$OUT/v.csv" "$OUT/c.csv" > /dev/null && echo same ||
+        echo "differs: $(diff "$OUT/v.csv" "$OUT/c.csv" | head -n 3 | tr '\n' ' ')")" same
+    expect_ge "$label: ... and has rows" "$(wc -l < "$OUT/c.csv")" 3
+}
+ms() { echo "printf('%.3f', $1 / 1e6)"; }
+pct() { echo "printf('%.2f', $1)"; }
+views_agree() { # TRACE LABEL
+    same_as_view "$1" "$2" layer -- "SELECT layer, ops, $(ms op_ns), $(pct op_pct), $(ms sync_ns), $(ms copy_ns) FROM layer_time"
+    same_as_view "$1" "$2" layer --ops -- "SELECT layer, CASE type WHEN 0 THEN 'op' WHEN 1 THEN 'copy' ELSE 'sync' END,
+        name, count, $(ms time_ns), $(pct op_pct) FROM layer_op_time"
+    same_as_view "$1" "$2" block -- "SELECT block, count, $(ms time_ns), $(pct op_pct), layers FROM block_time"
+    same_as_view "$1" "$2" block --ops -- "SELECT block, name, count, $(ms time_ns), $(pct op_pct) FROM block_op_time"
+}
+for s in dense moe; do views_agree "$S/rollup-$s.json.gz" "$s"; done
+
 # What must hold on any llama.cpp trace: the roll-ups add up, every layer is there, names and layers agree.
 invariants() { # TRACE LABEL N_LAYER
     local t=$1 l=$2 n=$3

@@ -1,0 +1,678 @@
+/* Every record's layer and every graph's phase in one pass (see layers.h). SQLite's window over a million
+ * records, with two joins per row, cost 4-5 s (docs/analysis.md, "Speed"); here the records are read once in
+ * file order, sorted per graph in C, and each node's layer is worked out once. */
+#include "layers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "progress.h"
+#include "sort.h"
+#include "views.h"
+
+/* ------------------------------------------------------------ small JSON arrays: ne, ne_src */
+
+static const char *skip_ws(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    return p;
+}
+
+/* Past one JSON value (number, string, literal, array, object); NULL when malformed. */
+static const char *skip_value(const char *p) {
+    p = skip_ws(p);
+    if (*p == '"') {
+        for (p++; *p && *p != '"'; p++) {
+            if (*p == '\\' && p[1]) p++;
+        }
+        return *p ? p + 1 : NULL;
+    }
+    if (*p == '[' || *p == '{') {
+        char close = *p == '[' ? ']' : '}';
+        p = skip_ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (!(p = skip_value(p))) return NULL;
+            p = skip_ws(p);
+            if (close == '}' && *p == ':') {
+                if (!(p = skip_value(p + 1))) return NULL;
+                p = skip_ws(p);
+            }
+            if (*p == close) return p + 1;
+            if (*p != ',') return NULL;
+            p++;
+        }
+    }
+    const char *s = p;
+    while (*p && *p != ',' && *p != ']' && *p != '}' && *p != ' ' && *p != '\n') p++;
+    return p > s ? p : NULL;
+}
+
+/* The number at path (array indices) in JSON text s, as json_extract(s, '$[i][j]') reads it; 0 when none. */
+static int json_int_at(const char *s, const int *path, int depth, int64_t *out) {
+    const char *p = s;
+    for (int d = 0; p && d < depth; d++) {
+        p = skip_ws(p);
+        if (*p != '[') return 0;
+        p++;
+        for (int i = 0; i < path[d]; i++) {
+            if (!(p = skip_value(p))) return 0;
+            p = skip_ws(p);
+            if (*p != ',') return 0;
+            p++;
+        }
+    }
+    if (!p) return 0;
+    p = skip_ws(p);
+    if (!((*p >= '0' && *p <= '9') || *p == '-')) return 0;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p) return 0;
+    *out = (int64_t) v;
+    return 1;
+}
+
+/* ------------------------------------------------------------ interning and lookups */
+
+typedef struct {
+    uint32_t *slot; /* index + 1 */
+    size_t    n_slot;
+} index_map;
+
+/* Room for one more of n entries; entries from first on are in the map. */
+static int map_grow(index_map *m, size_t first, size_t n, uint64_t (*hash_of)(const void *, size_t), const void *ctx) {
+    if ((n + 1) * 2 <= m->n_slot) return 0;
+    size_t n_slot = m->n_slot ? m->n_slot * 2 : 1024;
+    uint32_t *slot = calloc(n_slot, sizeof(*slot));
+    if (!slot) return -1;
+    for (size_t i = first; i < n; i++) {
+        size_t p = hash_of(ctx, i) & (n_slot - 1);
+        while (slot[p]) p = (p + 1) & (n_slot - 1);
+        slot[p] = (uint32_t) i + 1;
+    }
+    free(m->slot);
+    m->slot   = slot;
+    m->n_slot = n_slot;
+    return 0;
+}
+
+static uint64_t name_hash(const void *ctx, size_t i) { return ggprof_fnv_str(((const ggprof_layers *) ctx)->names[i]); }
+
+static uint64_t node_key(int32_t pid, int64_t node_id) {
+    return ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint32_t) pid), (uint64_t) node_id);
+}
+
+static uint64_t node_hash(const void *ctx, size_t i) {
+    const ggprof_lnode *n = &((const ggprof_layers *) ctx)->nodes[i];
+    return node_key(n->pid, n->node_id);
+}
+
+/* The id of name (0 for NULL), added when new. Returns UINT32_MAX when out of memory. */
+static uint32_t intern(ggprof_layers *l, index_map *m, const char *name) {
+    if (!name) return 0;
+    if (map_grow(m, 1, l->n_names, name_hash, l) != 0) return UINT32_MAX;
+    uint64_t h = ggprof_fnv_str(name);
+    size_t p   = h & (m->n_slot - 1);
+    for (; m->slot[p]; p = (p + 1) & (m->n_slot - 1)) {
+        if (strcmp(l->names[m->slot[p] - 1], name) == 0) return m->slot[p] - 1;
+    }
+    if ((l->n_names & (l->n_names - 1)) == 0) { /* a power of two: full */
+        char **v = realloc(l->names, l->n_names * 2 * sizeof(*v));
+        if (!v) return UINT32_MAX;
+        l->names = v;
+    }
+    if (!(l->names[l->n_names] = strdup(name))) return UINT32_MAX;
+    m->slot[p] = (uint32_t) ++l->n_names;
+    return (uint32_t) l->n_names - 1;
+}
+
+static uint32_t node_find(const ggprof_layers *l, const index_map *m, int32_t pid, int64_t node_id) {
+    if (!m->n_slot || node_id == GGPROF_LAYERS_NULL) return 0;
+    size_t p = node_key(pid, node_id) & (m->n_slot - 1);
+    for (; m->slot[p]; p = (p + 1) & (m->n_slot - 1)) {
+        const ggprof_lnode *n = &l->nodes[m->slot[p] - 1];
+        if (n->pid == pid && n->node_id == node_id) return m->slot[p];
+    }
+    return 0;
+}
+
+static char *dup_col(sqlite3_stmt *st, int i) {
+    const char *s = (const char *) sqlite3_column_text(st, i);
+    return s ? strdup(s) : NULL;
+}
+
+static int64_t int_or_null(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? GGPROF_LAYERS_NULL : sqlite3_column_int64(st, i);
+}
+
+/* "node_[0-9]*" and "leaf_[0-9]*": ggml's names for tensors nobody named. */
+static int unnamed(const char *s) {
+    return (strncmp(s, "node_", 5) == 0 || strncmp(s, "leaf_", 5) == 0) && s[5] >= '0' && s[5] <= '9';
+}
+
+static int load_nodes(sqlite3 *db, ggprof_layers *l, index_map *m) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src FROM nodes",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return -1;
+    }
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int32_t pid = sqlite3_column_int(st, 0);
+        int64_t id  = int_or_null(st, 1);
+        if (id == GGPROF_LAYERS_NULL || node_find(l, m, pid, id)) continue; /* a join would never match it */
+        if (map_grow(m, 0, l->n_nodes, node_hash, l) != 0) break;
+        if (l->n_nodes == cap) {
+            cap             = cap ? cap * 2 : 256;
+            ggprof_lnode *v = realloc(l->nodes, cap * sizeof(*v));
+            if (!v) break;
+            l->nodes = v;
+        }
+        ggprof_lnode *n = &l->nodes[l->n_nodes];
+        memset(n, 0, sizeof(*n));
+        n->pid = pid, n->node_id = id;
+        n->sub_op      = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+        n->tensor_name = dup_col(st, 2);
+        n->sub_op_name = dup_col(st, 4);
+        n->ne_src      = dup_col(st, 6);
+        n->type_src    = dup_col(st, 7);
+        l->n_nodes++;
+        n->own_layer = ggprof_layer_of(n->tensor_name);
+        n->anchor    = n->tensor_name && *n->tensor_name && !unnamed(n->tensor_name);
+        const char *ne = (const char *) sqlite3_column_text(st, 5);
+        static const int at_rows[] = { 1 }, at_src_rows[] = { 1, 1 };
+        n->has_rows     = ne && json_int_at(ne, at_rows, 1, &n->rows);
+        n->has_src_rows = n->ne_src && json_int_at(n->ne_src, at_src_rows, 2, &n->src_rows);
+        size_t p = node_key(pid, id) & (m->n_slot - 1);
+        while (m->slot[p]) p = (p + 1) & (m->n_slot - 1);
+        m->slot[p] = (uint32_t) l->n_nodes;
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? 0 : -1;
+}
+
+static int load_backends(sqlite3 *db, ggprof_layers *l) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, id, name FROM backend_list", -1, &st, NULL) != SQLITE_OK) return -1;
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->n_backends == cap) {
+            cap                = cap ? cap * 2 : 16;
+            ggprof_lbackend *v = realloc(l->backends, cap * sizeof(*v));
+            if (!v) break;
+            l->backends = v;
+        }
+        ggprof_lbackend *b = &l->backends[l->n_backends++];
+        b->pid = sqlite3_column_int(st, 0), b->sched_id = sqlite3_column_int64(st, 1), b->id = sqlite3_column_int(st, 2);
+        b->name = dup_col(st, 3);
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? 0 : -1;
+}
+
+const char *ggprof_layers_backend(const ggprof_layers *l, int32_t pid, int64_t sched_id, int32_t id) {
+    for (size_t i = 0; i < l->n_backends; i++) {
+        const ggprof_lbackend *b = &l->backends[i];
+        if (b->pid == pid && b->sched_id == sched_id && b->id == id) return b->name;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ records */
+
+static int cmp_rec(const void *a, const void *b) {
+    const ggprof_lrec *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->graph_id != y->graph_id) return x->graph_id < y->graph_id ? -1 : 1;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int load_records(sqlite3 *db, ggprof_layers *l, index_map *names, const index_map *nodes, const char *label) {
+    sqlite3_stmt *st = NULL;
+    int64_t total = 0;
+    if (sqlite3_prepare_v2(db, "SELECT max(rowid) FROM events", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        total = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
+                               " duration_ns, node_index FROM events", -1, &st, NULL) != SQLITE_OK) {
+        return -1;
+    }
+    ggprof_progress prog;
+    if (label) {
+        ggprof_progress_start(&prog, label, total > 0 ? (uint64_t) total : 0);
+        ggprof_progress_update(&prog, 0);
+    }
+    size_t cap = 0;
+    int step, sorted = 1;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->n_rec == cap) {
+            cap            = cap ? cap * 2 : 4096;
+            ggprof_lrec *v = realloc(l->rec, cap * sizeof(*v));
+            if (!v) break;
+            l->rec = v;
+        }
+        ggprof_lrec *r = &l->rec[l->n_rec];
+        r->seq        = sqlite3_column_int64(st, 0);
+        r->pid        = sqlite3_column_int(st, 1);
+        r->graph_id   = int_or_null(st, 2);
+        r->type       = sqlite3_column_int(st, 3);
+        r->name       = intern(l, names, (const char *) sqlite3_column_text(st, 4));
+        r->node_id    = int_or_null(st, 5);
+        r->sched_id   = sqlite3_column_int64(st, 6);
+        r->backend_id = sqlite3_column_int(st, 7);
+        r->start_ns   = sqlite3_column_int64(st, 8);
+        r->duration_ns = sqlite3_column_int64(st, 9);
+        r->node_index = int_or_null(st, 10);
+        r->node       = node_find(l, nodes, r->pid, r->node_id);
+        r->layer      = -1;
+        if (r->name == UINT32_MAX) break;
+        if (r->type == 0) l->op_ns = ggprof_ns_add(l->op_ns, r->duration_ns);
+        if (l->n_rec && sorted && cmp_rec(&l->rec[l->n_rec - 1], r) > 0) sorted = 0;
+        l->n_rec++;
+        if (label && (l->n_rec & 0xffff) == 0) ggprof_progress_update(&prog, (uint64_t) r->seq);
+    }
+    if (label) {
+        if (l->n_rec) ggprof_progress_update(&prog, (uint64_t) l->rec[l->n_rec - 1].seq);
+        ggprof_progress_end(&prog);
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) return -1;
+    if (!sorted) ggprof_sort(l->rec, l->n_rec, sizeof(*l->rec), cmp_rec);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the pass */
+
+/* Each graph's sums and tokens, in the records' order (by process, graph). */
+typedef struct {
+    int32_t pid;
+    int64_t graph_id, min_sched, min_start, max_end;
+    int64_t op_ns, sync_ns, copy_ns;
+    int     has_tokens;
+    int64_t n_tokens;
+} graph_stats;
+
+/* A record's layer: its tensor's own when it has one; else, for an OP record of an unnamed tensor (ggml's
+ * node_N, e.g. llama.cpp's FLASH_ATTN_EXT) and for SYNC, that of the last named OP before it in its graph (a
+ * named op whose name has no layer passes none on); a COPY keeps only its own. */
+static void pass(ggprof_layers *l, graph_stats *gs, size_t *n_gs) {
+    size_t ng = 0;
+    uint32_t getrows = 0, mulmat = 0;
+    for (size_t i = 1; i < l->n_names; i++) {
+        if (strcmp(l->names[i], "GET_ROWS") == 0) getrows = (uint32_t) i;
+        if (strcmp(l->names[i], "MUL_MAT") == 0) mulmat = (uint32_t) i;
+    }
+    for (size_t i = 0; i < l->n_rec;) {
+        size_t j = i;
+        int carry = -1;
+        graph_stats *g = &gs[ng];
+        memset(g, 0, sizeof(*g));
+        g->pid = l->rec[i].pid, g->graph_id = l->rec[i].graph_id;
+        g->min_sched = INT64_MAX, g->min_start = INT64_MAX, g->max_end = INT64_MIN;
+        const ggprof_lrec *first_rows = NULL; /* the graph's first GET_ROWS by node index */
+        int     has_mm = 0;
+        int64_t mm     = 0;
+        for (; j < l->n_rec && l->rec[j].pid == g->pid && l->rec[j].graph_id == g->graph_id; j++) {
+            ggprof_lrec *r        = &l->rec[j];
+            const ggprof_lnode *n = ggprof_lrec_node(l, r);
+            int own    = n ? n->own_layer : -1;
+            int anchor = r->type == 0 && n && n->anchor;
+            if (anchor) carry = own;
+            r->layer = own >= 0 ? own : (anchor || r->type == 1) ? -1 : carry;
+            if (r->sched_id < g->min_sched) g->min_sched = r->sched_id;
+            if (r->start_ns < g->min_start) g->min_start = r->start_ns;
+            int64_t end = ggprof_ns_add(r->start_ns, r->duration_ns);
+            if (end > g->max_end) g->max_end = end;
+            if (r->type == 0) g->op_ns = ggprof_ns_add(g->op_ns, r->duration_ns);
+            if (r->type == 1) g->copy_ns = ggprof_ns_add(g->copy_ns, r->duration_ns);
+            if (r->type == 2) g->sync_ns = ggprof_ns_add(g->sync_ns, r->duration_ns);
+            /* By node index, a NULL one first (GGPROF_LAYERS_NULL is the least), the first record of ties. */
+            if (r->type == 0 && n && getrows && r->name == getrows &&
+                (!first_rows || r->node_index < first_rows->node_index)) {
+                first_rows = r;
+            }
+            if (r->type == 0 && n && mulmat && r->name == mulmat && n->has_src_rows && (!has_mm || n->src_rows > mm)) {
+                has_mm = 1;
+                mm     = n->src_rows;
+            }
+        }
+        /* Tokens in the batch: the rows of the first GET_ROWS (llama.cpp's token embedding lookup), else the
+         * widest MUL_MAT input. */
+        const ggprof_lnode *fr = first_rows ? ggprof_lrec_node(l, first_rows) : NULL;
+        if (fr && fr->has_rows) {
+            g->has_tokens = 1;
+            g->n_tokens   = fr->rows;
+        } else if (has_mm) {
+            g->has_tokens = 1;
+            g->n_tokens   = mm;
+        }
+        if (g->graph_id != GGPROF_LAYERS_NULL) ng++; /* records of no graph have a layer, not a graph */
+        i = j;
+    }
+    *n_gs = ng;
+}
+
+static const graph_stats *stats_find(const graph_stats *gs, size_t n, int32_t pid, int64_t graph_id) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (gs[mid].pid < pid || (gs[mid].pid == pid && gs[mid].graph_id < graph_id)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < n && gs[lo].pid == pid && gs[lo].graph_id == graph_id ? &gs[lo] : NULL;
+}
+
+typedef struct {
+    ggprof_lgraph g;
+    size_t        order; /* the list's order, for ties */
+} graph_row;
+
+static int cmp_graph(const void *a, const void *b) {
+    const graph_row *x = a, *y = b;
+    if (x->g.pid != y->g.pid) return x->g.pid < y->g.pid ? -1 : 1;
+    if (x->g.start_ns != y->g.start_ns) return x->g.start_ns < y->g.start_ns ? -1 : 1;
+    if (x->g.graph_id != y->g.graph_id) return x->g.graph_id < y->g.graph_id ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static void graph_fill(ggprof_lgraph *g, const graph_stats *s) {
+    if (s) {
+        g->op_ns = s->op_ns, g->sync_ns = s->sync_ns, g->copy_ns = s->copy_ns;
+        g->has_tokens = s->has_tokens, g->n_tokens = s->n_tokens;
+    }
+    g->phase = !g->has_tokens ? "unknown" : g->n_tokens <= 1 ? "generation" : "prompt";
+}
+
+/* The graphs: the graph list's rows, or (a trace imported from JSON has no list) each graph's span of records. */
+static int load_graphs(sqlite3 *db, ggprof_layers *l, const graph_stats *gs, size_t n_gs) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id, sched_id, start_ns, duration_ns FROM graph_list", -1, &st, NULL) !=
+        SQLITE_OK) {
+        return -1;
+    }
+    graph_row *v = NULL;
+    size_t n = 0, cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap          = cap ? cap * 2 : 256;
+            graph_row *w = realloc(v, cap * sizeof(*w));
+            if (!w) break;
+            v = w;
+        }
+        graph_row *r = &v[n];
+        memset(r, 0, sizeof(*r));
+        r->order = n++;
+        r->g.pid = sqlite3_column_int(st, 0), r->g.graph_id = int_or_null(st, 1);
+        r->g.sched_id = sqlite3_column_int64(st, 2), r->g.start_ns = sqlite3_column_int64(st, 3);
+        r->g.duration_ns = sqlite3_column_int64(st, 4);
+        graph_fill(&r->g, r->g.graph_id == GGPROF_LAYERS_NULL ? NULL : stats_find(gs, n_gs, r->g.pid, r->g.graph_id));
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        free(v);
+        return -1;
+    }
+    if (n == 0 && n_gs) {
+        if (!(v = malloc(n_gs * sizeof(*v)))) return -1;
+        for (; n < n_gs; n++) {
+            graph_row *r = &v[n];
+            memset(r, 0, sizeof(*r));
+            r->order = n;
+            r->g.pid = gs[n].pid, r->g.graph_id = gs[n].graph_id, r->g.sched_id = gs[n].min_sched;
+            r->g.start_ns = gs[n].min_start, r->g.duration_ns = (int64_t) ((uint64_t) gs[n].max_end - (uint64_t) gs[n].min_start);
+            graph_fill(&r->g, &gs[n]);
+        }
+    }
+    ggprof_sort(v, n, sizeof(*v), cmp_graph);
+    if (n && !(l->graphs = malloc(n * sizeof(*l->graphs)))) {
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) l->graphs[i] = v[i].g;
+    l->n_graphs = n;
+    free(v);
+    return 0;
+}
+
+int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, const char *progress, char *why, size_t why_len) {
+    memset(l, 0, sizeof(*l));
+    index_map names = { 0 }, nodes = { 0 };
+    graph_stats *gs = NULL;
+    size_t n_gs = 0;
+    int rc = -1;
+    if (!(l->names = calloc(1, sizeof(*l->names)))) goto out;
+    l->n_names = 1;
+    if (load_nodes(db, l, &nodes) != 0 || load_backends(db, l) != 0 || load_records(db, l, &names, &nodes, progress) != 0) {
+        goto out;
+    }
+    if (l->n_rec && !(gs = malloc(l->n_rec * sizeof(*gs)))) goto out;
+    pass(l, gs, &n_gs);
+    rc = load_graphs(db, l, gs, n_gs);
+out:
+    if (rc) {
+        const char *e = sqlite3_errcode(db) == SQLITE_OK || sqlite3_errcode(db) >= SQLITE_ROW ? "out of memory" : sqlite3_errmsg(db);
+        snprintf(why, why_len, "reading the records for their layers: %s", e);
+        ggprof_layers_free(l);
+    }
+    free(gs);
+    free(names.slot);
+    free(nodes.slot);
+    return rc;
+}
+
+void ggprof_layers_free(ggprof_layers *l) {
+    for (size_t i = 0; i < l->n_nodes; i++) {
+        free(l->nodes[i].tensor_name);
+        free(l->nodes[i].sub_op_name);
+        free(l->nodes[i].ne_src);
+        free(l->nodes[i].type_src);
+    }
+    for (size_t i = 1; i < l->n_names; i++) free(l->names[i]);
+    for (size_t i = 0; i < l->n_backends; i++) free(l->backends[i].name);
+    free(l->nodes);
+    free(l->names);
+    free(l->rec);
+    free(l->graphs);
+    free(l->backends);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ------------------------------------------------------------ the virtual tables behind the views */
+
+/* One computation per connection, shared by both tables, made again when the database changed since. */
+typedef struct {
+    ggprof_layers l;
+    int           loaded, refs;
+    sqlite3_int64 changes;
+    unsigned      data_version;
+} layers_cache;
+
+static void cache_release(void *p) {
+    layers_cache *c = p;
+    if (--c->refs > 0) return;
+    if (c->loaded) ggprof_layers_free(&c->l);
+    free(c);
+}
+
+static unsigned data_version(sqlite3 *db) {
+    unsigned v = 0;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK) v = 0;
+    return v;
+}
+
+static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, char **err) {
+    sqlite3_int64 changes = sqlite3_total_changes64(db);
+    unsigned      version = data_version(db);
+    if (c->loaded && c->changes == changes && c->data_version == version) return &c->l;
+    if (c->loaded) ggprof_layers_free(&c->l);
+    c->loaded = 0;
+    char why[512];
+    if (ggprof_layers_load(db, &c->l, NULL, why, sizeof(why)) != 0) {
+        *err = sqlite3_mprintf("%s", why);
+        return NULL;
+    }
+    c->loaded = 1, c->changes = changes, c->data_version = version;
+    return &c->l;
+}
+
+typedef struct {
+    sqlite3_vtab  base;
+    sqlite3      *db;
+    layers_cache *cache;
+    int           graphs; /* ggprof_graph_phase, else ggprof_op_layer */
+} layers_vtab;
+
+typedef struct {
+    sqlite3_vtab_cursor  base;
+    const ggprof_layers *l;
+    size_t               i, n;
+} layers_cursor;
+
+static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
+    (void) argc;
+    (void) err;
+    int graphs = strcmp(argv[0], "ggprof_graph_phase") == 0;
+    int rc = sqlite3_declare_vtab(db, graphs ? "CREATE TABLE x(graph_id INTEGER, pid INTEGER, n_tokens INTEGER, phase TEXT,"
+                                               " duration_ns INTEGER, ns_per_token REAL, sched_id INTEGER, start_ns INTEGER,"
+                                               " op_ns INTEGER, sync_ns INTEGER, copy_ns INTEGER)"
+                                             : "CREATE TABLE x(seq INTEGER, layer INTEGER)");
+    if (rc != SQLITE_OK) return rc;
+    layers_vtab *v = sqlite3_malloc(sizeof(*v));
+    if (!v) return SQLITE_NOMEM;
+    memset(v, 0, sizeof(*v));
+    v->db = db, v->cache = aux, v->graphs = graphs;
+    *out = &v->base;
+    return SQLITE_OK;
+}
+
+static int vt_disconnect(sqlite3_vtab *v) {
+    sqlite3_free(v);
+    return SQLITE_OK;
+}
+
+static int vt_best_index(sqlite3_vtab *v, sqlite3_index_info *info) {
+    (void) v;
+    info->estimatedCost = 1e6; /* a scan, whatever the constraints: the views put it first */
+    info->estimatedRows = 1000000;
+    return SQLITE_OK;
+}
+
+static int vt_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
+    (void) v;
+    layers_cursor *c = sqlite3_malloc(sizeof(*c));
+    if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof(*c));
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static int vt_close(sqlite3_vtab_cursor *c) {
+    sqlite3_free(c);
+    return SQLITE_OK;
+}
+
+static int vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc, sqlite3_value **argv) {
+    (void) idx, (void) idx_str, (void) argc, (void) argv;
+    layers_cursor *c = (layers_cursor *) cur;
+    layers_vtab   *v = (layers_vtab *) cur->pVtab;
+    char *err        = NULL;
+    if (!(c->l = cache_get(v->cache, v->db, &err))) {
+        sqlite3_free(v->base.zErrMsg);
+        v->base.zErrMsg = err;
+        return SQLITE_ERROR;
+    }
+    c->i = 0;
+    c->n = v->graphs ? c->l->n_graphs : c->l->n_rec;
+    return SQLITE_OK;
+}
+
+static int vt_next(sqlite3_vtab_cursor *cur) {
+    ((layers_cursor *) cur)->i++;
+    return SQLITE_OK;
+}
+
+static int vt_eof(sqlite3_vtab_cursor *cur) {
+    const layers_cursor *c = (const layers_cursor *) cur;
+    return c->i >= c->n;
+}
+
+static void result_id(sqlite3_context *ctx, int64_t v) {
+    if (v == GGPROF_LAYERS_NULL) {
+        sqlite3_result_null(ctx);
+    } else {
+        sqlite3_result_int64(ctx, v);
+    }
+}
+
+static int vt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+    const layers_cursor *c = (const layers_cursor *) cur;
+    if (!((layers_vtab *) cur->pVtab)->graphs) {
+        const ggprof_lrec *r = &c->l->rec[c->i];
+        if (col == 0) {
+            sqlite3_result_int64(ctx, r->seq);
+        } else {
+            result_id(ctx, r->layer < 0 ? GGPROF_LAYERS_NULL : r->layer);
+        }
+        return SQLITE_OK;
+    }
+    const ggprof_lgraph *g = &c->l->graphs[c->i];
+    switch (col) {
+    case 0: result_id(ctx, g->graph_id); break;
+    case 1: sqlite3_result_int(ctx, g->pid); break;
+    case 2: result_id(ctx, g->has_tokens ? g->n_tokens : GGPROF_LAYERS_NULL); break;
+    case 3: sqlite3_result_text(ctx, g->phase, -1, SQLITE_STATIC); break;
+    case 4: sqlite3_result_int64(ctx, g->duration_ns); break;
+    case 5:
+        if (g->has_tokens && g->n_tokens != 0) {
+            sqlite3_result_double(ctx, (double) g->duration_ns / (double) g->n_tokens);
+        } else {
+            sqlite3_result_null(ctx);
+        }
+        break;
+    case 6: sqlite3_result_int64(ctx, g->sched_id); break;
+    case 7: sqlite3_result_int64(ctx, g->start_ns); break;
+    case 8: sqlite3_result_int64(ctx, g->op_ns); break;
+    case 9: sqlite3_result_int64(ctx, g->sync_ns); break;
+    default: sqlite3_result_int64(ctx, g->copy_ns);
+    }
+    return SQLITE_OK;
+}
+
+static int vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+    *rowid = (sqlite3_int64) ((layers_cursor *) cur)->i;
+    return SQLITE_OK;
+}
+
+static const sqlite3_module k_module = {
+    .iVersion    = 0,
+    .xCreate     = NULL, /* eponymous only: "FROM ggprof_op_layer", never CREATE VIRTUAL TABLE */
+    .xConnect    = vt_connect,
+    .xBestIndex  = vt_best_index,
+    .xDisconnect = vt_disconnect,
+    .xDestroy    = vt_disconnect,
+    .xOpen       = vt_open,
+    .xClose      = vt_close,
+    .xFilter     = vt_filter,
+    .xNext       = vt_next,
+    .xEof        = vt_eof,
+    .xColumn     = vt_column,
+    .xRowid      = vt_rowid,
+};
+
+int ggprof_layers_register(sqlite3 *db) {
+    layers_cache *c = calloc(1, sizeof(*c));
+    if (!c) return SQLITE_NOMEM;
+    c->refs = 2;
+    int rc  = sqlite3_create_module_v2(db, "ggprof_op_layer", &k_module, c, cache_release);
+    int rc2 = sqlite3_create_module_v2(db, "ggprof_graph_phase", &k_module, c, cache_release);
+    return rc != SQLITE_OK ? rc : rc2;
+}

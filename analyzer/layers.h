@@ -1,0 +1,88 @@
+/* Every record's layer and every graph's phase, computed once in C in one pass over the trace: what rollup and
+ * diff group, and what the op_layers and graph_phase views (docs/queries.md) read through two virtual tables. */
+#ifndef GGPROF_LAYERS_H
+#define GGPROF_LAYERS_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GGPROF_LAYERS_NULL INT64_MIN /* a NULL graph_id, node_id or node_index */
+
+/* a + b on a trace's times, wrapping where a damaged trace's values overflow (never undefined). */
+static inline int64_t ggprof_ns_add(int64_t a, int64_t b) { return (int64_t) ((uint64_t) a + (uint64_t) b); }
+
+/* A node as the records refer to it (pid, node_id), with what the pass derives from it. */
+typedef struct {
+    int32_t pid;
+    int64_t node_id;
+    char   *tensor_name, *sub_op_name, *ne_src, *type_src; /* NULL when NULL */
+    int64_t sub_op;                                        /* -1 when NULL */
+    int     own_layer;                                     /* ggprof_layer_of(tensor_name); -1: none */
+    int     anchor;       /* a named tensor: not empty, not ggml's "node_N" or "leaf_N" */
+    int     has_rows;     /* ne[1] is a number: a GET_ROWS's rows, the tokens of llama.cpp's batch */
+    int64_t rows;
+    int     has_src_rows; /* ne_src[1][1] is a number: a MUL_MAT's second input's rows */
+    int64_t src_rows;
+} ggprof_lnode;
+
+/* A record, in the order of the pass: by process, graph (NULL first), start time, then rowid. */
+typedef struct {
+    int64_t  seq; /* the events rowid */
+    int64_t  graph_id, sched_id, node_id, node_index, start_ns, duration_ns;
+    int32_t  pid, backend_id, type;
+    int32_t  layer; /* -1: none */
+    uint32_t name;  /* index into names; 0 is NULL */
+    uint32_t node;  /* index + 1 into nodes; 0: the record has none */
+} ggprof_lrec;
+
+/* A graph as the graph_phase view shows it (the graph list's rows, or each graph's span of records when the
+ * trace has no list), in its order: by process, start, graph id. */
+typedef struct {
+    int32_t     pid;
+    int64_t     graph_id, sched_id, start_ns, duration_ns;
+    int         has_tokens;
+    int64_t     n_tokens;
+    const char *phase; /* "prompt", "generation" or "unknown" */
+    int64_t     op_ns, sync_ns, copy_ns;
+} ggprof_lgraph;
+
+/* A backend of a scheduler, for its name. */
+typedef struct {
+    int32_t pid, id;
+    int64_t sched_id;
+    char   *name;
+} ggprof_lbackend;
+
+typedef struct {
+    ggprof_lrec     *rec;
+    size_t           n_rec;
+    ggprof_lnode    *nodes;
+    size_t           n_nodes;
+    char           **names; /* names[0] is NULL */
+    size_t           n_names;
+    ggprof_lgraph   *graphs;
+    size_t           n_graphs;
+    ggprof_lbackend *backends;
+    size_t           n_backends;
+    int64_t          op_ns; /* every OP record's time */
+} ggprof_layers;
+
+/* Reads the trace's records, nodes, graphs and backends and computes each record's layer (rules in
+ * docs/rollups-and-diff.md) and each graph's tokens and phase. progress: a label for long work on stderr
+ * (NULL for none). Returns 0, or -1 with a one-line reason. */
+int  ggprof_layers_load(sqlite3 *db, ggprof_layers *l, const char *progress, char *why, size_t why_len);
+void ggprof_layers_free(ggprof_layers *l);
+
+static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {
+    return r->node ? &l->nodes[r->node - 1] : NULL;
+}
+
+/* The name of backend id of scheduler sched in process pid, NULL when the trace has none. */
+const char *ggprof_layers_backend(const ggprof_layers *l, int32_t pid, int64_t sched_id, int32_t id);
+
+/* Registers the eponymous virtual tables ggprof_op_layer(seq, layer) and ggprof_graph_phase(...) that the views
+ * read: computed on first use and again when the database changed. Returns an SQLite code. */
+int ggprof_layers_register(sqlite3 *db);
+
+#endif
