@@ -8,6 +8,7 @@
 
 #include "sort.h"
 #include "export.h"
+#include "layers.h"
 #include "wire.h"
 
 /* ---------------------------------------------------------------- shared with export_html.c */
@@ -250,52 +251,52 @@ static int cmp_copy_key(const void *a, const void *b) {
 }
 
 typedef struct {
-    copy_rec  *v;
-    copy_rec **by_key;
-    size_t     n;
+    copy_rec           *v;
+    copy_rec          **by_key;
+    const ggprof_lrec **rec; /* the COPY records, v's order */
+    size_t              n;
 } copies;
 
 static void copies_free(copies *c) {
     free(c->v);
     free(c->by_key);
+    free(c->rec);
 }
 
-static int copies_load(sqlite3 *db, copies *c) {
+/* The copies (COPY records) by process, start, then seq: cp->v[i] is rec[i]. */
+static int cmp_copy_order(const void *a, const void *b) {
+    const ggprof_lrec *x = *(const ggprof_lrec *const *) a, *y = *(const ggprof_lrec *const *) b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int copies_load(const ggprof_layers *l, copies *c) {
     memset(c, 0, sizeof(*c));
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT seq, pid, graph_id, split_id, start_ns, duration_ns, ne_src, type_src FROM records "
-                           "WHERE type = 1 ORDER BY pid, start_ns, seq",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    size_t cap = 0;
-    int rc = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (c->n == cap) {
-            cap = cap ? cap * 2 : 256;
-            copy_rec *v = realloc(c->v, cap * sizeof(*v));
-            if (!v) {
-                rc = -1;
-                break;
-            }
-            c->v = v;
-        }
-        copy_rec *r = &c->v[c->n++];
-        memset(r, 0, sizeof(*r));
-        r->seq       = sqlite3_column_int64(st, 0);
-        r->pid       = sqlite3_column_int64(st, 1);
-        r->has_graph = sqlite3_column_type(st, 2) != SQLITE_NULL;
-        r->graph     = sqlite3_column_int64(st, 2);
-        r->split     = sqlite3_column_int64(st, 3);
-        r->start     = (uint64_t) sqlite3_column_int64(st, 4);
-        r->end       = r->start + (uint64_t) sqlite3_column_int64(st, 5);
-        ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 6), r->ne, 4);
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_rec; i++) n += l->rec[i].type == 1;
+    c->rec = malloc((n ? n : 1) * sizeof(*c->rec));
+    c->v   = calloc(n ? n : 1, sizeof(*c->v));
+    if (!c->rec || !c->v) return -1;
+    for (size_t i = 0; i < l->n_rec; i++) {
+        if (l->rec[i].type == 1) c->rec[c->n++] = &l->rec[i];
+    }
+    ggprof_sort(c->rec, c->n, sizeof(*c->rec), cmp_copy_order);
+    for (size_t i = 0; i < c->n; i++) {
+        const ggprof_lrec *e = c->rec[i];
+        copy_rec *r  = &c->v[i];
+        r->seq       = e->seq;
+        r->pid       = e->pid;
+        r->has_graph = e->graph_id != GGPROF_LAYERS_NULL;
+        r->graph     = r->has_graph ? e->graph_id : 0;
+        r->split     = e->split_id;
+        r->start     = (uint64_t) e->start_ns;
+        r->end       = r->start + (uint64_t) e->duration_ns;
+        ggprof_export_parse_ints(ggprof_lrec_ne_src(l, e), r->ne, 4);
         int64_t t[1] = { -1 };
-        ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 7), t, 1);
+        ggprof_export_parse_ints(ggprof_lrec_type_src(l, e), t, 1);
         r->type = t[0];
     }
-    sqlite3_finalize(st);
-    if (rc) return rc;
     c->by_key = malloc((c->n ? c->n : 1) * sizeof(*c->by_key));
     if (!c->by_key) return -1;
     for (size_t i = 0; i < c->n; i++) c->by_key[i] = &c->v[i];
@@ -367,149 +368,158 @@ static void arg_str(out_t *o, const char *key, const char *v, int first) {
 
 static void arg_int(out_t *o, const char *key, int64_t v) { fprintf(o->f, ",\"%s\":%" PRId64, key, v); }
 
-static int pid_sched_count(sqlite3 *db, int64_t pid) {
-    sqlite3_stmt *st = NULL;
-    int n = 1;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(DISTINCT sched_id) FROM (SELECT sched_id FROM records WHERE pid = ?1 AND type != 1 "
-                           "UNION ALL SELECT sched_id FROM splits WHERE pid = ?1)",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, pid);
-        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+/* Splits (enclosing slices) and OP and SYNC records, one backend row after another, each in time order (a
+ * split before the records it encloses: longer first at the same start). */
+typedef struct {
+    int64_t              pid, sched, backend, start, dur;
+    int                  what; /* 0 split, 1 OP, 2 SYNC */
+    size_t               order;
+    const ggprof_lsplit *split;
+    const ggprof_lrec   *rec;
+} item;
+
+static int cmp_item(const void *a, const void *b) {
+    const item *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->sched != y->sched) return x->sched < y->sched ? -1 : 1;
+    if (x->backend != y->backend) return x->backend < y->backend ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
+    if (x->what != y->what) return x->what < y->what ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static void put_graph_args(out_t *o, int64_t graph, int64_t split) {
+    if (graph != GGPROF_LAYERS_NULL) arg_int(o, "graph_id", graph);
+    arg_int(o, "split_id", split);
+}
+
+static void write_split(out_t *o, const track *k, const ggprof_lsplit *s, const char *bname) {
+    char name[48];
+    snprintf(name, sizeof(name), "split %" PRId64, s->split_id);
+    begin_x(o, name, "split", k, (uint64_t) s->start_ns, (uint64_t) s->duration_ns);
+    arg_str(o, "backend", bname, 1);
+    put_graph_args(o, s->graph_id, s->split_id);
+    arg_int(o, "n_nodes", s->n_nodes);
+    if (s->ticks_matched != GGPROF_LAYERS_NULL) {
+        arg_int(o, "ticks_matched", s->ticks_matched);
+        arg_int(o, "n_ticks", s->n_ticks);
+        arg_int(o, "n_expected", s->n_expected);
     }
-    sqlite3_finalize(st);
-    return n;
+    arg_int(o, "engine_ns", s->engine_ns);
+    fputs("}}", o->f);
 }
 
-/* Splits (enclosing slices) and OP and SYNC records, one backend row after another, each in time order. */
-static const char k_backend_sql[] =
-    "SELECT 0, pid, sched_id, backend_id, start_ns, duration_ns, graph_id, split_id, NULL, NULL, NULL, NULL,\n"
-    "  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n_nodes, ticks_matched, n_ticks, n_expected, engine_ns\n"
-    "  FROM splits\n"
-    "UNION ALL\n"
-    "SELECT CASE type WHEN 0 THEN 1 ELSE 2 END, pid, sched_id, backend_id, start_ns, duration_ns, graph_id, split_id,\n"
-    "  node_index, name, tensor_name, extra, ne, out_type, ne_src, type_src, bytes, wait_ns, timing, sub_op_name,\n"
-    "  NULL, NULL, NULL, NULL, NULL\n"
-    "  FROM records WHERE type != 1\n"
-    "ORDER BY 2, 3, 4, 5, 6 DESC, 1";
-
-static const char *col_text(sqlite3_stmt *st, int i) { return (const char *) sqlite3_column_text(st, i); }
-
-static void put_graph_args(out_t *o, sqlite3_stmt *st, int gcol, int scol) {
-    if (sqlite3_column_type(st, gcol) != SQLITE_NULL) arg_int(o, "graph_id", sqlite3_column_int64(st, gcol));
-    if (scol >= 0) arg_int(o, "split_id", sqlite3_column_int64(st, scol));
-}
-
-static int write_backends(sqlite3 *db, out_t *o, tracks *tr, copies *cp, const names *nm) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, k_backend_sql, -1, &st, NULL) != SQLITE_OK) return -1;
-    char b1[64], b2[32];
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int      what    = sqlite3_column_int(st, 0);
-        int64_t  pid     = sqlite3_column_int64(st, 1);
-        int64_t  sched   = sqlite3_column_int64(st, 2);
-        int64_t  backend = sqlite3_column_int64(st, 3);
-        uint64_t start   = (uint64_t) sqlite3_column_int64(st, 4);
-        uint64_t dur     = (uint64_t) sqlite3_column_int64(st, 5);
-        track   *k       = track_place(tr, pid, TRACK_BACKEND, sched, backend, start, start + dur);
-        if (!k) break;
-        const char *bname = backend_str(nm, pid, sched, backend, b1, sizeof(b1));
-        if (what == 0) {
-            char name[48];
-            snprintf(name, sizeof(name), "split %" PRId64, (int64_t) sqlite3_column_int64(st, 7));
-            begin_x(o, name, "split", k, start, dur);
-            arg_str(o, "backend", bname, 1);
-            put_graph_args(o, st, 6, 7);
-            arg_int(o, "n_nodes", (int64_t) sqlite3_column_int64(st, 20));
-            if (sqlite3_column_type(st, 21) != SQLITE_NULL) {
-                arg_int(o, "ticks_matched", (int64_t) sqlite3_column_int64(st, 21));
-                arg_int(o, "n_ticks", (int64_t) sqlite3_column_int64(st, 22));
-                arg_int(o, "n_expected", (int64_t) sqlite3_column_int64(st, 23));
-            }
-            arg_int(o, "engine_ns", (int64_t) sqlite3_column_int64(st, 24));
-            fputs("}}", o->f);
-            continue;
-        }
-        const char *name = col_text(st, 9);
-        begin_x(o, name ? name : "unknown", what == 1 ? "op" : "sync", k, start, dur);
-        arg_str(o, what == 1 ? "op" : "sync", name ? name : "unknown", 1);
-        arg_str(o, "backend", bname, 0);
-        put_graph_args(o, st, 6, 7);
-        int timing = sqlite3_column_int(st, 18);
-        arg_str(o, "timing", timing == 2 ? "cpu_tick" : timing == 1 ? "host_call" : "unknown", 0);
-        if (what == 2) {
-            fputs("}}", o->f);
-            continue;
-        }
-        int64_t node = sqlite3_column_int64(st, 8);
-        arg_int(o, "node_index", node);
-        arg_str(o, "tensor", col_text(st, 10), 0);
-        if (col_text(st, 11)) arg_str(o, "fused", col_text(st, 11), 0);
-        if (col_text(st, 19) && col_text(st, 19)[0]) arg_str(o, "sub_op", col_text(st, 19), 0);
-        int64_t ne[4] = { 0 }, ne_src[GGPROF_MAX_SRC][4], type_src[GGPROF_MAX_SRC];
-        ggprof_export_parse_ints(col_text(st, 12), ne, 4);
-        int n_src = ggprof_export_parse_ints(col_text(st, 14), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
-        int n_typ = ggprof_export_parse_ints(col_text(st, 15), type_src, GGPROF_MAX_SRC);
-        for (int s = n_typ; s < GGPROF_MAX_SRC; s++) type_src[s] = -1;
-        fputs(",\"shape\":", o->f);
-        put_ints(o->f, ne, 4);
-        arg_str(o, "type", type_str(nm, pid, sqlite3_column_int64(st, 13), b2, sizeof(b2)), 0);
-        fputs(",\"src_shapes\":[", o->f);
-        for (int s = 0; s < n_src; s++) {
-            if (s) putc(',', o->f);
-            put_ints(o->f, ne_src[s], 4);
-        }
-        fputs("],\"src_types\":[", o->f);
-        for (int s = 0; s < n_src; s++) {
-            if (s) putc(',', o->f);
-            ggprof_export_put_str(o->f, type_src[s] < 0 ? "" : type_str(nm, pid, type_src[s], b2, sizeof(b2)));
-        }
-        fputs("]", o->f);
-        arg_int(o, "bytes", (int64_t) sqlite3_column_int64(st, 16));
-        if (sqlite3_column_int64(st, 17)) arg_int(o, "wait_ns", (int64_t) sqlite3_column_int64(st, 17));
+static void write_record(out_t *o, const track *k, const ggprof_layers *l, const ggprof_lrec *r, const char *bname,
+                         copies *cp, const names *nm) {
+    char b2[32], fused[256];
+    int op            = r->type == 0;
+    const char *name  = l->names[r->name];
+    uint64_t start    = (uint64_t) r->start_ns, dur = (uint64_t) r->duration_ns;
+    begin_x(o, name ? name : "unknown", op ? "op" : "sync", k, start, dur);
+    arg_str(o, op ? "op" : "sync", name ? name : "unknown", 1);
+    arg_str(o, "backend", bname, 0);
+    put_graph_args(o, r->graph_id, r->split_id);
+    arg_str(o, "timing", r->timing == 2 ? "cpu_tick" : r->timing == 1 ? "host_call" : "unknown", 0);
+    if (!op) {
         fputs("}}", o->f);
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-            copies_offer(cp, pid, sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7), start, start + dur, node,
-                         k->tid, (const int64_t(*)[4]) ne_src, type_src, n_src);
+        return;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    int64_t node = r->node_index == GGPROF_LAYERS_NULL ? 0 : r->node_index;
+    arg_int(o, "node_index", node);
+    arg_str(o, "tensor", ggprof_lrec_tensor(l, r), 0);
+    const char *extra = ggprof_lrec_extra(l, r, fused, sizeof(fused));
+    if (extra) arg_str(o, "fused", extra, 0);
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    if (n && n->sub_op_name && n->sub_op_name[0]) arg_str(o, "sub_op", n->sub_op_name, 0);
+    int64_t ne[4] = { 0 }, ne_src[GGPROF_MAX_SRC][4], type_src[GGPROF_MAX_SRC];
+    ggprof_export_parse_ints(ggprof_lrec_ne(l, r), ne, 4);
+    int n_src = ggprof_export_parse_ints(ggprof_lrec_ne_src(l, r), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
+    int n_typ = ggprof_export_parse_ints(ggprof_lrec_type_src(l, r), type_src, GGPROF_MAX_SRC);
+    for (int s = n_typ; s < GGPROF_MAX_SRC; s++) type_src[s] = -1;
+    fputs(",\"shape\":", o->f);
+    put_ints(o->f, ne, 4);
+    arg_str(o, "type", type_str(nm, r->pid, ggprof_lrec_out_type(l, r), b2, sizeof(b2)), 0);
+    fputs(",\"src_shapes\":[", o->f);
+    for (int s = 0; s < n_src; s++) {
+        if (s) putc(',', o->f);
+        put_ints(o->f, ne_src[s], 4);
+    }
+    fputs("],\"src_types\":[", o->f);
+    for (int s = 0; s < n_src; s++) {
+        if (s) putc(',', o->f);
+        ggprof_export_put_str(o->f, type_src[s] < 0 ? "" : type_str(nm, r->pid, type_src[s], b2, sizeof(b2)));
+    }
+    fputs("]", o->f);
+    arg_int(o, "bytes", r->bytes);
+    if (r->wait_ns) arg_int(o, "wait_ns", r->wait_ns);
+    fputs("}}", o->f);
+    if (r->graph_id != GGPROF_LAYERS_NULL) {
+        copies_offer(cp, r->pid, r->graph_id, r->split_id, start, start + dur, node, k->tid,
+                     (const int64_t(*)[4]) ne_src, type_src, n_src);
+    }
 }
 
-static int write_copies(sqlite3 *db, out_t *o, tracks *tr, copies *cp, const names *nm) {
-    sqlite3_stmt *st = NULL;
-    /* Same order as copies_load, so that row i here is cp->v[i]. */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT seq, pid, start_ns, duration_ns, name, extra, tensor_name, bytes, wait_ns, graph_id,\n"
-                           "  split_id, ne_src, type_src, timing FROM records WHERE type = 1 ORDER BY pid, start_ns, seq",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    char b2[32];
+static int write_backends(const ggprof_layers *l, out_t *o, tracks *tr, copies *cp, const names *nm) {
+    size_t n = l->n_splits;
+    for (size_t i = 0; i < l->n_rec; i++) n += l->rec[i].type != 1;
+    item *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v) return -1;
+    n = 0;
+    for (size_t i = 0; i < l->n_splits; i++) {
+        const ggprof_lsplit *s = &l->splits[i];
+        v[n] = (item) { s->pid, s->sched_id, s->backend_id, s->start_ns, s->duration_ns, 0, n, s, NULL };
+        n++;
+    }
+    for (size_t i = 0; i < l->n_rec; i++) {
+        const ggprof_lrec *r = &l->rec[i];
+        if (r->type == 1) continue;
+        v[n] = (item) { r->pid, r->sched_id, r->backend_id, r->start_ns, r->duration_ns, r->type == 0 ? 1 : 2, n, NULL, r };
+        n++;
+    }
+    ggprof_sort(v, n, sizeof(*v), cmp_item);
+    char b1[64];
     size_t i = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && i < cp->n) {
-        copy_rec *r     = &cp->v[i++];
-        int64_t   pid   = sqlite3_column_int64(st, 1);
-        uint64_t  start = (uint64_t) sqlite3_column_int64(st, 2);
-        uint64_t  dur   = (uint64_t) sqlite3_column_int64(st, 3);
-        track    *k     = track_place(tr, pid, TRACK_COPIES, 0, -1, start, start + dur);
-        if (!k || r->seq != sqlite3_column_int64(st, 0)) break;
+    for (; i < n; i++) {
+        const item *x = &v[i];
+        track *k = track_place(tr, x->pid, TRACK_BACKEND, x->sched, x->backend, (uint64_t) x->start,
+                               (uint64_t) x->start + (uint64_t) x->dur);
+        if (!k) break;
+        const char *bname = backend_str(nm, x->pid, x->sched, x->backend, b1, sizeof(b1));
+        if (x->split) {
+            write_split(o, k, x->split, bname);
+        } else {
+            write_record(o, k, l, x->rec, bname, cp, nm);
+        }
+    }
+    free(v);
+    return i == n ? 0 : -1;
+}
+
+static int write_copies(const ggprof_layers *l, out_t *o, tracks *tr, copies *cp, const names *nm) {
+    char b2[32];
+    for (size_t i = 0; i < cp->n; i++) {
+        copy_rec *r          = &cp->v[i];
+        const ggprof_lrec *e = cp->rec[i];
+        uint64_t start = (uint64_t) e->start_ns, dur = (uint64_t) e->duration_ns;
+        track *k = track_place(tr, e->pid, TRACK_COPIES, 0, -1, start, start + dur);
+        if (!k) return -1;
         r->tid           = k->tid;
-        const char *name = col_text(st, 4);
+        const char *name = l->names[e->name];
         begin_x(o, name ? name : "copy", "copy", k, start, dur);
         arg_str(o, "copy", name ? name : "copy", 1);
-        arg_str(o, "tensor", col_text(st, 6) ? col_text(st, 6) : col_text(st, 5), 0);
-        put_graph_args(o, st, 9, 10);
+        char fused[256];
+        const char *tensor = ggprof_lrec_tensor(l, e);
+        arg_str(o, "tensor", tensor ? tensor : ggprof_lrec_extra(l, e, fused, sizeof(fused)), 0);
+        put_graph_args(o, e->graph_id, e->split_id);
         fputs(",\"shape\":", o->f);
         put_ints(o->f, r->ne, 4);
-        arg_str(o, "type", r->type < 0 ? "" : type_str(nm, pid, r->type, b2, sizeof(b2)), 0);
-        arg_int(o, "bytes", (int64_t) sqlite3_column_int64(st, 7));
-        if (sqlite3_column_int64(st, 8)) arg_int(o, "offset", (int64_t) sqlite3_column_int64(st, 8));
+        arg_str(o, "type", r->type < 0 ? "" : type_str(nm, e->pid, r->type, b2, sizeof(b2)), 0);
+        arg_int(o, "bytes", e->bytes);
+        if (e->wait_ns) arg_int(o, "offset", e->wait_ns);
         fputs("}}", o->f);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? (i == cp->n ? 0 : -1) : -1;
+    return 0;
 }
 
 static int write_graphs(sqlite3 *db, out_t *o, tracks *tr) {
@@ -559,7 +569,7 @@ static int write_flows(out_t *o, const copies *cp) {
     return n;
 }
 
-static void write_metadata(sqlite3 *db, out_t *o, const tracks *tr, const names *nm) {
+static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const tracks *tr, const names *nm) {
     sqlite3_stmt *exe = NULL;
     sqlite3_prepare_v2(db, "SELECT exe FROM processes WHERE pid = ?", -1, &exe, NULL);
     char buf[512], b1[64];
@@ -584,12 +594,12 @@ static void write_metadata(sqlite3 *db, out_t *o, const tracks *tr, const names 
         }
         if (k->kind == TRACK_BACKEND) {
             const char *bn = backend_str(nm, k->pid, k->sched, k->backend, b1, sizeof(b1));
-            if (pid_sched_count(db, k->pid) > 1) snprintf(buf, sizeof(buf), "%s (sched %" PRId64 ")", bn, k->sched);
+            if (ggprof_layers_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "%s (sched %" PRId64 ")", bn, k->sched);
             else snprintf(buf, sizeof(buf), "%s", bn);
         } else if (k->kind == TRACK_COPIES) {
             snprintf(buf, sizeof(buf), "copies");
         } else {
-            if (pid_sched_count(db, k->pid) > 1) snprintf(buf, sizeof(buf), "graphs (sched %" PRId64 ")", k->sched);
+            if (ggprof_layers_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "graphs (sched %" PRId64 ")", k->sched);
             else snprintf(buf, sizeof(buf), "graphs");
         }
         if (k->sub) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (overlap %d)", k->sub + 1);
@@ -604,28 +614,20 @@ static void write_metadata(sqlite3 *db, out_t *o, const tracks *tr, const names 
     sqlite3_finalize(exe);
 }
 
-static int64_t trace_t0(sqlite3 *db) {
-    sqlite3_stmt *st = NULL;
-    int64_t t0 = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM records UNION ALL "
-                           "SELECT min(start_ns) FROM splits UNION ALL SELECT min(start_ns) FROM graphs)",
-                           -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        t0 = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return t0;
-}
-
 int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_len) {
     names   nm;
     copies  cp;
     tracks  tr = { 0 };
+    ggprof_layers l;
+    char what[600];
+    snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
+    if (ggprof_layers_load(db, &l, what, why, why_len) != 0) return -1;
     int loaded = names_load(db, &nm) == 0;
-    if (copies_load(db, &cp) != 0 || !loaded) {
-        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, sqlite3_errmsg(db));
+    if (copies_load(&l, &cp) != 0 || !loaded) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, loaded ? "out of memory" : sqlite3_errmsg(db));
         names_free(&nm);
         copies_free(&cp);
+        ggprof_layers_free(&l);
         return -1;
     }
     FILE *f = fopen(path, "w");
@@ -633,20 +635,22 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         names_free(&nm);
         copies_free(&cp);
+        ggprof_layers_free(&l);
         return -1;
     }
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
-    out_t o = { f, (uint64_t) trace_t0(db), 0 };
+    out_t o = { f, (uint64_t) ggprof_layers_t0(&l), 0 };
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"t0_ns\":", f);
     fprintf(f, "%" PRIu64 "},\n\"traceEvents\":[", o.t0);
-    int rc = write_backends(db, &o, &tr, &cp, &nm);
-    if (rc == 0) rc = write_copies(db, &o, &tr, &cp, &nm);
+    int rc = write_backends(&l, &o, &tr, &cp, &nm);
+    if (rc == 0) rc = write_copies(&l, &o, &tr, &cp, &nm);
     if (rc == 0) rc = write_graphs(db, &o, &tr);
     if (rc == 0) {
         if (o.n_events) write_flows(&o, &cp);
-        write_metadata(db, &o, &tr, &nm);
+        write_metadata(db, &l, &o, &tr, &nm);
     }
+    ggprof_layers_free(&l);
     fputs("\n]}\n", f);
     names_free(&nm);
     copies_free(&cp);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "export.h"
+#include "layers.h"
+#include "sort.h"
 #include "trace.h"
 #include "wire.h"
 #include "hash.h"
@@ -260,40 +262,84 @@ static const char *type_str(const type_names *t, int64_t pid, int64_t type, char
     return buf;
 }
 
-/* Columns of the query below. */
-enum { Q_TYPE, Q_NAME, Q_PID, Q_SCHED, Q_BACKEND, Q_START, Q_DUR, Q_BYTES, Q_TENSOR, Q_NE, Q_OUT_TYPE, Q_NE_SRC,
-       Q_TYPE_SRC, Q_GRAPH, Q_NODE, Q_BNAME };
+/* A row of the timeline: a record, or a split that has no OP or SYNC record (a backend whose ops ggprof cannot
+ * time, a CPU split whose ticks did not match), shown as one "split" record (type 3) so that every backend
+ * that computed appears. Rows go one lane per backend of a scheduler, one per process for its copies (after
+ * its backends); in each, in time order. */
+typedef struct {
+    int64_t              pid, sched, backend, start, seq;
+    int                  type;
+    const ggprof_lrec   *rec;
+    const ggprof_lsplit *split;
+} row;
 
-/* One lane per backend of a scheduler, one per process for its copies; in each, records in time order. A split
- * that has no OP or SYNC record (a backend whose ops ggprof cannot time, a CPU split whose ticks did not match)
- * is shown as one "split" record (type 3), so that every backend that computed appears. */
-#define SPLITS_WITHOUT_RECORDS                                                                                   \
-    "SELECT 3 AS type, 'split' AS name, s.pid, s.sched_id, s.backend_id, s.start_ns, s.duration_ns, 0 AS bytes,\n" \
-    "  NULL AS tensor_name, '[0, 0, 0, 0]' AS ne, -1 AS out_type, '[]' AS ne_src, '[]' AS type_src, s.graph_id,\n"   \
-    "  s.split_id AS node_index, 0 AS seq\n"                                                                      \
-    "  FROM splits s LEFT JOIN (SELECT DISTINCT pid, graph_id, split_id FROM records WHERE type != 1) r\n"          \
-    "  ON r.pid = s.pid AND r.graph_id = s.graph_id AND r.split_id = s.split_id WHERE r.pid IS NULL\n"
+static int cmp_row(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    int cx = x->type == 1, cy = y->type == 1;
+    if (cx != cy) return cx - cy;
+    int64_t sx = cx ? 0 : x->sched, sy = cy ? 0 : y->sched, bx = cx ? 0 : x->backend, by = cy ? 0 : y->backend;
+    if (sx != sy) return sx < sy ? -1 : 1;
+    if (bx != by) return bx < by ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
 
-static const char k_count_sql[] =
-    "SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM (" SPLITS_WITHOUT_RECORDS "))";
+/* (pid, graph, split) of the OP and SYNC records, to find the splits that have none. */
+static uint64_t split_key(int64_t pid, int64_t graph, int64_t split) {
+    return ggprof_fnv_step(ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint64_t) pid), (uint64_t) graph),
+                           (uint64_t) split);
+}
 
-static const char k_records_sql[] =
-    "SELECT u.type, u.name, u.pid, u.sched_id, u.backend_id, u.start_ns, u.duration_ns, u.bytes, u.tensor_name,\n"
-    "  u.ne, u.out_type, u.ne_src, u.type_src, u.graph_id, u.node_index, b.name\n"
-    "FROM (SELECT type, name, pid, sched_id, backend_id, start_ns, duration_ns, bytes, tensor_name, ne, out_type,\n"
-    "        ne_src, type_src, graph_id, node_index, seq FROM records\n"
-    "      UNION ALL " SPLITS_WITHOUT_RECORDS ") u\n"
-    "LEFT JOIN backends b ON b.pid = u.pid AND b.sched_id = u.sched_id AND b.id = u.backend_id\n"
-    "ORDER BY u.pid, u.type = 1, CASE WHEN u.type = 1 THEN 0 ELSE u.sched_id END,\n"
-    "  CASE WHEN u.type = 1 THEN 0 ELSE u.backend_id END, u.start_ns, u.seq";
+/* The rows, in lane order; NULL when out of memory. */
+static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
+    size_t n_slot = 64;
+    while (n_slot < 2 * (l->n_splits + 1)) n_slot *= 2;
+    const ggprof_lsplit **slot = calloc(n_slot, sizeof(*slot));
+    row *v = malloc((l->n_rec + l->n_splits + 1) * sizeof(*v));
+    if (!slot || !v) {
+        free(slot);
+        free(v);
+        return NULL;
+    }
+    unsigned char *has = calloc(l->n_splits + 1, 1);
+    if (!has) {
+        free(slot);
+        free(v);
+        return NULL;
+    }
+    for (size_t i = 0; i < l->n_splits; i++) {
+        const ggprof_lsplit *s = &l->splits[i];
+        if (s->graph_id == GGPROF_LAYERS_NULL) continue; /* matches no record */
+        size_t p = split_key(s->pid, s->graph_id, s->split_id) & (n_slot - 1);
+        while (slot[p]) p = (p + 1) & (n_slot - 1);
+        slot[p] = s;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_rec; i++) {
+        const ggprof_lrec *r = &l->rec[i];
+        v[n++] = (row) { r->pid, r->sched_id, r->backend_id, r->start_ns, r->seq, r->type, r, NULL };
+        if (r->type == 1 || r->graph_id == GGPROF_LAYERS_NULL) continue;
+        for (size_t p = split_key(r->pid, r->graph_id, r->split_id) & (n_slot - 1); slot[p]; p = (p + 1) & (n_slot - 1)) {
+            const ggprof_lsplit *s = slot[p];
+            if (s->pid == r->pid && s->graph_id == r->graph_id && s->split_id == r->split_id) has[s - l->splits] = 1;
+        }
+    }
+    for (size_t i = 0; i < l->n_splits; i++) {
+        const ggprof_lsplit *s = &l->splits[i];
+        if (!has[i]) v[n++] = (row) { s->pid, s->sched_id, s->backend_id, s->start_ns, 0, 3, NULL, s };
+    }
+    free(slot);
+    free(has);
+    ggprof_sort(v, n, sizeof(*v), cmp_row);
+    *n_rows = n;
+    return v;
+}
 
 /* The signature (op name and type, sources' shapes and types, output) is the record's row of the "sigs" table:
  * [name, shapes, types, output, bytes], so that a record needs only its signature's index. */
-static int64_t sig_of(model *m, sqlite3_stmt *st, int type, long name, int64_t pid, const type_names *tn, int64_t bytes) {
-    const char *ne = (const char *) sqlite3_column_text(st, Q_NE);
-    const char *ne_src = (const char *) sqlite3_column_text(st, Q_NE_SRC);
-    const char *type_src = (const char *) sqlite3_column_text(st, Q_TYPE_SRC);
-    int64_t out_type = sqlite3_column_int64(st, Q_OUT_TYPE);
+static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *type_src, int64_t out_type, int type,
+                      long name, int64_t pid, const type_names *tn, int64_t bytes) {
     char key[4096];
     snprintf(key, sizeof(key), "%ld|%" PRId64 "|%s|%s|%s|%" PRId64, name, pid, ne_src ? ne_src : "", type_src ? type_src : "",
              ne ? ne : "", out_type);
@@ -370,15 +416,6 @@ static void add_heat(model *m, int64_t layer, int64_t name, uint64_t dur) {
     m->heat[i].ns += dur;
 }
 
-static int64_t query_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 static void finish_lane(model *m, const char *name, int64_t pid, int is_copy, int64_t n) {
     if (m->lanes.n) sb_put(&m->lanes, ",", 1);
     sb_put(&m->lanes, "{\"name\":", 8);
@@ -389,34 +426,32 @@ static void finish_lane(model *m, const char *name, int64_t pid, int is_copy, in
 }
 
 /* Reads every record once: the sampled ones into columns, all of them into the stats and the heat map. */
-static int build(sqlite3 *db, model *m, const type_names *tn) {
-    m->n_records = query_int(db, k_count_sql);
-    m->t0        = (uint64_t) query_int(db, "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM records UNION ALL "
-                                            "SELECT min(start_ns) FROM splits)");
-    m->stride    = g_max_records > 0 && m->n_records > g_max_records ? (m->n_records + g_max_records - 1) / g_max_records : 1;
-    int64_t n_pids = query_int(db, "SELECT count(DISTINCT pid) FROM (SELECT pid FROM records UNION SELECT pid FROM splits)");
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, k_records_sql, -1, &st, NULL) != SQLITE_OK) return -1;
-    sqlite3_stmt *nsched = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(DISTINCT sched_id) FROM (SELECT sched_id FROM records WHERE pid = ?1 AND type != 1 "
-                           "UNION SELECT sched_id FROM splits WHERE pid = ?1)",
-                           -1, &nsched, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return -1;
+static int build(const ggprof_layers *l, model *m, const type_names *tn) {
+    size_t n_rows;
+    row *rows = rows_of(l, &n_rows);
+    if (!rows) return -1;
+    m->n_records = (int64_t) n_rows;
+    int64_t t0 = INT64_MAX, n_pids = 0;
+    for (size_t i = 0; i < n_rows; i++) {
+        if (rows[i].start < t0) t0 = rows[i].start;
+        n_pids += i == 0 || rows[i].pid != rows[i - 1].pid; /* rows come by process */
     }
+    m->t0     = (uint64_t) (t0 == INT64_MAX ? 0 : t0);
+    m->stride = g_max_records > 0 && m->n_records > g_max_records ? (m->n_records + g_max_records - 1) / g_max_records : 1;
     int have_lane = 0, lane_copy = 0;
     int64_t lane_pid = 0, lane_sched = 0, lane_backend = 0, lane_n = 0, prev_end = 0, prev_g = 0, seen = 0;
     char lane_name[160] = "";
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && !m->oom) {
-        int      type    = sqlite3_column_int(st, Q_TYPE);
-        int64_t  pid     = sqlite3_column_int64(st, Q_PID);
-        int64_t  sched   = sqlite3_column_int64(st, Q_SCHED);
-        int64_t  backend = sqlite3_column_int64(st, Q_BACKEND);
-        uint64_t start   = (uint64_t) sqlite3_column_int64(st, Q_START);
-        uint64_t dur     = (uint64_t) sqlite3_column_int64(st, Q_DUR);
-        uint64_t bytes   = (uint64_t) sqlite3_column_int64(st, Q_BYTES);
+    size_t i = 0;
+    for (; i < n_rows && !m->oom; i++) {
+        const row *x         = &rows[i];
+        const ggprof_lrec *r = x->rec;
+        int      type        = x->type;
+        int64_t  pid         = x->pid;
+        int64_t  sched       = x->sched;
+        int64_t  backend     = x->backend;
+        uint64_t start       = (uint64_t) x->start;
+        uint64_t dur         = (uint64_t) (r ? r->duration_ns : x->split->duration_ns);
+        uint64_t bytes       = (uint64_t) (r ? r->bytes : 0);
         int      is_copy = type == 1;
         if (!have_lane || pid != lane_pid || is_copy != lane_copy || (!is_copy && (sched != lane_sched || backend != lane_backend))) {
             if (have_lane) finish_lane(m, lane_name, lane_pid, lane_copy, lane_n);
@@ -424,23 +459,21 @@ static int build(sqlite3 *db, model *m, const type_names *tn) {
             lane_pid = pid, lane_copy = is_copy, lane_sched = sched, lane_backend = backend, lane_n = 0;
             prev_end = (int64_t) m->t0, prev_g = 0;
             m->n_lanes++;
-            const char *bn = (const char *) sqlite3_column_text(st, Q_BNAME);
+            const char *bn = ggprof_layers_backend(l, (int32_t) pid, sched, (int32_t) backend);
             char bbuf[32];
             if (!bn) snprintf(bbuf, sizeof(bbuf), backend < 0 ? "no backend" : "backend %" PRId64, backend), bn = bbuf;
             size_t p = (size_t) snprintf(lane_name, sizeof(lane_name), "%s", is_copy ? "copies" : bn);
-            sqlite3_reset(nsched);
-            sqlite3_bind_int64(nsched, 1, pid);
-            if (!is_copy && sqlite3_step(nsched) == SQLITE_ROW && sqlite3_column_int(nsched, 0) > 1 && p < sizeof(lane_name))
+            if (!is_copy && ggprof_layers_scheds(l, (int32_t) pid) > 1 && p < sizeof(lane_name))
                 p += (size_t) snprintf(lane_name + p, sizeof(lane_name) - p, " (sched %" PRId64 ")", sched);
             if (n_pids > 1 && p < sizeof(lane_name))
                 snprintf(lane_name + p, sizeof(lane_name) - p, " \xc2\xb7 pid %" PRId64, pid);
         }
         int64_t lane = m->n_lanes - 1;
-        const char *nm = (const char *) sqlite3_column_text(st, Q_NAME);
+        const char *nm = r ? l->names[r->name] : "split";
         char key[96];
         snprintf(key, sizeof(key), "%d:%s", type, nm ? nm : "unknown");
         long name = intern_get(&m->names, key, NULL);
-        const char *tensor = (const char *) sqlite3_column_text(st, Q_TENSOR);
+        const char *tensor = r ? ggprof_lrec_tensor(l, r) : NULL;
         int is_new;
         long tidx = intern_get(&m->tensors, tensor ? tensor : "", &is_new);
         if (name < 0 || tidx < 0) break;
@@ -449,33 +482,35 @@ static int build(sqlite3 *db, model *m, const type_names *tn) {
             if (m->oom) break;
             m->tensor_layer[tidx] = layer_of(tensor);
         }
-        int64_t sig = sig_of(m, st, type, name, pid, tn, (int64_t) bytes);
+        int64_t sig = r ? sig_of(m, ggprof_lrec_ne(l, r), ggprof_lrec_ne_src(l, r), ggprof_lrec_type_src(l, r),
+                                 ggprof_lrec_out_type(l, r), type, name, pid, tn, (int64_t) bytes)
+                        : sig_of(m, "[0, 0, 0, 0]", "[]", "[]", -1, type, name, pid, tn, 0);
         if (sig < 0) break;
         m->total_ns += dur;
         if (start + dur > m->t_end) m->t_end = start + dur;
         if (type == 0) add_heat(m, m->tensor_layer[tidx], name, dur);
         add_stat(m, lane, name, m->sig_shape[sig], dur, bytes);
         if (seen++ % m->stride) continue;
-        int64_t g = sqlite3_column_type(st, Q_GRAPH) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, Q_GRAPH);
+        int64_t graph = r ? r->graph_id : x->split->graph_id;
+        int64_t g     = graph == GGPROF_LAYERS_NULL ? -1 : graph;
         /* a lane's records mostly tile: the gap after the previous one is 0, one character */
-        sb_var(&m->col[C_T], (int64_t) start - prev_end);
+        sb_var(&m->col[C_T], (int64_t) (start - (uint64_t) prev_end)); /* wraps on a damaged trace */
         sb_var(&m->col[C_D], (int64_t) dur);
         sb_var(&m->col[C_TN], tidx);
         sb_var(&m->col[C_S], sig);
-        sb_var(&m->col[C_B], (int64_t) bytes - m->sig_bytes[sig]);
+        sb_var(&m->col[C_B], (int64_t) (bytes - (uint64_t) m->sig_bytes[sig]));
         m->bytes_vary |= (int64_t) bytes != m->sig_bytes[sig];
-        sb_var(&m->col[C_G], g - prev_g);
-        sb_var(&m->col[C_N], sqlite3_column_int64(st, Q_NODE));
+        sb_var(&m->col[C_G], (int64_t) ((uint64_t) g - (uint64_t) prev_g));
+        sb_var(&m->col[C_N], r ? (r->node_index == GGPROF_LAYERS_NULL ? 0 : r->node_index) : x->split->split_id);
         prev_end = (int64_t) (start + dur), prev_g = g;
         lane_n++;
         m->n_shown++;
     }
     if (have_lane) finish_lane(m, lane_name, lane_pid, lane_copy, lane_n);
-    sqlite3_finalize(st);
-    sqlite3_finalize(nsched);
+    free(rows);
     for (int c = 0; c < N_COLS; c++) m->oom |= m->col[c].oom;
     m->oom |= m->lanes.oom | m->sigs.oom | m->names.oom | m->tensors.oom | m->shapes.oom | m->sig_keys.oom;
-    return rc == SQLITE_DONE && !m->oom ? 0 : -1;
+    return i == n_rows && !m->oom ? 0 : -1;
 }
 
 static void put_col(FILE *f, const char *key, const sbuf *b, int first) {
@@ -587,13 +622,21 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     model      m;
     type_names tn;
     memset(&m, 0, sizeof(m));
-    if (types_load(db, &tn) != 0 || build(db, &m, &tn) != 0) {
-        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, m.oom ? "out of memory" : sqlite3_errmsg(db));
+    memset(&tn, 0, sizeof(tn));
+    ggprof_layers l;
+    char what[600];
+    snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
+    if (ggprof_layers_load(db, &l, what, why, why_len) != 0) return -1;
+    int types_ok = types_load(db, &tn) == 0;
+    if (!types_ok || build(&l, &m, &tn) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, types_ok ? "out of memory" : sqlite3_errmsg(db));
         free(tn.v);
         model_free(&m);
+        ggprof_layers_free(&l);
         return -1;
     }
     free(tn.v);
+    ggprof_layers_free(&l);
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));

@@ -153,7 +153,8 @@ static int unnamed(const char *s) {
 
 static int load_nodes(sqlite3 *db, ggprof_layers *l, index_map *m) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src FROM nodes",
+    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type"
+                               " FROM nodes",
                            -1, &st, NULL) != SQLITE_OK) {
         return -1;
     }
@@ -178,12 +179,14 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, index_map *m) {
         n->sub_op_name = dup_col(st, 4);
         n->ne_src      = dup_col(st, 6);
         n->type_src    = dup_col(st, 7);
+        n->op          = dup_col(st, 8);
+        n->ne          = dup_col(st, 5);
+        n->out_type    = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
         l->n_nodes++;
         n->own_layer = ggprof_layer_of(n->tensor_name);
         n->anchor    = n->tensor_name && *n->tensor_name && !unnamed(n->tensor_name);
-        const char *ne = (const char *) sqlite3_column_text(st, 5);
         static const int at_rows[] = { 1 }, at_src_rows[] = { 1, 1 };
-        n->has_rows     = ne && json_int_at(ne, at_rows, 1, &n->rows);
+        n->has_rows     = n->ne && json_int_at(n->ne, at_rows, 1, &n->rows);
         n->has_src_rows = n->ne_src && json_int_at(n->ne_src, at_src_rows, 2, &n->src_rows);
         size_t p = node_key(pid, id) & (m->n_slot - 1);
         while (m->slot[p]) p = (p + 1) & (m->n_slot - 1);
@@ -213,6 +216,101 @@ static int load_backends(sqlite3 *db, ggprof_layers *l) {
     return step == SQLITE_DONE ? 0 : -1;
 }
 
+static int load_splits(sqlite3 *db, ggprof_layers *l) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, backend_id, graph_id, split_id, start_ns, duration_ns, n_nodes,"
+                               " ticks_matched, n_ticks, n_expected, engine_ns FROM split_list", -1, &st, NULL) != SQLITE_OK) {
+        return -1;
+    }
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->n_splits == cap) {
+            cap              = cap ? cap * 2 : 64;
+            ggprof_lsplit *v = realloc(l->splits, cap * sizeof(*v));
+            if (!v) break;
+            l->splits = v;
+        }
+        ggprof_lsplit *x = &l->splits[l->n_splits++];
+        x->pid = sqlite3_column_int(st, 0), x->sched_id = sqlite3_column_int64(st, 1);
+        x->backend_id = sqlite3_column_int(st, 2), x->graph_id = int_or_null(st, 3);
+        x->split_id = sqlite3_column_int64(st, 4), x->start_ns = sqlite3_column_int64(st, 5);
+        x->duration_ns = sqlite3_column_int64(st, 6), x->n_nodes = sqlite3_column_int64(st, 7);
+        x->ticks_matched = int_or_null(st, 8), x->n_ticks = sqlite3_column_int64(st, 9);
+        x->n_expected = sqlite3_column_int64(st, 10), x->engine_ns = sqlite3_column_int64(st, 11);
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? 0 : -1;
+}
+
+size_t ggprof_layers_scheds(const ggprof_layers *l, int32_t pid) {
+    int64_t seen[64];
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_rec + l->n_splits; i++) {
+        int64_t s;
+        if (i < l->n_rec) {
+            if (l->rec[i].pid != pid || l->rec[i].type == 1) continue;
+            s = l->rec[i].sched_id;
+        } else {
+            if (l->splits[i - l->n_rec].pid != pid) continue;
+            s = l->splits[i - l->n_rec].sched_id;
+        }
+        size_t k = 0;
+        while (k < n && seen[k] != s) k++;
+        if (k == n && n < sizeof(seen) / sizeof(seen[0])) seen[n++] = s;
+    }
+    return n;
+}
+
+int64_t ggprof_layers_t0(const ggprof_layers *l) {
+    int64_t t0 = INT64_MAX;
+    for (size_t i = 0; i < l->n_rec; i++) {
+        if (l->rec[i].start_ns < t0) t0 = l->rec[i].start_ns;
+    }
+    for (size_t i = 0; i < l->n_splits; i++) {
+        if (l->splits[i].start_ns < t0) t0 = l->splits[i].start_ns;
+    }
+    for (size_t i = 0; i < l->n_graphs; i++) {
+        if (l->graphs[i].start_ns < t0) t0 = l->graphs[i].start_ns;
+    }
+    return t0 == INT64_MAX ? 0 : t0;
+}
+
+const char *ggprof_lrec_tensor(const ggprof_layers *l, const ggprof_lrec *r) {
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    return n && n->tensor_name && *n->tensor_name ? n->tensor_name : NULL;
+}
+
+const char *ggprof_lrec_ne(const ggprof_layers *l, const ggprof_lrec *r) {
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    return n && n->ne ? n->ne : "[0, 0, 0, 0]";
+}
+
+const char *ggprof_lrec_ne_src(const ggprof_layers *l, const ggprof_lrec *r) {
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    return n && n->ne_src ? n->ne_src : "[]";
+}
+
+const char *ggprof_lrec_type_src(const ggprof_layers *l, const ggprof_lrec *r) {
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    return n && n->type_src ? n->type_src : "[]";
+}
+
+int64_t ggprof_lrec_out_type(const ggprof_layers *l, const ggprof_lrec *r) {
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    return n ? n->out_type : -1;
+}
+
+const char *ggprof_lrec_extra(const ggprof_layers *l, const ggprof_lrec *r, char *buf, size_t len) {
+    if (r->extra) return l->names[r->extra];
+    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    if (r->type == 0 && r->fused && n && n->op && l->nodes[r->fused - 1].op) {
+        snprintf(buf, len, "%s+%s", n->op, l->nodes[r->fused - 1].op);
+        return buf;
+    }
+    return r->type == 1 ? ggprof_lrec_tensor(l, r) : NULL;
+}
+
 const char *ggprof_layers_backend(const ggprof_layers *l, int32_t pid, int64_t sched_id, int32_t id) {
     for (size_t i = 0; i < l->n_backends; i++) {
         const ggprof_lbackend *b = &l->backends[i];
@@ -239,7 +337,8 @@ static int load_records(sqlite3 *db, ggprof_layers *l, index_map *names, const i
     }
     sqlite3_finalize(st);
     if (sqlite3_prepare_v2(db, "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
-                               " duration_ns, node_index FROM events", -1, &st, NULL) != SQLITE_OK) {
+                               " duration_ns, node_index, tid, split_id, bytes, wait_ns, timing, extra, fused_node_id"
+                               " FROM events", -1, &st, NULL) != SQLITE_OK) {
         return -1;
     }
     ggprof_progress prog;
@@ -268,9 +367,17 @@ static int load_records(sqlite3 *db, ggprof_layers *l, index_map *names, const i
         r->start_ns   = sqlite3_column_int64(st, 8);
         r->duration_ns = sqlite3_column_int64(st, 9);
         r->node_index = int_or_null(st, 10);
+        r->tid        = sqlite3_column_int64(st, 11);
+        r->split_id   = sqlite3_column_int64(st, 12);
+        r->bytes      = sqlite3_column_int64(st, 13);
+        r->wait_ns    = sqlite3_column_int64(st, 14);
+        r->timing     = sqlite3_column_int(st, 15);
+        r->extra      = intern(l, names, (const char *) sqlite3_column_text(st, 16));
         r->node       = node_find(l, nodes, r->pid, r->node_id);
+        int64_t fused = int_or_null(st, 17);
+        r->fused      = fused > 0 ? node_find(l, nodes, r->pid, fused) : 0;
         r->layer      = -1;
-        if (r->name == UINT32_MAX) break;
+        if (r->name == UINT32_MAX || r->extra == UINT32_MAX) break;
         if (r->type == 0) l->op_ns = ggprof_ns_add(l->op_ns, r->duration_ns);
         if (l->n_rec && sorted && cmp_rec(&l->rec[l->n_rec - 1], r) > 0) sorted = 0;
         l->n_rec++;
@@ -451,7 +558,8 @@ int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, const char *progress, char
     int rc = -1;
     if (!(l->names = calloc(1, sizeof(*l->names)))) goto out;
     l->n_names = 1;
-    if (load_nodes(db, l, &nodes) != 0 || load_backends(db, l) != 0 || load_records(db, l, &names, &nodes, progress) != 0) {
+    if (load_nodes(db, l, &nodes) != 0 || load_backends(db, l) != 0 || load_splits(db, l) != 0 ||
+        load_records(db, l, &names, &nodes, progress) != 0) {
         goto out;
     }
     if (l->n_rec && !(gs = malloc(l->n_rec * sizeof(*gs)))) goto out;
@@ -475,6 +583,8 @@ void ggprof_layers_free(ggprof_layers *l) {
         free(l->nodes[i].sub_op_name);
         free(l->nodes[i].ne_src);
         free(l->nodes[i].type_src);
+        free(l->nodes[i].op);
+        free(l->nodes[i].ne);
     }
     for (size_t i = 1; i < l->n_names; i++) free(l->names[i]);
     for (size_t i = 0; i < l->n_backends; i++) free(l->backends[i].name);
@@ -483,6 +593,7 @@ void ggprof_layers_free(ggprof_layers *l) {
     free(l->rec);
     free(l->graphs);
     free(l->backends);
+    free(l->splits);
     memset(l, 0, sizeof(*l));
 }
 

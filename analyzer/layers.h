@@ -16,8 +16,8 @@ static inline int64_t ggprof_ns_add(int64_t a, int64_t b) { return (int64_t) ((u
 typedef struct {
     int32_t pid;
     int64_t node_id;
-    char   *tensor_name, *sub_op_name, *ne_src, *type_src; /* NULL when NULL */
-    int64_t sub_op;                                        /* -1 when NULL */
+    char   *tensor_name, *sub_op_name, *ne_src, *type_src, *op, *ne; /* NULL when NULL */
+    int64_t sub_op, out_type;                                        /* -1 when NULL */
     int     own_layer;                                     /* ggprof_layer_of(tensor_name); -1: none */
     int     anchor;       /* a named tensor: not empty, not ggml's "node_N" or "leaf_N" */
     int     has_rows;     /* ne[1] is a number: a GET_ROWS's rows, the tokens of llama.cpp's batch */
@@ -30,10 +30,11 @@ typedef struct {
 typedef struct {
     int64_t  seq; /* the events rowid */
     int64_t  graph_id, sched_id, node_id, node_index, start_ns, duration_ns;
-    int32_t  pid, backend_id, type;
-    int32_t  layer; /* -1: none */
-    uint32_t name;  /* index into names; 0 is NULL */
-    uint32_t node;  /* index + 1 into nodes; 0: the record has none */
+    int64_t  tid, split_id, bytes, wait_ns; /* 0 when NULL */
+    int32_t  pid, backend_id, type, timing;
+    int32_t  layer;       /* -1: none */
+    uint32_t name, extra; /* index into names; 0 is NULL */
+    uint32_t node, fused; /* index + 1 into nodes of node_id and fused_node_id; 0: none */
 } ggprof_lrec;
 
 /* A graph as the graph_phase view shows it (the graph list's rows, or each graph's span of records when the
@@ -46,6 +47,13 @@ typedef struct {
     const char *phase; /* "prompt", "generation" or "unknown" */
     int64_t     op_ns, sync_ns, copy_ns;
 } ggprof_lgraph;
+
+/* A split of a graph (the splits view), in the table's order. */
+typedef struct {
+    int32_t pid, backend_id;
+    int64_t sched_id, graph_id, split_id, start_ns, duration_ns, n_nodes, n_ticks, n_expected, engine_ns;
+    int64_t ticks_matched; /* GGPROF_LAYERS_NULL when NULL */
+} ggprof_lsplit;
 
 /* A backend of a scheduler, for its name. */
 typedef struct {
@@ -65,6 +73,8 @@ typedef struct {
     size_t           n_graphs;
     ggprof_lbackend *backends;
     size_t           n_backends;
+    ggprof_lsplit   *splits;
+    size_t           n_splits;
     int64_t          op_ns; /* every OP record's time */
 } ggprof_layers;
 
@@ -77,6 +87,22 @@ void ggprof_layers_free(ggprof_layers *l);
 static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {
     return r->node ? &l->nodes[r->node - 1] : NULL;
 }
+
+/* The records view's columns of r (docs/trace-database.md): tensor_name (NULL when none or empty), ne, ne_src,
+ * type_src (as JSON text, "[0, 0, 0, 0]" and "[]" when the record has no node), out_type, and extra (the
+ * record's own; else a fused pair's "OP+OP", else a copy's tensor; buf holds it when made here). */
+const char *ggprof_lrec_tensor(const ggprof_layers *l, const ggprof_lrec *r);
+const char *ggprof_lrec_ne(const ggprof_layers *l, const ggprof_lrec *r);
+const char *ggprof_lrec_ne_src(const ggprof_layers *l, const ggprof_lrec *r);
+const char *ggprof_lrec_type_src(const ggprof_layers *l, const ggprof_lrec *r);
+int64_t     ggprof_lrec_out_type(const ggprof_layers *l, const ggprof_lrec *r);
+const char *ggprof_lrec_extra(const ggprof_layers *l, const ggprof_lrec *r, char *buf, size_t len);
+
+/* The schedulers process pid computed on: of its splits and its OP and SYNC records. */
+size_t ggprof_layers_scheds(const ggprof_layers *l, int32_t pid);
+
+/* The earliest start of a record, a split or a graph; 0 for an empty trace. */
+int64_t ggprof_layers_t0(const ggprof_layers *l);
 
 /* The name of backend id of scheduler sched in process pid, NULL when the trace has none. */
 const char *ggprof_layers_backend(const ggprof_layers *l, int32_t pid, int64_t sched_id, int32_t id);
