@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 static size_t clamp(size_t p, size_t len) { return p < len ? p : len; }
 
@@ -25,24 +26,127 @@ size_t ggprof_json_string(char *buf, size_t len, const char *s) {
     return p;
 }
 
+/* Appending to buf[0..len): what does not fit is cut (p stops at len), as snprintf would have cut it. */
+typedef struct {
+    char  *buf;
+    size_t len, p;
+} app;
+
+static void app_mem(app *a, const char *s, size_t n) {
+    if (a->p >= a->len) return;
+    if (n > a->len - a->p - 1) n = a->len - a->p - 1;
+    memcpy(a->buf + a->p, s, n);
+    a->p += n;
+    a->buf[a->p] = '\0';
+}
+
+#define APP_LIT(a, lit) app_mem((a), (lit), sizeof(lit) - 1)
+
+static void app_str(app *a, const char *s) { app_mem(a, s, strlen(s)); }
+
+static void app_u64(app *a, uint64_t v) {
+    char d[24];
+    size_t n = sizeof(d);
+    do {
+        d[--n] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+    app_mem(a, d + n, sizeof(d) - n);
+}
+
+static void app_int(app *a, int v) {
+    if (v < 0) {
+        APP_LIT(a, "-");
+        app_u64(a, (uint64_t) 0 - (uint64_t) (int64_t) v);
+    } else {
+        app_u64(a, (uint64_t) v);
+    }
+}
+
+static void app_json(app *a, const char *s) {
+    if (a->p < a->len) a->p += ggprof_json_string(a->buf + a->p, a->len - a->p, s);
+}
+
+size_t ggprof_v3_record_head(char *buf, size_t len, const ggprof_v3_fields *f) {
+    if (!len) return 0;
+    app a = { buf, len, 0 };
+    buf[0] = '\0';
+    APP_LIT(&a, "{\"type\": ");
+    app_int(&a, f->type);
+    APP_LIT(&a, ", \"name\": ");
+    app_json(&a, f->name ? f->name : "unknown");
+    APP_LIT(&a, ", \"backend_id\": ");
+    app_int(&a, f->backend_id);
+    APP_LIT(&a, ", \"split_id\": ");
+    app_int(&a, f->split_id);
+    APP_LIT(&a, ", \"start_ns\": ");
+    app_u64(&a, f->start_ns);
+    APP_LIT(&a, ", \"duration_ns\": ");
+    app_u64(&a, f->duration_ns);
+    APP_LIT(&a, ", \"bytes\": ");
+    app_u64(&a, f->bytes);
+    APP_LIT(&a, ", \"extra\": ");
+    app_json(&a, f->extra);
+    return a.p;
+}
+
+size_t ggprof_v3_record_node(char *buf, size_t len, const ggprof_v3_fields *f) {
+    if (!len) return 0;
+    app a = { buf, len, 0 };
+    buf[0] = '\0';
+    APP_LIT(&a, ", \"tensor_name\": ");
+    app_json(&a, f->tensor_name);
+    APP_LIT(&a, ", \"ne\": ");
+    app_str(&a, f->ne);
+    APP_LIT(&a, ", \"out_type\": ");
+    app_int(&a, f->out_type);
+    APP_LIT(&a, ", \"n_src\": ");
+    app_int(&a, f->n_src);
+    APP_LIT(&a, ", \"ne_src\": ");
+    app_str(&a, f->ne_src);
+    APP_LIT(&a, ", \"nb_src\": ");
+    app_str(&a, f->nb_src);
+    APP_LIT(&a, ", \"type_src\": ");
+    app_str(&a, f->type_src);
+    APP_LIT(&a, ", \"op_params\": ");
+    app_str(&a, f->op_params);
+    APP_LIT(&a, ", \"sub_op\": ");
+    app_int(&a, f->sub_op);
+    return a.p;
+}
+
+size_t ggprof_v3_record_ggprof_keys(char *buf, size_t len, int has_graph, int64_t graph_id, int node_index, int pid,
+                                    int tid, int sched_id, int timing, int64_t wait_ns) {
+    if (!len) return 0;
+    app a = { buf, len, 0 };
+    buf[0] = '\0';
+    APP_LIT(&a, ", \"graph_id\": ");
+    if (has_graph) {
+        if (graph_id < 0) APP_LIT(&a, "-");
+        app_u64(&a, graph_id < 0 ? (uint64_t) 0 - (uint64_t) graph_id : (uint64_t) graph_id);
+    } else {
+        APP_LIT(&a, "null");
+    }
+    APP_LIT(&a, ", \"node_index\": ");
+    app_int(&a, node_index);
+    APP_LIT(&a, ", \"pid\": ");
+    app_int(&a, pid);
+    APP_LIT(&a, ", \"tid\": ");
+    app_int(&a, tid);
+    APP_LIT(&a, ", \"sched_id\": ");
+    app_int(&a, sched_id);
+    APP_LIT(&a, ", \"timing\": ");
+    app_int(&a, timing);
+    APP_LIT(&a, ", \"wait_ns\": ");
+    if (wait_ns < 0) APP_LIT(&a, "-");
+    app_u64(&a, wait_ns < 0 ? (uint64_t) 0 - (uint64_t) wait_ns : (uint64_t) wait_ns);
+    APP_LIT(&a, "}");
+    return a.p;
+}
+
 size_t ggprof_v3_record_open(char *buf, size_t len, const ggprof_v3_fields *f) {
-    size_t p = clamp((size_t) snprintf(buf, len, "{\"type\": %d, \"name\": ", f->type), len);
-    p += ggprof_json_string(buf + p, len - p, f->name ? f->name : "unknown");
-    p = clamp(p + (size_t) snprintf(buf + p, len - p,
-                                    ", \"backend_id\": %d, \"split_id\": %d, \"start_ns\": %" PRIu64
-                                    ", \"duration_ns\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"extra\": ",
-                                    f->backend_id, f->split_id, f->start_ns, f->duration_ns, f->bytes),
-              len);
-    p += ggprof_json_string(buf + p, len - p, f->extra);
-    p = clamp(p + (size_t) snprintf(buf + p, len - p, ", \"tensor_name\": "), len);
-    p += ggprof_json_string(buf + p, len - p, f->tensor_name);
-    p = clamp(p + (size_t) snprintf(buf + p, len - p,
-                                    ", \"ne\": %s, \"out_type\": %d, \"n_src\": %d, \"ne_src\": %s, \"nb_src\": %s, "
-                                    "\"type_src\": %s, \"op_params\": %s, \"sub_op\": %d",
-                                    f->ne, f->out_type, f->n_src, f->ne_src, f->nb_src, f->type_src, f->op_params,
-                                    f->sub_op),
-              len);
-    return p;
+    size_t p = ggprof_v3_record_head(buf, len, f);
+    return p < len ? p + ggprof_v3_record_node(buf + p, len - p, f) : p;
 }
 
 void ggprof_json_i64s(char *buf, size_t len, const int64_t *v, int n) {

@@ -22,6 +22,13 @@ typedef struct {
 /* Writes `{"type": ..., "sub_op": N` (no closing brace: callers may append their own keys, then "}").
  * Returns the length written, or len when it did not fit. */
 size_t ggprof_v3_record_open(char *buf, size_t len, const ggprof_v3_fields *f);
+/* The same in two parts: the record's own fields (`{"type": ...` to `"extra": X`), then those of its node
+ * (`, "tensor_name": ...` to `"sub_op": N`), which a writer may keep per node. */
+size_t ggprof_v3_record_head(char *buf, size_t len, const ggprof_v3_fields *f);
+size_t ggprof_v3_record_node(char *buf, size_t len, const ggprof_v3_fields *f);
+/* ggprof's keys after the seed's, and the closing brace: `, "graph_id": N|null, ... "wait_ns": N}`. */
+size_t ggprof_v3_record_ggprof_keys(char *buf, size_t len, int has_graph, int64_t graph_id, int node_index, int pid,
+                                    int tid, int sched_id, int timing, int64_t wait_ns);
 /* A JSON string (escaped) or null. Returns the length written. */
 size_t ggprof_json_string(char *buf, size_t len, const char *s);
 /* A name as text for a terminal or a text report: s itself when it holds no control character, else a copy in

@@ -2,6 +2,7 @@
 # other (analyzer/json_v3.c). With GGPROF_JSON_CHECK=1 every record is read by both and compared: here on every
 # sample trace, on layouts the fast reader must hand over (escapes, fractions, nested values, repeated keys) or
 # take (keys reordered, spaces removed), and on a 100,000-record file.
+# The .json.gz export (gzip members written by worker threads) is read back by gzip, Python, Node and ggprof.
 . "$(dirname "$0")/../lib.sh"
 S="$GGPROF_ROOT/samples/traces"
 
@@ -73,3 +74,23 @@ node -e '
     fs.writeFileSync(process.argv[2], out.join("\n") + "\n");' "$S/seed-v3.json" "$OUT/100k.json"
 expect "100,000 records: both readers agree on every one, the fast one reads them all" \
     "$(check "$OUT/100k.json" 100k)" "100000:100000"
+
+# The JSON export compressed by worker threads, 4 MiB a gzip member: one stream of members to every reader.
+"$GGPROF" export "$OUT/100k.json" --json "$OUT/100k.json.gz" > /dev/null 2>&1
+"$GGPROF" export "$OUT/100k.json" --json "$OUT/100k-plain.json" > /dev/null 2>&1
+expect ".json.gz export: several gzip members" "$(python3 -c '
+import sys, zlib
+data, n = open(sys.argv[1], "rb").read(), 0
+while data:
+    d = zlib.decompressobj(31); d.decompress(data); data = d.unused_data; n += 1
+print("several" if n > 2 else n)' "$OUT/100k.json.gz")" several
+expect ".json.gz export: gzip -t passes" "$(gzip -t "$OUT/100k.json.gz" 2>&1 && echo ok)" ok
+expect ".json.gz export: gzip -d gives the plain export, byte for byte" \
+    "$(gzip -dc "$OUT/100k.json.gz" | cmp - "$OUT/100k-plain.json" && echo same)" same
+expect ".json.gz export: Python's gzip reads it whole" "$(python3 -c '
+import gzip, json, sys
+print(len(json.load(gzip.open(sys.argv[1]))["records"]))' "$OUT/100k.json.gz")" 100000
+expect ".json.gz export: Node's zlib reads it whole" "$(node -e '
+    const z = require("zlib"), fs = require("fs");
+    console.log(JSON.parse(z.gunzipSync(fs.readFileSync(process.argv[1])).toString()).records.length)' "$OUT/100k.json.gz")" 100000
+expect ".json.gz export: ggprof reads it back, every record by the fast reader" "$(check "$OUT/100k.json.gz" 100kgz)" "100000:100000"

@@ -1,0 +1,20 @@
+/* Writing a large file, plain or gzip, as fast as the machine allows: gzip is compressed by worker threads, one
+ * block at a time, each block a gzip member of its own (RFC 1952 allows members one after another; zlib's
+ * gzread, gzip -d, Python's gzip and Node's zlib read them as one stream), so that a million-record JSON does
+ * not wait on one core's deflate. */
+#ifndef GGPROF_GZOUT_H
+#define GGPROF_GZOUT_H
+
+#include <stddef.h>
+
+typedef struct gzout gzout;
+
+/* gz: compress (level 1-9); else a plain file. Returns NULL with errno set. */
+gzout *ggprof_gzout_open(const char *path, int gz, int level);
+/* Returns 0, or -1 once anything failed (the error is kept for close). */
+int ggprof_gzout_write(gzout *o, const void *p, size_t n);
+int ggprof_gzout_puts(gzout *o, const char *s);
+/* Writes what is left and closes; 0, or -1 with errno set when anything failed. Frees o either way. */
+int ggprof_gzout_close(gzout *o);
+
+#endif
