@@ -378,7 +378,13 @@ static int capture_value(import_ctx *x, dynbuf *b) {
         return -1;
     }
     if (c == '{' || c == '[' || c == '"') {
-        /* A run of the buffer at a time, copied whole: this is where a large file's bytes pass. */
+        /* A run of the buffer at a time, copied whole: this is where a large file's bytes pass. Bytes that change
+         * nothing (most of them: digits, names, spaces) are skipped by a table lookup. */
+        static unsigned char interesting[256];
+        if (!interesting['"']) {
+            interesting['"'] = interesting['\\'] = 1;
+            interesting['{'] = interesting['['] = interesting['}'] = interesting[']'] = 1;
+        }
         int depth = 0, in_str = 0, esc = 0;
         for (;;) {
             if (rd_peek(r) < 0) {
@@ -388,6 +394,10 @@ static int capture_value(import_ctx *x, dynbuf *b) {
             const unsigned char *p = r->buf + r->pos, *end = r->buf + r->len, *q = p;
             int done = 0;
             while (q < end) {
+                if (!esc) {
+                    while (q < end && !interesting[*q]) q++;
+                    if (q == end) break;
+                }
                 unsigned char ch = *q++;
                 if (in_str) {
                     if (esc) {
@@ -602,7 +612,7 @@ typedef struct {
     char *p;
 } fscan;
 
-static void f_ws(fscan *s) {
+static inline void f_ws(fscan *s) {
     while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r') s->p++;
 }
 
@@ -624,7 +634,7 @@ static int f_str(fscan *s, char **out, size_t *len) {
 
 /* An integer: -?digits, not followed by a fraction or exponent. big: its digits allow any int64/uint64 (the
  * fields read with strtoull), else |v| <= 2^53 (those the general reader takes through a double). */
-static int f_int(fscan *s, int64_t *v, bool big) {
+static inline int f_int(fscan *s, int64_t *v, bool big) {
     char *p = s->p;
     bool neg = *p == '-';
     if (neg) p++;
@@ -674,23 +684,32 @@ static int f_list(fscan *s, int (*fn)(fscan *, int, void *), void *ctx, int *n) 
     }
 }
 
-typedef struct {
-    int64_t *out;
-    int      max;
-} ints_ctx;
-
-static int f_int_item(fscan *s, int i, void *ctx) {
-    ints_ctx *c = ctx;
-    int64_t   v;
-    if (f_int(s, &v, false)) return 1;
-    if (i < c->max) c->out[i] = v;
-    return 0;
-}
-
-/* [i, i, ...]: up to max kept, *n all of them. */
+/* [i, i, ...]: up to max kept, *n all of them (f_list's loop, written out: a million records have fifty
+ * integers each). */
 static int f_ints(fscan *s, int64_t *out, int max, int *n) {
-    ints_ctx c = { out, max };
-    return f_list(s, f_int_item, &c, n);
+    *n = 0;
+    if (*s->p != '[') return 1;
+    s->p++;
+    f_ws(s);
+    if (*s->p == ']') {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        f_ws(s);
+        int64_t v;
+        if (f_int(s, &v, false)) return 1;
+        if (*n < max) out[*n] = v;
+        (*n)++;
+        f_ws(s);
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p != ']') return 1;
+        s->p++;
+        return 0;
+    }
 }
 
 static int f_row_item(fscan *s, int i, void *ctx) {
@@ -718,9 +737,16 @@ static const char *const k_keys[K_COUNT] = {
     "graph_id", "node_index", "pid", "tid", "sched_id", "timing", "wait_ns",
 };
 
-static int key_index(const char *k, size_t n) {
+/* The key's index; writers put them in k_keys' order, so the one after the last is tried first. */
+static int key_index(const char *k, size_t n, int after) {
+    static size_t len[K_COUNT];
+    if (!len[0]) {
+        for (int i = 0; i < K_COUNT; i++) len[i] = strlen(k_keys[i]);
+    }
+    int next = after + 1 < K_COUNT ? after + 1 : 0;
+    if (len[next] == n && memcmp(k, k_keys[next], n) == 0) return next;
     for (int i = 0; i < K_COUNT; i++) {
-        if (k[0] == k_keys[i][0] && strncmp(k, k_keys[i], n) == 0 && k_keys[i][n] == '\0') return i;
+        if (len[i] == n && memcmp(k, k_keys[i], n) == 0) return i;
     }
     return -1;
 }
@@ -733,7 +759,7 @@ static int parse_record_fast(char *text, v3_rec *r) {
     char   *str_at[3] = { NULL, NULL, NULL }; /* name, extra, tensor_name */
     size_t  str_len[3] = { 0, 0, 0 };
     uint32_t seen = 0;
-    int type = 0;
+    int type = 0, last_key = -1;
     f_ws(&s);
     if (*s.p != '{') return 1;
     s.p++;
@@ -748,7 +774,8 @@ static int parse_record_fast(char *text, v3_rec *r) {
         if (*s.p != ':') return 1;
         s.p++;
         f_ws(&s);
-        int k = key_index(key, key_len);
+        int k = key_index(key, key_len, last_key);
+        last_key = k;
         if (k >= 0) {
             if (seen & (1u << k)) return 1; /* a repeated key: the general reader takes the first */
             seen |= 1u << k;
