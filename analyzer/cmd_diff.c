@@ -601,7 +601,7 @@ static int open_run(run_info *r, group_map *map, group_map *graph_ns, int side, 
     char what[600];
     snprintf(what, sizeof(what), "diff: reading '%s'", r->path);
     ggprof_layers l;
-    if (ggprof_layers_load(r->db, &l, what, why, sizeof(why)) != 0) {
+    if (ggprof_layers_load(r->db, &l, 0, what, why, sizeof(why)) != 0) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", r->path, why);
     }
     rc = load(&l, map, graph_ns, side, match_any, r);

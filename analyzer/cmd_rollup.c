@@ -74,7 +74,7 @@ static uint64_t part_hash(int32_t layer, int32_t type, uint32_t name, uint32_t n
 
 static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
     memset(p, 0, sizeof(*p));
-    if (ggprof_layers_load(db, l, "rollup: reading", why, why_len) != 0) return -1;
+    if (ggprof_layers_load(db, l, 0, "rollup: reading", why, why_len) != 0) return -1;
     size_t n_slot = 1024, cap = 0;
     uint32_t *slot = calloc(n_slot, sizeof(*slot));
     if (!slot) goto oom;

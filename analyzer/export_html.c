@@ -626,7 +626,7 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     ggprof_layers l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
-    if (ggprof_layers_load(db, &l, what, why, why_len) != 0) return -1;
+    if (ggprof_layers_load(db, &l, GGPROF_LAYERS_EXPORT, what, why, why_len) != 0) return -1;
     int types_ok = types_load(db, &tn) == 0;
     if (!types_ok || build(&l, &m, &tn) != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, types_ok ? "out of memory" : sqlite3_errmsg(db));

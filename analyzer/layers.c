@@ -329,16 +329,20 @@ static int cmp_rec(const void *a, const void *b) {
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int load_records(sqlite3 *db, ggprof_layers *l, index_map *names, const index_map *nodes, const char *label) {
+static int load_records(sqlite3 *db, ggprof_layers *l, int what, index_map *names, const index_map *nodes, const char *label) {
     sqlite3_stmt *st = NULL;
     int64_t total = 0;
     if (sqlite3_prepare_v2(db, "SELECT max(rowid) FROM events", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
         total = sqlite3_column_int64(st, 0);
     }
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db, "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
-                               " duration_ns, node_index, tid, split_id, bytes, wait_ns, timing, extra, fused_node_id"
-                               " FROM events", -1, &st, NULL) != SQLITE_OK) {
+    int all = what & GGPROF_LAYERS_EXPORT;
+    if (sqlite3_prepare_v2(db, all ? "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
+                                     " duration_ns, node_index, tid, split_id, bytes, wait_ns, timing, extra, fused_node_id"
+                                     " FROM events"
+                                   : "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
+                                     " duration_ns, node_index FROM events",
+                           -1, &st, NULL) != SQLITE_OK) {
         return -1;
     }
     ggprof_progress prog;
@@ -367,15 +371,20 @@ static int load_records(sqlite3 *db, ggprof_layers *l, index_map *names, const i
         r->start_ns   = sqlite3_column_int64(st, 8);
         r->duration_ns = sqlite3_column_int64(st, 9);
         r->node_index = int_or_null(st, 10);
-        r->tid        = sqlite3_column_int64(st, 11);
-        r->split_id   = sqlite3_column_int64(st, 12);
-        r->bytes      = sqlite3_column_int64(st, 13);
-        r->wait_ns    = sqlite3_column_int64(st, 14);
-        r->timing     = sqlite3_column_int(st, 15);
-        r->extra      = intern(l, names, (const char *) sqlite3_column_text(st, 16));
         r->node       = node_find(l, nodes, r->pid, r->node_id);
-        int64_t fused = int_or_null(st, 17);
-        r->fused      = fused > 0 ? node_find(l, nodes, r->pid, fused) : 0;
+        if (all) {
+            r->tid        = sqlite3_column_int64(st, 11);
+            r->split_id   = sqlite3_column_int64(st, 12);
+            r->bytes      = sqlite3_column_int64(st, 13);
+            r->wait_ns    = sqlite3_column_int64(st, 14);
+            r->timing     = sqlite3_column_int(st, 15);
+            r->extra      = intern(l, names, (const char *) sqlite3_column_text(st, 16));
+            int64_t fused = int_or_null(st, 17);
+            r->fused      = fused > 0 ? node_find(l, nodes, r->pid, fused) : 0;
+        } else {
+            r->tid = r->split_id = r->bytes = r->wait_ns = 0;
+            r->timing = 0, r->extra = 0, r->fused = 0;
+        }
         r->layer      = -1;
         if (r->name == UINT32_MAX || r->extra == UINT32_MAX) break;
         if (r->type == 0) l->op_ns = ggprof_ns_add(l->op_ns, r->duration_ns);
@@ -550,7 +559,7 @@ static int load_graphs(sqlite3 *db, ggprof_layers *l, const graph_stats *gs, siz
     return 0;
 }
 
-int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, const char *progress, char *why, size_t why_len) {
+int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len) {
     memset(l, 0, sizeof(*l));
     index_map names = { 0 }, nodes = { 0 };
     graph_stats *gs = NULL;
@@ -559,7 +568,7 @@ int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, const char *progress, char
     if (!(l->names = calloc(1, sizeof(*l->names)))) goto out;
     l->n_names = 1;
     if (load_nodes(db, l, &nodes) != 0 || load_backends(db, l) != 0 || load_splits(db, l) != 0 ||
-        load_records(db, l, &names, &nodes, progress) != 0) {
+        load_records(db, l, what, &names, &nodes, progress) != 0) {
         goto out;
     }
     if (l->n_rec && !(gs = malloc(l->n_rec * sizeof(*gs)))) goto out;
@@ -627,7 +636,7 @@ static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, char **err) 
     if (c->loaded) ggprof_layers_free(&c->l);
     c->loaded = 0;
     char why[512];
-    if (ggprof_layers_load(db, &c->l, NULL, why, sizeof(why)) != 0) {
+    if (ggprof_layers_load(db, &c->l, 0, NULL, why, sizeof(why)) != 0) {
         *err = sqlite3_mprintf("%s", why);
         return NULL;
     }

@@ -79,9 +79,11 @@ typedef struct {
 } ggprof_layers;
 
 /* Reads the trace's records, nodes, graphs and backends and computes each record's layer (rules in
- * docs/rollups-and-diff.md) and each graph's tokens and phase. progress: a label for long work on stderr
- * (NULL for none). Returns 0, or -1 with a one-line reason. */
-int  ggprof_layers_load(sqlite3 *db, ggprof_layers *l, const char *progress, char *why, size_t why_len);
+ * docs/rollups-and-diff.md) and each graph's tokens and phase. what: GGPROF_LAYERS_EXPORT also reads what only
+ * the exports show (tid, split_id, bytes, wait_ns, timing, extra, the fused node; 0 or none without it).
+ * progress: a label for long work on stderr (NULL for none). Returns 0, or -1 with a one-line reason. */
+#define GGPROF_LAYERS_EXPORT 1
+int  ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len);
 void ggprof_layers_free(ggprof_layers *l);
 
 static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {

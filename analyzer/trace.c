@@ -38,7 +38,7 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
         /* Read-write when allowed: a collector that was killed mid-batch leaves a hot journal, which only a
          * writer can roll back; the trace is then readable up to its last committed batch. */
         int mode = access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
-        if (sqlite3_open_v2(path, db, mode, NULL) != SQLITE_OK) {
+        if (sqlite3_open_v2(path, db, mode | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) { /* one thread per connection */
             snprintf(why, why_len, "cannot open '%s': %s", path, sqlite3_errmsg(*db));
             sqlite3_close(*db);
             return GGPROF_EXIT_USAGE;

@@ -49,7 +49,8 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
         snprintf(why, why_len, "out of memory");
         return -1;
     }
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    /* NOMUTEX: one thread uses a connection; serialized mode locked a mutex around every column read. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         snprintf(why, why_len, "cannot create '%s': %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);
