@@ -30,6 +30,31 @@ static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {
     return v;
 }
 
+/* record's capture windows (--delay, --duration, SIGUSR1...), from the trace's first record or graph. A trace
+ * recorded start to end has one window; one of an older ggprof has no windows table: nothing is printed. */
+static void print_windows(sqlite3 *db) {
+    int64_t n = scalar(db, "SELECT count(*) FROM windows", 0);
+    if (n == 0 || (n == 1 && scalar(db, "SELECT opened_by = 'start' AND closed_by = 'exit' FROM windows", 0))) return;
+    int64_t t0 = scalar(db, "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM windows UNION ALL"
+                            " SELECT min(start_ns) FROM graphs)", 0);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT w.start_ns, w.end_ns, w.opened_by, w.closed_by, (SELECT count(*) FROM graphs g"
+                               " WHERE g.start_ns >= w.start_ns AND g.start_ns <= w.end_ns) FROM windows w ORDER BY w.start_ns",
+                           -1, &st, NULL) != SQLITE_OK) {
+        return;
+    }
+    printf("  capture windows: %" PRId64 " (seconds from the first):\n", n);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *by = (const char *) sqlite3_column_text(st, 2), *until = (const char *) sqlite3_column_text(st, 3);
+        char s1[64], s2[64];
+        printf("    %9.3f to %9.3f s  %8.3f s  %6" PRId64 " graphs  (opened by %s, closed by %s)\n",
+               (double) (sqlite3_column_int64(st, 0) - t0) / 1e9, (double) (sqlite3_column_int64(st, 1) - t0) / 1e9,
+               (double) (sqlite3_column_int64(st, 1) - sqlite3_column_int64(st, 0)) / 1e9, (int64_t) sqlite3_column_int64(st, 4),
+               by ? ggprof_text_safe(by, s1, sizeof(s1)) : "-", until ? ggprof_text_safe(until, s2, sizeof(s2)) : "-");
+    }
+    sqlite3_finalize(st);
+}
+
 static void print_health(sqlite3 *db) {
     int64_t graphs = scalar(db, "SELECT count(*) FROM graphs", 0);
     int64_t splits = scalar(db, "SELECT count(*) FROM splits", 0);
@@ -50,6 +75,7 @@ static void print_health(sqlite3 *db) {
         }
     }
     sqlite3_finalize(st);
+    print_windows(db);
 }
 
 int ggprof_cmd_report(int argc, char **argv) {

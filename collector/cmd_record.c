@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,17 +16,19 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock_map.h"
 #include "json_v3.h"
 #include "progress.h"
 #include "ring.h"
 #include "self_path.h"
 #include "spill.h"
 #include "store.h"
+#include "trace_db.h"
 #include "v3_format.h"
 
 const char ggprof_usage_record[] =
-    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--ring-kib N] [-q]\n"
-    "                     -- CMD [ARGS...]\n"
+    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--sample N]\n"
+    "                     [--delay SEC] [--duration SEC] [--start-paused] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
@@ -44,6 +47,15 @@ const char ggprof_usage_record[] =
     "  --alternate           record a fixed pseudo-random half of the scheduler graphs at level graph only:\n"
     "                        adjacent graphs of the two kinds then show what the engine's per-split and\n"
     "                        per-op work costs (tests/bench/overhead_ab.sh)\n"
+    "  --sample N            record one scheduler graph in N at the level (those whose graph id N divides), the\n"
+    "                        others at level graph: every graph's latency, the detail of a tenth or a hundredth\n"
+    "  --delay SEC           start recording SEC seconds after CMD starts (a capture window opens then)\n"
+    "  --duration SEC        stop recording SEC seconds after the first window opened; CMD runs on\n"
+    "  --start-paused        start with recording off; SIGUSR1 turns it on\n"
+    "  SIGUSR1 sent to this process turns recording off when on, on when off: each on-period is a capture window\n"
+    "                        (the trace's windows table; report lists them). A scheduler graph is recorded whole\n"
+    "                        when recording was on as it began, else not at all. ggprof_pause() and\n"
+    "                        ggprof_resume() in CMD pause within the windows.\n"
     "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
     "                        when the workload outruns the collector, records are dropped and counted\n"
     "  -q, --quiet           print nothing but errors\n"
@@ -51,6 +63,7 @@ const char ggprof_usage_record[] =
     "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n";
 
 static volatile sig_atomic_t g_child;
+static volatile sig_atomic_t g_toggles; /* SIGUSR1s received */
 
 static ggprof_ring *volatile g_poke_ring;
 
@@ -59,6 +72,11 @@ static void on_sigchld(int sig) {
     int e = errno; /* ggprof_ring_poke makes a system call */
     if (g_poke_ring) ggprof_ring_poke(g_poke_ring);
     errno = e;
+}
+
+static void on_sigusr1(int sig) {
+    g_toggles++;
+    on_sigchld(sig); /* wakes the collector up */
 }
 
 static void forward_signal(int sig) {
@@ -151,8 +169,16 @@ static void print_processes(sqlite3 *db, int level) {
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
 typedef struct {
     const char *out, *level_str;
-    int         level, quiet, serialize, alternate;
-    long        ring_kib;
+    int         level, quiet, serialize, alternate, start_paused;
+    long        ring_kib, sample;
+    const char *delay_str, *duration_str;
+    double      delay, duration; /* seconds; < 0: not given */
+    /* capture windows (CLOCK_MONOTONIC ns): on while recording; the first opened at first_on */
+    bool          on;
+    uint64_t      t_start, t_on_at, t_off_at; /* t_on_at: the delay's end; t_off_at: the duration's end; 0: none */
+    int           toggles_seen, n_windows_cap;
+    ggprof_window *windows;
+    int           n_windows;
     char      **cmd;
     char        engine[PATH_MAX], json[PATH_MAX], ring_path[PATH_MAX], spill_path[PATH_MAX];
     ggprof_store *store;   /* until the database is built */
@@ -164,6 +190,73 @@ typedef struct {
     uint64_t      wall_start;
 } record_run;
 
+/* SEC as a number of seconds >= 0 into *out (-1 when not given); 1 after a one-line error. */
+static int parse_seconds(const char *opt, const char *s, double *out) {
+    *out = -1;
+    if (!s) return 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0) || v > 1e9) {
+        ggprof_fail(GGPROF_EXIT_USAGE, "%s '%s' is not a number of seconds", opt, s);
+        return 1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- capture windows ---- */
+
+static void window_open(record_run *r, uint64_t now, const char *by) {
+    if (r->on) return;
+    if (r->n_windows == r->n_windows_cap) {
+        int cap = r->n_windows_cap ? r->n_windows_cap * 2 : 8;
+        ggprof_window *w = realloc(r->windows, (size_t) cap * sizeof(*w));
+        if (!w) return; /* recording goes on; the window is not listed */
+        r->windows       = w;
+        r->n_windows_cap = cap;
+    }
+    r->windows[r->n_windows++] = (ggprof_window) { now, 0, by, NULL };
+    r->on = true;
+    atomic_fetch_and(&r->ring.file->recording, ~GGPROF_REC_COLLECTOR_OFF);
+    if (r->duration > 0 && r->n_windows == 1) r->t_off_at = now + (uint64_t) (r->duration * 1e9);
+}
+
+static void window_close(record_run *r, uint64_t now, const char *by) {
+    if (!r->on) return;
+    atomic_fetch_or(&r->ring.file->recording, GGPROF_REC_COLLECTOR_OFF);
+    r->on = false;
+    if (r->n_windows && !r->windows[r->n_windows - 1].closed_by) {
+        r->windows[r->n_windows - 1].end_ns    = now;
+        r->windows[r->n_windows - 1].closed_by = by;
+    }
+}
+
+/* What is due now: the delay's end, the duration's, SIGUSR1s. Returns the ms until the next deadline (-1: none). */
+static long windows_tick(record_run *r) {
+    uint64_t now = ggprof_now_ns();
+    if (r->t_on_at && now >= r->t_on_at) {
+        r->t_on_at = 0;
+        window_open(r, now, "delay");
+    }
+    if (r->t_off_at && now >= r->t_off_at) {
+        r->t_off_at = 0;
+        window_close(r, now, "duration");
+    }
+    while (r->toggles_seen != g_toggles) {
+        r->toggles_seen++;
+        if (r->on) {
+            r->t_off_at = 0; /* a signal ends the --duration window early */
+            window_close(r, now, "signal");
+        } else {
+            r->t_on_at = 0;
+            window_open(r, now, "signal");
+        }
+    }
+    uint64_t next = r->t_on_at ? r->t_on_at : 0;
+    if (r->t_off_at && (!next || r->t_off_at < next)) next = r->t_off_at;
+    return next ? (long) ((next - now) / 1000000 + 1) : -1;
+}
+
 static int record_parse(record_run *r, int argc, char **argv) {
     const ggprof_opt opts[] = {
         { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL },
@@ -171,6 +264,10 @@ static int record_parse(record_run *r, int argc, char **argv) {
         { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL },
         { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL },
         { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL },
+        { "--sample", NULL, GGPROF_OPT_COUNT, &r->sample, NULL },
+        { "--delay", NULL, GGPROF_OPT_STRING, &r->delay_str, NULL },
+        { "--duration", NULL, GGPROF_OPT_STRING, &r->duration_str, NULL },
+        { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL },
         { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0 };
@@ -181,6 +278,14 @@ static int record_parse(record_run *r, int argc, char **argv) {
     }
     if (r->ring_kib < 4 || r->ring_kib > (1 << 20) || (r->ring_kib & (r->ring_kib - 1))) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "--ring-kib '%ld' is not a power of two from 4 to 1048576", r->ring_kib);
+    }
+    if (r->sample > 65535) return ggprof_fail(GGPROF_EXIT_USAGE, "--sample '%ld' is more than 65535", r->sample);
+    if (parse_seconds("--delay", r->delay_str, &r->delay) || parse_seconds("--duration", r->duration_str, &r->duration)) {
+        return GGPROF_EXIT_USAGE;
+    }
+    if (r->duration == 0) return ggprof_fail(GGPROF_EXIT_USAGE, "--duration '%s': a window needs a duration above 0", r->duration_str);
+    if (r->start_paused && r->delay >= 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--start-paused and --delay both say when to start; give one");
     }
     if (a.next >= argc) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "no command to run; usage: ggprof record [OPTIONS] -- CMD [ARGS...]");
@@ -216,7 +321,15 @@ static int record_prepare(record_run *r) {
     if (ggprof_ring_create(&r->ring, r->ring_path, 64, (uint64_t) r->ring_kib * 1024, (uint32_t) r->level) != 0) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));
     }
-    r->ring.file->flags = (r->serialize ? GGPROF_RING_SERIALIZE : 0) | (r->alternate ? GGPROF_RING_ALTERNATE : 0);
+    r->ring.file->flags = (r->serialize ? GGPROF_RING_SERIALIZE : 0) | (r->alternate ? GGPROF_RING_ALTERNATE : 0) |
+                          (uint32_t) r->sample << GGPROF_RING_SAMPLE_SHIFT;
+    /* Off until the first window opens (record_start_child opens it, or the delay's end, or SIGUSR1). */
+    atomic_fetch_or(&r->ring.file->recording, GGPROF_REC_COLLECTOR_OFF);
+    struct sigaction usr = { 0 };
+    usr.sa_handler = on_sigusr1;
+    sigemptyset(&usr.sa_mask);
+    usr.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &usr, NULL);
     ggprof_progress_quiet = r->quiet;
     if (getenv("GGML_PROFILE") && !r->quiet) {
         ggprof_err("note: GGML_PROFILE=%s is ignored under 'ggprof record'", getenv("GGML_PROFILE"));
@@ -237,6 +350,12 @@ static int record_start_child(record_run *r) {
     for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) sigaction(sigs[k], &sa, NULL);
 
     r->wall_start = (uint64_t) time(NULL);
+    r->t_start    = ggprof_now_ns();
+    if (r->delay > 0) {
+        r->t_on_at = r->t_start + (uint64_t) (r->delay * 1e9);
+    } else if (!r->start_paused) {
+        window_open(r, r->t_start, "start");
+    }
     pid_t child = fork();
     if (child < 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "fork: %s", strerror(errno));
     if (child == 0) {
@@ -296,12 +415,15 @@ static int record_drain(record_run *r) {
         uint32_t seen = ggprof_ring_wake_seen(&r->ring);
         pid_t w = waitpid(r->child, &r->status, WNOHANG);
         if (w == r->child || (w < 0 && errno != EINTR)) break;
-        long ms = 0;
+        long ms = 0, due = windows_tick(r);
         if (ggprof_ring_pace(&pacer, &r->ring, r->ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&r->spill, &r->ring);
-        ggprof_ring_wait(&r->ring, seen, ms);
+        if (due >= 0 && due < ms) ms = due;
+        if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }
     signal(SIGCHLD, SIG_DFL);
     g_poke_ring = NULL;
+    windows_tick(r);
+    window_close(r, ggprof_now_ns(), "exit");
     r->child = g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
     while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
@@ -368,6 +490,7 @@ static int record_finish(record_run *r) {
     }
     bool full = r->spill.err || c.full;
     if (full) record_disk_full(r, db, &c);
+    if (ggprof_windows_store(db, r->windows, r->n_windows) != 0) ggprof_err("internal: cannot store the capture windows");
     int json_ok = 0;
     if (full) {
         unlink(r->json);
@@ -411,6 +534,7 @@ static void record_cleanup(record_run *r) {
         ggprof_ring_unmap(&r->ring);
         unlink(r->ring_path);
     }
+    free(r->windows);
     if (r->store) {
         char why[512];
         sqlite3_close(ggprof_store_finish(r->store, why, sizeof(why)));

@@ -61,10 +61,20 @@ static void slot_destructor(void *p) {
     t_slot = NULL;
 }
 
+__thread int ggprof_t_graph_on = -1;
+
+int ggprof_recording_now(void) {
+    /* no ring: the C API alone (ggml-profiler.h) collects, and has its own switch */
+    return !g_ring.file || atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) == GGPROF_REC_ON;
+}
+
 int ggprof_emit(const ggprof_msg_hdr *msg) {
     if (g_ring.file == NULL) return -1;
-    if (!atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) && msg->kind >= GGPROF_MSG_GRAPH &&
-        msg->kind <= GGPROF_MSG_EVENT) {
+    /* A scheduler graph is recorded whole or not at all, as the switch was when it began (ggprof_t_graph_on);
+     * anything else as the switch is now. */
+    if (msg->kind >= GGPROF_MSG_GRAPH && msg->kind <= GGPROF_MSG_EVENT &&
+        !(ggprof_t_graph_on >= 0 ? ggprof_t_graph_on
+                                 : atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) == GGPROF_REC_ON)) {
         return 0;
     }
     if (t_slot == NULL && !t_slot_tried) {
@@ -135,6 +145,7 @@ static void sink_init(void) {
         ggprof_eng.level         = (int) g_ring.file->level;
         ggprof_eng.serialize_gpu = (g_ring.file->flags & GGPROF_RING_SERIALIZE) != 0;
         ggprof_eng.alternate     = (g_ring.file->flags & GGPROF_RING_ALTERNATE) != 0;
+        ggprof_eng.sample        = g_ring.file->flags >> GGPROF_RING_SAMPLE_SHIFT;
         pthread_key_create(&g_slot_key, slot_destructor);
         pthread_atfork(NULL, NULL, after_fork_child);
     }

@@ -45,6 +45,7 @@ typedef struct {
     bool     cpu_fusion;   /* the CPU backend fuses RMS_NORM+MUL (GGML_CPU_DISABLE_FUSION unset) */
     bool     serialize_gpu;/* time GPU backends node by node too (record --serialize), not only ACCEL ones */
     bool     alternate;    /* half the scheduler graphs at level graph (record --alternate, ggprof_alternate_full) */
+    uint32_t sample;       /* record --sample N: one scheduler graph in N at the level, the rest at level graph */
     int32_t  pid;
     ggprof_ggml g;
 } ggprof_engine;
@@ -117,5 +118,11 @@ void     ggprof_trace_note(const char *fmt, ...) __attribute__((format(printf, 1
 
 /* Thread-local recursion guard: engine code that calls back into ggml never records itself. */
 extern __thread int ggprof_busy;
+
+/* The scheduler graph this thread computes: 1 recorded, 0 not (outside a capture window, or paused, when it
+ * began), -1 none. ggprof_emit keeps or drops the graph's messages by it. */
+extern __thread int ggprof_t_graph_on;
+/* 1 when the program and the collector both record now (GGPROF_REC_ON), or no collector is attached. */
+int ggprof_recording_now(void);
 
 #endif

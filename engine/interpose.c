@@ -77,22 +77,33 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     /* --alternate: half the graphs at level graph, so that adjacent graphs of the two kinds measure what the
      * engine's per-split and per-op work costs (tests/bench/overhead_ab.sh). */
     if (ggprof_eng.alternate && !ggprof_alternate_full(gc.graph_id)) gc.level = GGPROF_LEVEL_GRAPH;
+    /* --sample N: graph ids that N divides at the level, the others at level graph (their latency stays whole). */
+    if (ggprof_eng.sample > 1 && gc.graph_id % ggprof_eng.sample != 0) gc.level = GGPROF_LEVEL_GRAPH;
+    /* Outside a capture window, or paused: the graph is computed untouched and nothing of it is sent. */
+    int on = ggprof_recording_now();
+    if (!on) gc.level = GGPROF_LEVEL_GRAPH - 1;
     gc.split_id     = -1;
     gc.last_backend = -1;
     gc.last_end     = -1;
     gc.n_pending    = 0;
     uint64_t t0 = ggprof_now_ns();
     t_graph = &gc;
+    ggprof_t_graph_on = on;
     t_sched_depth++;
     enum ggml_status r = real(sched, graph);
     t_sched_depth--;
     t_graph = NULL;
     uint64_t t1 = ggprof_now_ns();
+    if (!on) {
+        ggprof_t_graph_on = -1;
+        return r;
+    }
 
     ggprof_busy++;
     flush_pending(&gc, gc.split_id + 1, -1);
     emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->ggml_backend_sched_get_n_splits(sched), t0, t1);
     ggprof_profile_graph_recorded();
+    ggprof_t_graph_on = -1;
     ggprof_busy--;
     return r;
 }

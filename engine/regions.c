@@ -7,14 +7,16 @@
 #include "ggprof.h"
 
 GGPROF_API void ggprof_pause(void) {
-    if (ggprof_sink_ring()->file) atomic_store(&ggprof_sink_ring()->file->recording, 0);
+    if (ggprof_sink_ring()->file) atomic_fetch_and(&ggprof_sink_ring()->file->recording, ~GGPROF_REC_PROGRAM_ON);
 }
 
 GGPROF_API void ggprof_resume(void) {
-    if (ggprof_sink_ring()->file) atomic_store(&ggprof_sink_ring()->file->recording, 1);
+    if (ggprof_sink_ring()->file) atomic_fetch_or(&ggprof_sink_ring()->file->recording, GGPROF_REC_PROGRAM_ON);
 }
 
-GGPROF_API int ggprof_recording(void) { return ggprof_sink_ring()->file && atomic_load(&ggprof_sink_ring()->file->recording) ? 1 : 0; }
+GGPROF_API int ggprof_recording(void) {
+    return ggprof_sink_ring()->file && atomic_load(&ggprof_sink_ring()->file->recording) == GGPROF_REC_ON ? 1 : 0;
+}
 
 #define MAX_REGION_DEPTH 32
 static __thread struct {

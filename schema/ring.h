@@ -13,13 +13,22 @@
  * Each producing thread claims a slot of its own, so a producer never waits for another and a process
  * killed mid-write leaves only its unpublished message behind: the head moves after the bytes are in. */
 #define GGPROF_RING_MAGIC   "GGPRING"
-#define GGPROF_RING_VERSION 3
+#define GGPROF_RING_VERSION 4 /* 4: recording holds two bits; flags carry --sample */
 #define GGPROF_RING_HDR     4096
 #define GGPROF_SLOT_HDR     256
 
 enum { GGPROF_SLOT_FREE = 0, GGPROF_SLOT_CLAIMED = 1, GGPROF_SLOT_DONE = 2 };
 #define GGPROF_RING_SERIALIZE 1u
 #define GGPROF_RING_ALTERNATE 2u /* half the scheduler graphs at level graph: the engine's cost, measured */
+/* flags >> 16: record --sample N, one scheduler graph in N (graph id % N == 0) at the level, the rest at level
+ * graph; 0 or 1: every graph at the level. */
+#define GGPROF_RING_SAMPLE_SHIFT 16
+/* recording: producers record only when it is exactly GGPROF_REC_ON: the program's own switch (ggprof_pause
+ * clears GGPROF_REC_PROGRAM_ON) and the collector's capture windows (it sets GGPROF_REC_COLLECTOR_OFF outside
+ * them). */
+#define GGPROF_REC_PROGRAM_ON    1u
+#define GGPROF_REC_COLLECTOR_OFF 2u
+#define GGPROF_REC_ON            GGPROF_REC_PROGRAM_ON
 
 /* record --alternate: whether scheduler graph `graph_id` (counted from 0 in each process) is recorded at the
  * level asked for; the others are recorded at level graph only. A fixed pseudo-random half (splitmix64's
@@ -42,7 +51,7 @@ typedef struct {
                                    GGPROF_RING_ALTERNATE: see record --alternate */
     _Atomic uint64_t dropped_noslot; /* messages lost because every slot was taken */
     _Atomic uint32_t n_processes;    /* processes that attached */
-    _Atomic uint32_t recording;      /* 0 pauses producers (ggprof_pause / ggprof_resume) */
+    _Atomic uint32_t recording;      /* GGPROF_REC_ON records; see GGPROF_REC_PROGRAM_ON */
     _Atomic uint32_t wake;           /* moves when a producer releases its slot: the collector sleeps on it */
     _Atomic uint64_t dropped_freed;  /* drops counted in slots that were recycled */
 } ggprof_ring_file;

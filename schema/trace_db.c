@@ -28,6 +28,7 @@ static const char k_ddl[] =
     "  node_id INTEGER, fused_index INTEGER, fused_node_id INTEGER, start_ns INTEGER, duration_ns INTEGER,\n"
     "  bytes INTEGER, wait_ns INTEGER, extra TEXT);\n"
     "CREATE TABLE notes(pid INTEGER, text TEXT);\n"
+    GGPROF_DB_WINDOWS_DDL
     GGPROF_DB_REPLAY_DDL
     "CREATE TABLE regions(pid INTEGER, tid INTEGER, name TEXT, depth INTEGER, start_ns INTEGER,\n"
     "  duration_ns INTEGER);\n"
@@ -92,4 +93,24 @@ int ggprof_db_check(sqlite3 *db, const char *path, char *why, size_t why_len) {
         return -1;
     }
     return 0;
+}
+
+int ggprof_windows_store(sqlite3 *db, const ggprof_window *w, int n) {
+    if (sqlite3_exec(db, GGPROF_DB_WINDOWS_DDL, NULL, NULL, NULL) != SQLITE_OK) return -1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO windows(start_ns, end_ns, opened_by, closed_by) VALUES(?, ?, ?, ?)", -1, &st,
+                           NULL) != SQLITE_OK) {
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64) w[i].start_ns);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64) w[i].end_ns);
+        sqlite3_bind_text(st, 3, w[i].opened_by, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, w[i].closed_by, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
 }

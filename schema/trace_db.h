@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 /* Readers accept versions MIN..CURRENT; a writer always writes CURRENT. */
-#define GGPROF_DB_VERSION     2 /* 2: nodes.op_id, the replay table */
+#define GGPROF_DB_VERSION     3 /* 2: nodes.op_id, the replay table; 3: the windows table */
 #define GGPROF_DB_VERSION_MIN 1
 #define GGPROF_DB_FORMAT      "ggprof-trace"
 
@@ -15,6 +15,21 @@
     "CREATE TABLE IF NOT EXISTS replay(case_id INTEGER, backend TEXT, op TEXT, op_id INTEGER, test TEXT,"     \
     " count INTEGER, insitu_ns REAL, isolated_ns REAL, ratio REAL, share REAL, n_runs INTEGER,"              \
     " replayed_unix INTEGER);\n"
+
+/* A capture window of record (--delay, --duration, --start-paused, SIGUSR1): when recording was on, on the
+ * engine's clock (CLOCK_MONOTONIC ns), and what opened and closed it ("start", "delay", "signal"; "duration",
+ * "signal", "exit"). */
+typedef struct {
+    unsigned long long start_ns, end_ns;
+    const char        *opened_by, *closed_by;
+} ggprof_window;
+
+/* Stores windows in the trace's windows table (made when an older trace lacks it). Returns 0 or -1. */
+int ggprof_windows_store(sqlite3 *db, const ggprof_window *w, int n);
+
+#define GGPROF_DB_WINDOWS_DDL                                                                                 \
+    "CREATE TABLE IF NOT EXISTS windows(id INTEGER PRIMARY KEY, start_ns INTEGER, end_ns INTEGER, opened_by TEXT,"\
+    " closed_by TEXT);\n"
 
 /* Creates every table and view of the current version in an empty database. Returns SQLITE_OK or an error
  * code with the message in *err (sqlite3_free it). */

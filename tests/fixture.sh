@@ -48,12 +48,20 @@ if [ ! -f "$BUILD/.stamp" ]; then
     cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
         -DGGML_BLAS=ON -DGGML_BLAS_VENDOR=OpenBLAS -DGGML_RPC=ON \
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=ON \
-        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
     cmake --build "$BUILD" -j "$JOBS" --target llama-completion llama-bench test-backend-ops ggml-rpc-server >&2
     touch "$BUILD/.stamp"
 fi
+# 4b. llama-server, the server the capture-window tests profile (added to builds made before it was a target:
+# the same options with the server on, so only its own files compile).
+if [ ! -f "$BUILD/.stamp-server" ]; then
+    log "building llama-server $LLAMA_TAG in $BUILD (a few minutes on 2 cores)"
+    cmake -S "$SRC" -B "$BUILD" -DLLAMA_BUILD_SERVER=ON >&2
+    cmake --build "$BUILD" -j "$JOBS" --target llama-server >&2
+    touch "$BUILD/.stamp-server"
+fi
 BIN=$BUILD/bin
-for t in llama-completion llama-bench test-backend-ops ggml-rpc-server; do
+for t in llama-completion llama-bench test-backend-ops ggml-rpc-server llama-server; do
     [ -x "$BIN/$t" ] || die "build did not produce $BIN/$t"
 done
 
