@@ -1,5 +1,6 @@
 /* ggprof rollup: time by layer, model block, phase (prompt vs generation) or per-graph latency, from the views. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "views.h"
 
 const char ggprof_usage_rollup[] =
-    "usage: ggprof rollup TRACE --by layer|block|phase|graph [--ops] [--format table|csv|json]\n"
+    "usage: ggprof rollup TRACE --by layer|block|phase|graph|request [--ops] [--format table|csv|json]\n"
     "\n"
     "Rolls the records of TRACE up:\n"
     "  --by layer   per layer (llama.cpp's \"Qcur-3\", GGUF's \"blk.3.\"; '-' for records with none): OP\n"
@@ -25,6 +26,10 @@ const char ggprof_usage_rollup[] =
     "               graphs, tokens, graph time, time per token, tokens/s, OP, SYNC and COPY time\n"
     "  --by graph   per phase, the spread of each graph's latency per token: mean, min, median, p90, max,\n"
     "               standard deviation\n"
+    "  --by request per request of a llama.cpp program (llama-server, node-llama-cpp...): each sequence's\n"
+    "               llama_decode batches from a prompt on. Prompt tokens and ms, generated tokens (decoded,\n"
+    "               plus the first, sampled from the prompt), generation ms and ms per token, the mean\n"
+    "               sequences in its generation batches, ms per token alone and when batched with others\n"
     "  --ops        with --by layer or block: a row per op (and per sync or copy kind) in each layer or\n"
     "               block\n"
     "  --format F   table (default), csv or json (an array of objects; '-' in a table is null)\n"
@@ -413,6 +418,107 @@ static int run_graphs(sqlite3 *db, ggprof_table *t) {
     return rc == 0 && step == SQLITE_DONE ? 0 : -1;
 }
 
+/* ------------------------------------------------------------ requests: llama_decode batches per sequence */
+
+/* Short headings for an 80-column terminal; CSV and JSON use the keys. */
+static const ggprof_col k_request_cols[] = {
+    { "req", "request", NULL, 0 },           { "pid", "pid", NULL, 0 },
+    { "seq", "seq", NULL, 0 },               { "start s", "start_s", "%.3f", 0 },
+    { "prompt", "prompt_tokens", NULL, 0 },  { "ms", "prompt_ms", "%.3f", 0 },
+    { "gen", "generated", NULL, 0 },         { "ms", "gen_ms", "%.3f", 0 },
+    { "ms/tok", "ms_per_token", "%.3f", 0 }, { "seqs", "batch_seqs", "%.2f", 0 },
+    { "alone", "alone_ms_per_token", "%.3f", 0 }, { "shared", "shared_ms_per_token", "%.3f", 0 },
+};
+
+/* One request of one sequence, as its batches make it up. */
+typedef struct {
+    int64_t pid, seq, first_ns;
+    int64_t prompt_tokens, prompt_ns, gen_decodes, gen_ns, seqs_sum, alone_n, alone_ns, shared_n, shared_ns;
+    int     last_out;    /* its last prompt batch asked for an output: the first generated token comes from it */
+    int     generating;
+    int64_t last_pos;    /* -1: positions unknown (llama.cpp placed them) */
+    int     open;
+} request;
+
+static void request_row(ggprof_table *t, const request *q, int64_t n, int64_t t0) {
+    ggprof_table_int(t, n);
+    ggprof_table_int(t, q->pid);
+    ggprof_table_int(t, q->seq);
+    ggprof_table_real(t, (double) (q->first_ns - t0) / 1e9);
+    ggprof_table_int(t, q->prompt_tokens);
+    ggprof_table_real(t, (double) q->prompt_ns / 1e6);
+    ggprof_table_int(t, q->gen_decodes + (q->last_out ? 1 : 0));
+    ggprof_table_real(t, (double) q->gen_ns / 1e6);
+    ggprof_table_real(t, q->gen_decodes ? (double) q->gen_ns / (double) q->gen_decodes / 1e6 : NAN);
+    ggprof_table_real(t, q->gen_decodes ? (double) q->seqs_sum / (double) q->gen_decodes : NAN);
+    ggprof_table_real(t, q->alone_n ? (double) q->alone_ns / (double) q->alone_n / 1e6 : NAN);
+    ggprof_table_real(t, q->shared_n ? (double) q->shared_ns / (double) q->shared_n / 1e6 : NAN);
+}
+
+/* A request is a sequence's batches from a prompt on: it begins where the sequence's positions start again (at 0,
+ * or at or before where they were) or, when llama.cpp placed the positions, with a batch of several tokens after
+ * the sequence generated. Its prompt is its batches up to the first of one token; the rest is generation, one
+ * token decoded a batch, plus the first generated token, sampled from the prompt's output. Times are the
+ * batches' whole llama_decode wall time (a batch shared with other sequences counts for each). */
+static int run_requests(sqlite3 *db, ggprof_table *t, char *why, size_t why_len) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT b.pid, s.seq_id, b.start_ns, b.duration_ns, b.n_seqs, s.n_tokens, s.pos_min,"
+                               " s.pos_max, s.n_outputs FROM batches b JOIN batch_seqs s ON s.pid = b.pid AND"
+                               " s.batch_id = b.batch_id WHERE b.status = 0 ORDER BY b.pid, s.seq_id, b.batch_id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        snprintf(why, why_len, "this trace has no llama_decode batches (it was recorded by an older ggprof): %s",
+                 sqlite3_errmsg(db));
+        return -1;
+    }
+    int64_t t0 = 0;
+    sqlite3_stmt *first = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT min(start_ns) FROM batches", -1, &first, NULL) == SQLITE_OK &&
+        sqlite3_step(first) == SQLITE_ROW) {
+        t0 = sqlite3_column_int64(first, 0);
+    }
+    sqlite3_finalize(first);
+    request q = { 0 };
+    int64_t n = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t pid = sqlite3_column_int64(st, 0), seq = sqlite3_column_int64(st, 1), start = sqlite3_column_int64(st, 2);
+        int64_t dur = sqlite3_column_int64(st, 3), n_seqs = sqlite3_column_int64(st, 4), tokens = sqlite3_column_int64(st, 5);
+        int64_t pos_min = sqlite3_column_int64(st, 6), pos_max = sqlite3_column_int64(st, 7);
+        int out = sqlite3_column_int64(st, 8) > 0;
+        int same = q.open && q.pid == pid && q.seq == seq;
+        if (same && pos_min >= 0 && q.last_pos >= 0 && pos_min <= q.last_pos) same = 0;
+        if (same && pos_min == 0) same = 0;
+        if (same && pos_min < 0 && tokens > 1 && q.generating) same = 0;
+        if (!same) {
+            if (q.open) request_row(t, &q, ++n, t0);
+            q = (request) { .pid = pid, .seq = seq, .first_ns = start, .last_pos = -1, .open = 1 };
+        }
+        if (!q.generating && (tokens > 1 || q.prompt_tokens == 0)) {
+            q.prompt_tokens += tokens;
+            q.prompt_ns += dur;
+            q.last_out = out;
+        } else {
+            q.generating = 1;
+            q.gen_decodes += tokens;
+            q.gen_ns += dur;
+            q.seqs_sum += n_seqs;
+            if (n_seqs > 1) {
+                q.shared_n++, q.shared_ns += dur;
+            } else {
+                q.alone_n++, q.alone_ns += dur;
+            }
+        }
+        q.last_pos = pos_max;
+    }
+    if (q.open) request_row(t, &q, ++n, t0);
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        snprintf(why, why_len, "%s", sqlite3_errmsg(db));
+        return -1;
+    }
+    return 0;
+}
+
 int ggprof_cmd_rollup(int argc, char **argv) {
     const char *trace = NULL, *by = NULL, *format = "table";
     int ops = 0;
@@ -425,7 +531,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof rollup TRACE --by layer|block|phase|graph");
-    if (!by) return ggprof_fail(GGPROF_EXIT_USAGE, "no --by given; expected --by layer, block, phase or graph");
+    if (!by) return ggprof_fail(GGPROF_EXIT_USAGE, "no --by given; expected --by layer, block, phase, graph or request");
     ggprof_format fmt;
     if (ggprof_format_parse(format, &fmt) != 0) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "unknown format '%s'; expected table, csv or json", format);
@@ -434,10 +540,27 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     for (size_t i = 0; i < N_ROLLUPS && !d; i++) {
         if (strcmp(k_rollups[i].by, by) == 0 && k_rollups[i].ops == ops) d = &k_rollups[i];
     }
-    int is_graph = strcmp(by, "graph") == 0;
+    int is_graph = strcmp(by, "graph") == 0, is_request = strcmp(by, "request") == 0;
+    if (is_request) {
+        if (ops) return ggprof_fail(GGPROF_EXIT_USAGE, "--ops goes with --by layer or block");
+        sqlite3 *db;
+        char why[512];
+        int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+        if (rc) return ggprof_fail(rc, "%s", why);
+        ggprof_table t;
+        ggprof_table_init(&t, k_request_cols, NCOL(k_request_cols));
+        if (run_requests(db, &t, why, sizeof(why)) != 0) {
+            rc = ggprof_fail(GGPROF_EXIT_USAGE, "'%s': %s", trace, why);
+        } else if (ggprof_table_write(&t, fmt, stdout, 80) != 0 || fflush(stdout) != 0) {
+            rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write the output");
+        }
+        ggprof_table_free(&t);
+        sqlite3_close(db);
+        return rc;
+    }
     if (!d && !is_graph) {
         if (strcmp(by, "phase") == 0) return ggprof_fail(GGPROF_EXIT_USAGE, "--ops goes with --by layer or block");
-        return ggprof_fail(GGPROF_EXIT_USAGE, "unknown --by '%s'; expected layer, block, phase or graph", by);
+        return ggprof_fail(GGPROF_EXIT_USAGE, "unknown --by '%s'; expected layer, block, phase, graph or request", by);
     }
     if (is_graph && ops) return ggprof_fail(GGPROF_EXIT_USAGE, "--ops goes with --by layer or block");
 

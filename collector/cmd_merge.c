@@ -28,7 +28,7 @@ static const struct {
 } k_tables[] = {
     { "processes", "start_ns" },  { "ggml_types", NULL },   { "backend_list", NULL }, { "nodes", NULL },
     { "graph_list", "start_ns" }, { "split_list", "start_ns" }, { "events", "start_ns" }, { "notes", NULL },
-    { "kernel_list", "start_ns" }, { "regions", "start_ns" },
+    { "kernel_list", "start_ns" }, { "regions", "start_ns" }, { "batches", "start_ns" }, { "batch_seqs", NULL },
 };
 
 typedef struct {
@@ -103,7 +103,7 @@ static int estimate(sqlite3 *client, sqlite3 *server, offset_est *e) {
 }
 
 static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pid_shift, char *why, size_t len) {
-    char sql[1024];
+    char sql[8192];
     char *err = NULL;
     snprintf(sql, sizeof(sql), "ATTACH DATABASE '%s' AS src", path);
     if (strchr(path, '\'') || sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
@@ -112,13 +112,16 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
         return -1;
     }
     for (size_t t = 0; t < sizeof(k_tables) / sizeof(k_tables[0]); t++) {
-        /* Same columns in the same order: both sides were made by ggprof_db_create_schema of this version. */
+        /* The input's columns, named on both sides: a trace of an older schema (without graph_list.batch_id,
+         * say) leaves the newer columns NULL. */
         sqlite3_stmt *st = NULL;
         snprintf(sql, sizeof(sql), "SELECT * FROM src.%s LIMIT 0", k_tables[t].table);
         if (sqlite3_prepare_v2(out, sql, -1, &st, NULL) != SQLITE_OK) continue;
-        size_t p = (size_t) snprintf(sql, sizeof(sql), "INSERT INTO main.%s SELECT ", k_tables[t].table);
+        char cols[2048] = "";
+        size_t c = 0, p = 0;
         for (int i = 0; i < sqlite3_column_count(st); i++) {
             const char *col = sqlite3_column_name(st, i);
+            c += (size_t) snprintf(cols + c, c < sizeof(cols) ? sizeof(cols) - c : 0, "%s%s", i ? ", " : "", col);
             if (strcmp(col, "pid") == 0) {
                 p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%spid + %" PRId64, i ? ", " : "", pid_shift);
             } else if (k_tables[t].time_col && strcmp(col, k_tables[t].time_col) == 0) {
@@ -128,7 +131,10 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
             }
         }
         sqlite3_finalize(st);
-        snprintf(sql + p, sizeof(sql) - p, " FROM src.%s", k_tables[t].table);
+        char select[4096];
+        snprintf(select, sizeof(select), "%s", sql);
+        snprintf(sql, sizeof(sql), "INSERT INTO main.%s(%s) SELECT %s FROM src.%s", k_tables[t].table, cols, select,
+                 k_tables[t].table);
         if (sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
             snprintf(why, len, "merging '%s' (%s): %s", path, k_tables[t].table, err ? err : "?");
             sqlite3_free(err);

@@ -122,6 +122,8 @@ extern __thread int ggprof_busy;
 /* The scheduler graph this thread computes: 1 recorded, 0 not (outside a capture window, or paused, when it
  * began), -1 none. ggprof_emit keeps or drops the graph's messages by it. */
 extern __thread int ggprof_t_graph_on;
+/* The llama_decode call this thread is in (llama.c), 0 outside one: graphs computed in it name it. */
+extern __thread uint32_t ggprof_t_batch;
 /* 1 when the program and the collector both record now (GGPROF_REC_ON), or no collector is attached. */
 int ggprof_recording_now(void);
 

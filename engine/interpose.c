@@ -54,6 +54,7 @@ static void emit_graph(uint64_t graph_id, uint32_t sched_id, int n_nodes, int n_
     m.sched_id    = sched_id;
     m.n_nodes     = n_nodes;
     m.n_splits    = n_splits;
+    m.batch       = ggprof_t_batch;
     m.start_ns    = t0;
     m.duration_ns = t1 - t0;
     ggprof_emit(&m.h);

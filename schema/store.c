@@ -10,20 +10,22 @@
 #include "v3_format.h"
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
-       ST_COUNT };
+       ST_BATCH, ST_BATCH_SEQ, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
     [ST_TYPE]    = "INSERT OR REPLACE INTO ggml_types VALUES(?,?,?,?,?)",
     [ST_BACKEND] = "INSERT OR REPLACE INTO backend_list VALUES(?,?,?,?,?,?,?,?)",
     [ST_NODE]    = "INSERT OR REPLACE INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_GRAPH]   = "INSERT INTO graph_list VALUES(?,?,?,?,?,?,?)",
+    [ST_GRAPH]   = "INSERT INTO graph_list VALUES(?,?,?,?,?,?,?,?)",
     [ST_SPLIT]   = "INSERT INTO split_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_EVENT]   = "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_NOTE]    = "INSERT INTO notes VALUES(?,?)",
     [ST_META]    = "INSERT OR REPLACE INTO meta VALUES(?,?)",
     [ST_KERNEL]  = "INSERT INTO kernel_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_REGION]  = "INSERT INTO regions VALUES(?,?,?,?,?,?)",
+    [ST_BATCH]   = "INSERT INTO batches VALUES(?,?,?,?,?,?,?,?,?,?)",
+    [ST_BATCH_SEQ] = "INSERT INTO batch_seqs VALUES(?,?,?,?,?,?,?)",
 };
 
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
@@ -308,8 +310,41 @@ static void msg_graph(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
     sqlite3_bind_int64(st, 5, (sqlite3_int64) g->duration_ns);
     sqlite3_bind_int(st, 6, g->n_nodes);
     sqlite3_bind_int(st, 7, g->n_splits);
+    if (g->batch) {
+        sqlite3_bind_int64(st, 8, g->batch);
+    } else {
+        sqlite3_bind_null(st, 8);
+    }
     run(s, st);
     s->counts.graphs++;
+}
+
+static void msg_batch(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    const ggprof_msg_batch *b = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_BATCH];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, tid);
+    sqlite3_bind_int64(st, 3, b->batch);
+    sqlite3_bind_text(st, 4, b->api == 1 ? "encode" : "decode", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 5, b->status);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64) b->start_ns);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64) b->duration_ns);
+    sqlite3_bind_int(st, 8, b->n_tokens);
+    sqlite3_bind_int(st, 9, b->n_seqs);
+    sqlite3_bind_int(st, 10, b->n_outputs);
+    run(s, st);
+    st = s->st[ST_BATCH_SEQ];
+    for (int i = 0; i < b->n_seqs && i < GGPROF_MAX_BATCH_SEQS; i++) {
+        const ggprof_batch_seq *q = &b->seqs[i];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, b->batch);
+        sqlite3_bind_int(st, 3, q->seq_id);
+        sqlite3_bind_int(st, 4, q->n_tokens);
+        sqlite3_bind_int(st, 5, q->pos_min);
+        sqlite3_bind_int(st, 6, q->pos_max);
+        sqlite3_bind_int(st, 7, q->n_outputs);
+        run(s, st);
+    }
 }
 
 static void msg_split(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -406,6 +441,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_EVENT] = msg_event,
     [GGPROF_MSG_KERNEL] = msg_kernel,
     [GGPROF_MSG_REGION] = msg_region,
+    [GGPROF_MSG_BATCH] = msg_batch,
     [GGPROF_MSG_NOTE] = msg_note,
     [GGPROF_MSG_NODE] = msg_node,
     [GGPROF_MSG_CPU_OPS] = msg_cpu_ops,
@@ -419,7 +455,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_GRAPH] = sizeof(ggprof_msg_graph),     [GGPROF_MSG_SPLIT] = sizeof(ggprof_msg_split),
     [GGPROF_MSG_EVENT] = sizeof(ggprof_msg_event),     [GGPROF_MSG_NOTE] = sizeof(ggprof_msg_note),
     [GGPROF_MSG_CPU_OPS] = sizeof(ggprof_msg_cpu_ops), [GGPROF_MSG_KERNEL] = sizeof(ggprof_msg_kernel),
-    [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region),
+    [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region), [GGPROF_MSG_BATCH] = sizeof(ggprof_msg_batch),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 /* Readers accept versions MIN..CURRENT; a writer always writes CURRENT. */
-#define GGPROF_DB_VERSION     3 /* 2: nodes.op_id, the replay table; 3: the windows table */
+#define GGPROF_DB_VERSION     3 /* 2: nodes.op_id, the replay table; 3: windows, batches, graph_list.batch_id */
 #define GGPROF_DB_VERSION_MIN 1
 #define GGPROF_DB_FORMAT      "ggprof-trace"
 

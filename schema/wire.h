@@ -65,6 +65,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_KERNEL  = 10, /* one device kernel (CUPTI, OpenCL profiling, Vulkan timestamps) */
     GGPROF_MSG_FLUSH   = 11, /* GGML_PROFILE: write the profile now and acknowledge (see ggprof collect) */
     GGPROF_MSG_REGION  = 12, /* a named stretch of a thread's time (ggprof_region_begin/end) */
+    GGPROF_MSG_BATCH   = 13, /* one llama_decode call: its batch's tokens and sequences */
 };
 
 typedef struct {
@@ -136,9 +137,26 @@ typedef struct {
     uint32_t sched_id;
     int32_t  n_nodes;
     int32_t  n_splits;
-    int32_t  pad;
+    uint32_t batch;   /* the llama_decode call (ggprof_msg_batch.batch) it was computed in; 0: none */
     uint64_t start_ns, duration_ns;
 } ggprof_msg_graph;
+
+/* One sequence of a batch: its tokens, their positions and outputs (logits asked for). */
+#define GGPROF_MAX_BATCH_SEQS 16
+typedef struct {
+    int32_t seq_id, n_tokens, pos_min, pos_max, n_outputs, pad; /* pos -1: llama.cpp chose the positions */
+} ggprof_batch_seq;
+
+/* One llama_decode (or llama_encode) call of a llama.cpp program, from libllama's exported entry point. */
+typedef struct {
+    ggprof_msg_hdr   h;
+    uint32_t         batch;      /* per process, from 1 */
+    int32_t          status;     /* what llama_decode returned (0: success) */
+    int32_t          n_tokens, n_seqs; /* sequences in the batch; the first GGPROF_MAX_BATCH_SEQS are in seqs */
+    int32_t          n_outputs, api;   /* api: 0 llama_decode, 1 llama_encode */
+    uint64_t         start_ns, duration_ns;
+    ggprof_batch_seq seqs[GGPROF_MAX_BATCH_SEQS];
+} ggprof_msg_batch;
 
 typedef struct {
     ggprof_msg_hdr h;
@@ -243,6 +261,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_type, 56);
 GGPROF_WIRE_SIZE(ggprof_msg_backend, 408);
 GGPROF_WIRE_SIZE(ggprof_msg_node, 944);
 GGPROF_WIRE_SIZE(ggprof_msg_graph, 48);
+GGPROF_WIRE_SIZE(ggprof_msg_batch, 432);
 GGPROF_WIRE_SIZE(ggprof_msg_split, 72);
 GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
 GGPROF_WIRE_SIZE(ggprof_msg_note, 264);

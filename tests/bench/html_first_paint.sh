@@ -27,7 +27,7 @@ q "INSERT INTO events SELECT pid, tid, type, name, timing, backend_id, sched_id,
    FROM events, $k WHERE events.rowid <= $n0" > /dev/null
 q "DELETE FROM events WHERE rowid > $N" > /dev/null
 q "INSERT INTO graph_list SELECT pid, graph_id + i * $graphs, sched_id, start_ns + i * $span, duration_ns, n_nodes,
-   n_splits FROM graph_list, $k WHERE graph_list.rowid <= (SELECT count(*) FROM graph_list)" > /dev/null
+   n_splits, batch_id FROM graph_list, $k WHERE graph_list.rowid <= (SELECT count(*) FROM graph_list)" > /dev/null
 q "INSERT INTO split_list SELECT pid, graph_id + i * $graphs, split_id, backend_id, sched_id, start_ns + i * $span,
    duration_ns, n_nodes, node_start, ticks_matched, n_ticks, n_expected, engine_ns FROM split_list, $k
    WHERE split_list.rowid <= (SELECT count(*) FROM split_list)" > /dev/null

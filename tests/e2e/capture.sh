@@ -1,0 +1,97 @@
+# Capture control on record: llama-server under a SIGUSR1 window with concurrent requests (on 127.0.0.1 only),
+# time per request from its llama_decode batches, --delay/--duration and --sample on llama-completion.
+. "$(dirname "$0")/../lib.sh"
+COMPLETION=("$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -t 2 --no-warmup -no-cnv -s 1)
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# ask NAME PROMPT N: one completion request in the background; its response in $OUT/NAME.json
+ask() {
+    curl -s --max-time 120 -X POST "http://127.0.0.1:$PORT/completion" \
+        -d "{\"prompt\": \"$2\", \"n_predict\": $3, \"cache_prompt\": false}" > "$OUT/$1.json" &
+}
+# counts NAME...: "prompt:generated" of each response, one a line (the server's own counts)
+counts() {
+    for n in "$@"; do
+        node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+            console.log(r.tokens_evaluated + ":" + r.tokens_predicted)' "$OUT/$n.json" 2>/dev/null || echo "no answer"
+    done
+}
+
+# wait_requests: until every request sent has its answer (the server runs on)
+wait_requests() {
+    local p
+    for p in $(jobs -p); do [ "$p" = "$rec" ] || wait "$p"; done
+}
+
+# ---- llama-server: recording starts paused; requests before, in and after one SIGUSR1 window
+"$GGPROF" record -o "$OUT/server.db" --start-paused -- "$LLAMA_BIN_DIR/llama-server" -m "$GGUF_DENSE" \
+    --host 127.0.0.1 --port "$PORT" -np 2 -c 1024 -t 2 --threads-http 4 > "$OUT/server.log" 2>&1 &
+rec=$!
+for _ in $(seq 1 150); do
+    curl -s "http://127.0.0.1:$PORT/health" 2> /dev/null | grep -q '"ok"' && break
+    sleep 0.2
+done
+expect "llama-server under record answers /health" "$(curl -s "http://127.0.0.1:$PORT/health")" '{"status":"ok"}'
+ask before1 "the first request before the window" 5
+ask before2 "another early one" 6
+wait_requests
+kill -USR1 "$rec"
+sleep 0.3
+ask in1 "a story about a fox" 7
+ask in2 "a story about a dog and a cat" 9
+ask in3 "once upon a time" 8
+wait_requests
+sleep 0.3
+kill -USR1 "$rec"
+ask after1 "after the window closed" 4
+wait_requests
+kill -TERM "$rec"
+wait "$rec"
+expect "record ends when the server does (SIGTERM forwarded)" "$?" 0
+for n in before1 before2 in1 in2 in3 after1; do
+    expect "the server answered '$n'" "$(counts "$n" | grep -c '^[0-9]*:[0-9]*$')" 1
+done
+db=$OUT/server.db
+expect "one window, opened and closed by SIGUSR1" "$(q "$db" "SELECT count(*), opened_by, closed_by FROM windows")" "1|signal|signal"
+expect "every graph began inside the window" "$(q "$db" "SELECT count(*) FROM graphs g, windows w
+    WHERE g.start_ns < w.start_ns OR g.start_ns > w.end_ns")" 0
+expect "every batch began inside the window" "$(q "$db" "SELECT count(*) FROM batches b, windows w
+    WHERE b.start_ns < w.start_ns OR b.start_ns > w.end_ns")" 0
+expect_ge "the window holds graphs and their records" "$(q "$db" "SELECT count(*) FROM records")" 100
+expect "every graph names the llama_decode call it was computed in" "$(q "$db" "SELECT count(*) FROM graphs
+    WHERE batch_id IS NULL OR batch_id NOT IN (SELECT batch_id FROM batches)")" 0
+expect_ge "the server batched two sequences at once" "$(q "$db" "SELECT max(n_seqs) FROM batches")" 2
+"$GGPROF" rollup "$db" --by request --format csv > "$OUT/requests.csv"
+expect "rollup --by request: the window's three requests, each with the server's prompt and generated tokens" \
+    "$(tail -n +2 "$OUT/requests.csv" | awk -F, '{ print $5 ":" $7 }' | sort | paste -sd' ')" \
+    "$(counts in1 in2 in3 | sort | paste -sd' ')"
+expect "rollup --by request: ms per token is generation time over the decoded tokens" "$(tail -n +2 "$OUT/requests.csv" |
+    awk -F, '{ d = $7 - 1; if (d > 0 && ($8 / d - $9 > 0.002 || $9 - $8 / d > 0.002)) bad++ } END { print bad + 0 }')" 0
+"$GGPROF" report "$db" > "$OUT/report.txt"
+expect "report lists the window" "$(grep -c 'opened by signal, closed by signal' "$OUT/report.txt")" 1
+
+# ---- --delay and --duration on llama-completion: the program runs to its end, recording stops in between
+"$GGPROF" record -q -o "$OUT/window.db" --delay 0.3 --duration 0.5 -- "${COMPLETION[@]}" -p "hello" -n 600 \
+    > "$OUT/window.out" 2> "$OUT/window.err"
+expect "--delay/--duration: the program ran to its end" "$?" 0
+db=$OUT/window.db
+expect "--delay/--duration: one window, opened by the delay, closed by the duration" \
+    "$(q "$db" "SELECT opened_by, closed_by, (end_ns - start_ns) BETWEEN 5e8 AND 7e8 FROM windows")" "delay|duration|1"
+expect "--delay/--duration: graphs only inside it" "$(q "$db" "SELECT count(*) FROM graphs g, windows w
+    WHERE g.start_ns < w.start_ns OR g.start_ns > w.end_ns")" 0
+expect_ge "--delay/--duration: ... and some" "$(q "$db" "SELECT count(*) FROM graphs")" 5
+expect "--delay/--duration: fewer graphs than the 600 tokens" "$(q "$db" "SELECT count(*) < 600 FROM graphs")" 1
+
+# ---- --sample 10: every graph at level graph, one in ten with its ops
+"$GGPROF" record -q -o "$OUT/sample.db" --sample 10 -- "${COMPLETION[@]}" -p "hello" -n 40 > /dev/null 2>&1
+db=$OUT/sample.db
+expect "--sample 10: every graph recorded" "$(q "$db" "SELECT count(*) FROM graphs")" 40
+expect "--sample 10: ops in the graphs whose id ten divides, and in no other" \
+    "$(q "$db" "SELECT group_concat(DISTINCT graph_id % 10) FROM records")" 0
+expect "--sample 10: every one of those has its ops" "$(q "$db" "SELECT count(DISTINCT graph_id) FROM records")" 4
+
+# ---- bad values
+"$GGPROF" record --delay soon -- true > /dev/null 2> "$OUT/bad.err"
+expect "--delay soon: exit 2, one line" "$?:$(wc -l < "$OUT/bad.err"):$(grep -c "'soon' is not a number of seconds" "$OUT/bad.err")" "2:1:1"
+"$GGPROF" record --start-paused --delay 1 -- true > /dev/null 2> "$OUT/bad2.err"
+expect "--start-paused with --delay: exit 2" "$?:$(grep -c 'give one' "$OUT/bad2.err")" "2:1"
