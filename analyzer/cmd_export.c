@@ -14,7 +14,7 @@ const char ggprof_usage_export[] =
     "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt] [--chrome OUT.json]\n"
     "                           [--html OUT.html [--html-max-records N]]\n"
     "                           [--roofline OUT.svg [--roof SPEC]... [--roof-file FILE]]\n"
-    "                           [--test-file OUT.txt [--min-share PCT]]\n"
+    "                           [--test-file OUT.txt [--min-share PCT]] [--otlp OUT.jsonl]\n"
     "\n"
     "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
     "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
@@ -32,7 +32,11 @@ const char ggprof_usage_export[] =
     "                  types as the traced ggml's enum values, shapes, strides, op params; the tensor's name and\n"
     "                  the backend last), largest share of op time first; fused pairs and ops without an op id\n"
     "                  are listed on stdout as '# skipped' lines. See 'ggprof replay' and docs/replay.md\n"
-    "  --min-share PCT with --test-file: only the cases of at least PCT% of the trace's op time\n";
+    "  --min-share PCT with --test-file: only the cases of at least PCT% of the trace's op time\n"
+    "  --otlp OUT      OpenTelemetry traces in OTLP/JSON, one ExportTraceServiceRequest per line (what the\n"
+    "                  Collector's otlpjsonfile receiver reads): each llama_decode call a trace, its span the\n"
+    "                  parent of the graphs computed in it; graphs outside any call a trace each. Times on Unix\n"
+    "                  time from record's clock readings; per-op detail stays in the database\n";
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -47,6 +51,7 @@ static const struct {
     { "--html", ggprof_export_html },
     { "--roofline", ggprof_export_roofline },
     { "--test-file", ggprof_export_test_file },
+    { "--otlp", ggprof_export_otlp },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 

@@ -22,6 +22,9 @@ void ggprof_export_html_set_max_records(long long n);
 void ggprof_export_put_str(FILE *f, const char *s);
 int  ggprof_export_parse_ints(const char *s, int64_t *out, int max);
 
+/* OpenTelemetry (OTLP/JSON): one ExportTraceServiceRequest per line, llama_decode batches and graphs as spans. */
+int ggprof_export_otlp(sqlite3 *db, const char *path, char *why, size_t why_len);
+
 /* An SVG roofline plot of the trace's ops (export_roofline.c), with the roofs set beforehand by 'export' from
  * --roof and --roof-file (the formats share one signature, so the roofs travel beside it). */
 int  ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_len);

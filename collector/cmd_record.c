@@ -188,6 +188,7 @@ typedef struct {
     pid_t         child;
     int           status, exit_code;
     uint64_t      wall_start;
+    int64_t       clock_real, clock_mono; /* CLOCK_REALTIME and CLOCK_MONOTONIC read together at the start */
 } record_run;
 
 /* SEC as a number of seconds >= 0 into *out (-1 when not given); 1 after a one-line error. */
@@ -350,7 +351,11 @@ static int record_start_child(record_run *r) {
     for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) sigaction(sigs[k], &sa, NULL);
 
     r->wall_start = (uint64_t) time(NULL);
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
     r->t_start    = ggprof_now_ns();
+    r->clock_real = (int64_t) real.tv_sec * 1000000000 + real.tv_nsec;
+    r->clock_mono = (int64_t) r->t_start;
     if (r->delay > 0) {
         r->t_on_at = r->t_start + (uint64_t) (r->delay * 1e9);
     } else if (!r->start_paused) {
@@ -479,6 +484,10 @@ static int record_finish(record_run *r) {
     ggprof_store_meta(r->store, "dropped_records", buf);
     snprintf(buf, sizeof(buf), "%" PRIu64, r->wall_start);
     ggprof_store_meta(r->store, "started_unix", buf);
+    snprintf(buf, sizeof(buf), "%" PRId64, r->clock_real);
+    ggprof_store_meta(r->store, "clock_realtime_ns", buf);
+    snprintf(buf, sizeof(buf), "%" PRId64, r->clock_mono);
+    ggprof_store_meta(r->store, "clock_monotonic_ns", buf);
     ggprof_store_commit(r->store); /* a full disk shows here at the latest */
     ggprof_store_counts c = ggprof_store_get_counts(r->store);
     r->keep_out = true;

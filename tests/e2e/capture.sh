@@ -4,10 +4,12 @@
 COMPLETION=("$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -t 2 --no-warmup -no-cnv -s 1)
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-# ask NAME PROMPT N: one completion request in the background; its response in $OUT/NAME.json
+# ask NAME PROMPT N: one completion request in the background; its response in $OUT/NAME.json. Greedy (temperature
+# 0): the random-weight model's sampled tokens can fail the server's own output check; greedy output is the same
+# every run.
 ask() {
     curl -s --max-time 120 -X POST "http://127.0.0.1:$PORT/completion" \
-        -d "{\"prompt\": \"$2\", \"n_predict\": $3, \"cache_prompt\": false}" > "$OUT/$1.json" &
+        -d "{\"prompt\": \"$2\", \"n_predict\": $3, \"cache_prompt\": false, \"temperature\": 0, \"seed\": 1}" > "$OUT/$1.json" &
 }
 # counts NAME...: "prompt:generated" of each response, one a line (the server's own counts)
 counts() {
@@ -69,6 +71,53 @@ expect "rollup --by request: ms per token is generation time over the decoded to
     awk -F, '{ d = $7 - 1; if (d > 0 && ($8 / d - $9 > 0.002 || $9 - $8 / d > 0.002)) bad++ } END { print bad + 0 }')" 0
 "$GGPROF" report "$db" > "$OUT/report.txt"
 expect "report lists the window" "$(grep -c 'opened by signal, closed by signal' "$OUT/report.txt")" 1
+
+# ---- export --otlp: the window's batches and graphs as OTLP/JSON spans, checked against the mapping
+"$GGPROF" export "$db" --otlp "$OUT/server.jsonl" 2> "$OUT/otlp.err"
+expect "export --otlp writes the file" "$?" 0
+node -e '
+    const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(l => l.length);
+    const hex = (s, n) => typeof s === "string" && new RegExp("^[0-9a-f]{" + n + "}$").test(s) && !/^0+$/.test(s);
+    const nanos = s => typeof s === "string" && /^[0-9]+$/.test(s);
+    const value = v => v && Object.keys(v).length === 1 && (typeof v.stringValue === "string" || typeof v.boolValue ===
+        "boolean" || typeof v.doubleValue === "number" || (typeof v.intValue === "string" && /^-?[0-9]+$/.test(v.intValue)));
+    const attrs = a => Array.isArray(a) && a.every(x => typeof x.key === "string" && value(x.value));
+    let bad = [], spans = 0, roots = 0, children = 0, decode = 0, ids = new Set();
+    for (const line of lines) {
+        const req = JSON.parse(line);
+        if (Object.keys(req).join() !== "resourceSpans") bad.push("request keys " + Object.keys(req));
+        for (const rs of req.resourceSpans) {
+            if (!attrs(rs.resource.attributes)) bad.push("resource attributes");
+            if (!rs.resource.attributes.some(a => a.key === "service.name")) bad.push("no service.name");
+            for (const ss of rs.scopeSpans) {
+                if (ss.scope.name !== "ggprof") bad.push("scope");
+                const here = new Map(ss.spans.map(s => [s.spanId, s]));
+                for (const s of ss.spans) {
+                    spans++;
+                    if (!hex(s.traceId, 32) || !hex(s.spanId, 16)) bad.push("ids " + s.traceId + " " + s.spanId);
+                    if (ids.has(s.spanId)) bad.push("span id twice " + s.spanId);
+                    ids.add(s.spanId);
+                    if (!nanos(s.startTimeUnixNano) || !nanos(s.endTimeUnixNano)) bad.push("times not decimal strings");
+                    if (BigInt(s.endTimeUnixNano) < BigInt(s.startTimeUnixNano)) bad.push("ends before it starts");
+                    if (BigInt(s.startTimeUnixNano) < 1500000000000000000n) bad.push("not Unix time");
+                    if (s.kind !== 1 || typeof s.name !== "string" || !attrs(s.attributes)) bad.push("span fields");
+                    if (s.name === "llama_decode") decode++;
+                    if (s.parentSpanId === undefined) { roots++; continue; }
+                    const p = here.get(s.parentSpanId);
+                    if (!hex(s.parentSpanId, 16) || !p || p.traceId !== s.traceId) bad.push("parent not in its trace");
+                    else if (BigInt(s.startTimeUnixNano) < BigInt(p.startTimeUnixNano) ||
+                             BigInt(s.endTimeUnixNano) > BigInt(p.endTimeUnixNano)) bad.push("child outside its parent");
+                    children++;
+                }
+            }
+        }
+    }
+    console.log(bad.length ? "bad: " + [...new Set(bad)].slice(0, 3).join("; ") : [lines.length, spans, roots, children, decode].join(":"));
+' "$OUT/server.jsonl" > "$OUT/otlp.check" 2>&1
+expect "export --otlp: OTLP/JSON field names, hex ids, nanosecond strings; a line per batch; batches the roots,
+    graphs their children" "$(cat "$OUT/otlp.check")" "$(q "$db" "SELECT (SELECT count(*) FROM batches) || ':' ||
+    ((SELECT count(*) FROM batches) + (SELECT count(*) FROM graphs)) || ':' || (SELECT count(*) FROM batches) || ':' ||
+    (SELECT count(*) FROM graphs) || ':' || (SELECT count(*) FROM batches WHERE api = 'decode')")"
 
 # ---- --delay and --duration on llama-completion: the program runs to its end, recording stops in between
 "$GGPROF" record -q -o "$OUT/window.db" --delay 0.3 --duration 0.5 -- "${COMPLETION[@]}" -p "hello" -n 600 \
