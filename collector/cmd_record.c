@@ -28,7 +28,8 @@
 
 const char ggprof_usage_record[] =
     "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--sample N]\n"
-    "                     [--delay SEC] [--duration SEC] [--start-paused] [--ring-kib N] [-q] -- CMD [ARGS...]\n"
+    "                     [--delay SEC] [--duration SEC] [--start-paused] [--max-mb N] [--snapshot-every SEC]\n"
+    "                     [--ring-kib N] [-q] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
@@ -56,6 +57,12 @@ const char ggprof_usage_record[] =
     "                        (the trace's windows table; report lists them). A scheduler graph is recorded whole\n"
     "                        when recording was on as it began, else not at all. ggprof_pause() and\n"
     "                        ggprof_resume() in CMD pause within the windows.\n"
+    "  --max-mb N            flight recorder: keep the most recent N MB of records (the spill's oldest segments,\n"
+    "                        of N/8 MB each, are dropped whole; node descriptions are always kept); the trace\n"
+    "                        says how much was dropped (notes, meta flight_dropped_*)\n"
+    "  --snapshot-every SEC  every SEC seconds, write what is recorded so far to OUT.snapshot.db (replaced whole\n"
+    "                        each time) while CMD runs on; report, export and query read it. SIGUSR2 sent to\n"
+    "                        this process writes one now. Removed once CMD ends and OUT is written\n"
     "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
     "                        when the workload outruns the collector, records are dropped and counted\n"
     "  -q, --quiet           print nothing but errors\n"
@@ -63,7 +70,8 @@ const char ggprof_usage_record[] =
     "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n";
 
 static volatile sig_atomic_t g_child;
-static volatile sig_atomic_t g_toggles; /* SIGUSR1s received */
+static volatile sig_atomic_t g_toggles;   /* SIGUSR1s received */
+static volatile sig_atomic_t g_snapshots; /* SIGUSR2s received */
 
 static ggprof_ring *volatile g_poke_ring;
 
@@ -77,6 +85,11 @@ static void on_sigchld(int sig) {
 static void on_sigusr1(int sig) {
     g_toggles++;
     on_sigchld(sig); /* wakes the collector up */
+}
+
+static void on_sigusr2(int sig) {
+    g_snapshots++;
+    on_sigchld(sig);
 }
 
 static void forward_signal(int sig) {
@@ -170,7 +183,13 @@ static void print_processes(sqlite3 *db, int level) {
 typedef struct {
     const char *out, *level_str;
     int         level, quiet, serialize, alternate, start_paused;
-    long        ring_kib, sample;
+    long        ring_kib, sample, max_mb;
+    const char *snapshot_str;
+    double      snapshot_every;
+    char        snapshot[PATH_MAX];
+    pid_t       snapshot_child;
+    uint64_t    next_snapshot;
+    int         snapshots_seen, n_snapshots;
     const char *delay_str, *duration_str;
     double      delay, duration; /* seconds; < 0: not given */
     /* capture windows (CLOCK_MONOTONIC ns): on while recording; the first opened at first_on */
@@ -190,6 +209,38 @@ typedef struct {
     uint64_t      wall_start;
     int64_t       clock_real, clock_mono; /* CLOCK_REALTIME and CLOCK_MONOTONIC read together at the start */
 } record_run;
+
+/* OUT.db -> OUT.snapshot.db; any other name gets .snapshot.db appended. */
+static void snapshot_path_for(const char *db, char *out, size_t len) {
+    size_t n = strlen(db);
+    if (n > 3 && strcmp(db + n - 3, ".db") == 0) n -= 3;
+    snprintf(out, len, "%.*s.snapshot.db", (int) n, db);
+}
+
+/* What the flight recorder dropped, in the trace: meta keys and a note that report shows. */
+static void store_flight_note(sqlite3 *db, const ggprof_spill *s, long max_mb) {
+    char text[512], v[32];
+    snprintf(text, sizeof(text), "flight recorder (--max-mb %ld): the oldest %.1f MB of records were dropped (%" PRIu64
+             " spill segments, %" PRIu64 " graphs); the trace holds the most recent ones", max_mb,
+             (double) s->dropped_bytes / (1 << 20), s->dropped_segs, s->dropped_graphs);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO notes VALUES(0, ?)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    static const char *const keys[] = { "flight_dropped_bytes", "flight_dropped_segments", "flight_dropped_graphs" };
+    const uint64_t vals[] = { s->dropped_bytes, s->dropped_segs, s->dropped_graphs };
+    for (int k = 0; k < 3; k++) {
+        snprintf(v, sizeof(v), "%" PRIu64, vals[k]);
+        if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(st, 1, keys[k], -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, v, -1, SQLITE_TRANSIENT);
+            sqlite3_step(st);
+        }
+        sqlite3_finalize(st);
+    }
+}
 
 /* SEC as a number of seconds >= 0 into *out (-1 when not given); 1 after a one-line error. */
 static int parse_seconds(const char *opt, const char *s, double *out) {
@@ -258,6 +309,51 @@ static long windows_tick(record_run *r) {
     return next ? (long) ((next - now) / 1000000 + 1) : -1;
 }
 
+/* ---- snapshots: the trace so far, written by a child while the collector drains on ---- */
+
+/* In a child of the collector (it only reads the spill; the parent goes on writing after the frames it saw):
+ * replays the spill into OUT.snapshot.db.tmp, then renames it over OUT.snapshot.db. */
+static void snapshot_write(record_run *r) {
+    char tmp[PATH_MAX + 8], why[512];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", r->snapshot);
+    ggprof_store *st = NULL;
+    if (create_private(tmp) != 0 || ggprof_store_create(&st, tmp, why, sizeof(why)) != 0) _exit(1);
+    ggprof_progress_quiet = true;
+    ggprof_spill_replay(&r->spill, st, false);
+    ggprof_store_meta(st, "snapshot", "1");
+    sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
+    if (!db) _exit(1);
+    uint64_t now = ggprof_now_ns();
+    if (r->n_windows && r->on) r->windows[r->n_windows - 1] = (ggprof_window) { r->windows[r->n_windows - 1].start_ns, now,
+                                                                                r->windows[r->n_windows - 1].opened_by, "snapshot" };
+    ggprof_windows_store(db, r->windows, r->n_windows);
+    if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
+    sqlite3_close(db);
+    _exit(rename(tmp, r->snapshot) == 0 ? 0 : 1);
+}
+
+/* Starts a snapshot when one is due (--snapshot-every, SIGUSR2) and none is being written. Returns the ms until
+ * the next is due (-1: none). */
+static long snapshot_tick(record_run *r) {
+    if (r->snapshot_child > 0 && waitpid(r->snapshot_child, NULL, WNOHANG) == r->snapshot_child) r->snapshot_child = 0;
+    uint64_t now = ggprof_now_ns();
+    if (r->snapshot_every > 0 && !r->next_snapshot) r->next_snapshot = now + (uint64_t) (r->snapshot_every * 1e9);
+    bool asked = r->snapshots_seen != g_snapshots, due = r->next_snapshot && now >= r->next_snapshot;
+    if ((asked || due) && r->snapshot_child <= 0) {
+        r->snapshots_seen = g_snapshots;
+        if (due) r->next_snapshot = now + (uint64_t) (r->snapshot_every * 1e9);
+        while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
+        pid_t c = fork();
+        if (c == 0) snapshot_write(r);
+        if (c > 0) {
+            r->snapshot_child = c;
+            r->n_snapshots++;
+        }
+    }
+    if (!r->next_snapshot) return asked ? 1 : -1;
+    return (long) ((r->next_snapshot > now ? r->next_snapshot - now : 0) / 1000000 + 1);
+}
+
 static int record_parse(record_run *r, int argc, char **argv) {
     const ggprof_opt opts[] = {
         { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL },
@@ -269,6 +365,8 @@ static int record_parse(record_run *r, int argc, char **argv) {
         { "--delay", NULL, GGPROF_OPT_STRING, &r->delay_str, NULL },
         { "--duration", NULL, GGPROF_OPT_STRING, &r->duration_str, NULL },
         { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL },
+        { "--max-mb", NULL, GGPROF_OPT_COUNT, &r->max_mb, NULL },
+        { "--snapshot-every", NULL, GGPROF_OPT_STRING, &r->snapshot_str, NULL },
         { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0 };
@@ -281,9 +379,12 @@ static int record_parse(record_run *r, int argc, char **argv) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "--ring-kib '%ld' is not a power of two from 4 to 1048576", r->ring_kib);
     }
     if (r->sample > 65535) return ggprof_fail(GGPROF_EXIT_USAGE, "--sample '%ld' is more than 65535", r->sample);
-    if (parse_seconds("--delay", r->delay_str, &r->delay) || parse_seconds("--duration", r->duration_str, &r->duration)) {
+    if (parse_seconds("--delay", r->delay_str, &r->delay) || parse_seconds("--duration", r->duration_str, &r->duration) ||
+        parse_seconds("--snapshot-every", r->snapshot_str, &r->snapshot_every)) {
         return GGPROF_EXIT_USAGE;
     }
+    if (r->snapshot_every == 0) return ggprof_fail(GGPROF_EXIT_USAGE, "--snapshot-every '%s': needs a period above 0", r->snapshot_str);
+    if (r->max_mb > (1L << 30)) return ggprof_fail(GGPROF_EXIT_USAGE, "--max-mb '%ld' is too large", r->max_mb);
     if (r->duration == 0) return ggprof_fail(GGPROF_EXIT_USAGE, "--duration '%s': a window needs a duration above 0", r->duration_str);
     if (r->start_paused && r->delay >= 0) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "--start-paused and --delay both say when to start; give one");
@@ -309,6 +410,10 @@ static int record_prepare(record_run *r) {
     if (sp == -3) return ggprof_fail(GGPROF_EXIT_USAGE, "'%s' belongs to another user; choose another -o", r->spill_path);
     if (sp != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->spill_path, strerror(errno));
     r->spill_open = true;
+    if (r->max_mb > 0 && ggprof_spill_bound(&r->spill, r->spill_path, (uint64_t) r->max_mb << 20) != 0) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s.0': %s", r->spill_path, strerror(errno));
+    }
+    snapshot_path_for(r->out, r->snapshot, sizeof(r->snapshot));
     /* A file (or a link: replaced, never followed) at OUT makes way for the new trace; anything else is a mistake. */
     struct stat st;
     if (lstat(r->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
@@ -331,6 +436,8 @@ static int record_prepare(record_run *r) {
     sigemptyset(&usr.sa_mask);
     usr.sa_flags = SA_RESTART;
     sigaction(SIGUSR1, &usr, NULL);
+    usr.sa_handler = on_sigusr2;
+    sigaction(SIGUSR2, &usr, NULL);
     ggprof_progress_quiet = r->quiet;
     if (getenv("GGML_PROFILE") && !r->quiet) {
         ggprof_err("note: GGML_PROFILE=%s is ignored under 'ggprof record'", getenv("GGML_PROFILE"));
@@ -420,11 +527,14 @@ static int record_drain(record_run *r) {
         uint32_t seen = ggprof_ring_wake_seen(&r->ring);
         pid_t w = waitpid(r->child, &r->status, WNOHANG);
         if (w == r->child || (w < 0 && errno != EINTR)) break;
-        long ms = 0, due = windows_tick(r);
+        long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
+        if (snap >= 0 && (due < 0 || snap < due)) due = snap;
         if (ggprof_ring_pace(&pacer, &r->ring, r->ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&r->spill, &r->ring);
         if (due >= 0 && due < ms) ms = due;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }
+    if (r->snapshot_child > 0) waitpid(r->snapshot_child, NULL, 0); /* the last snapshot is whole, then replaced */
+    r->snapshot_child = 0;
     signal(SIGCHLD, SIG_DFL);
     g_poke_ring = NULL;
     windows_tick(r);
@@ -500,6 +610,7 @@ static int record_finish(record_run *r) {
     bool full = r->spill.err || c.full;
     if (full) record_disk_full(r, db, &c);
     if (ggprof_windows_store(db, r->windows, r->n_windows) != 0) ggprof_err("internal: cannot store the capture windows");
+    if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
     int json_ok = 0;
     if (full) {
         unlink(r->json);
@@ -510,6 +621,7 @@ static int record_finish(record_run *r) {
         json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
     }
     if (!r->quiet && !full && c.processes) print_processes(db, r->level);
+    if (r->n_snapshots) unlink(r->snapshot); /* the whole trace is in OUT now */
     sqlite3_close(db);
     if (json_ok != 0) ggprof_err("%s", why);
     if (r->quiet && !full) return 0;

@@ -49,31 +49,139 @@ int ggprof_spill_open(ggprof_spill *s, const char *path) {
     return 0;
 }
 
+static void write_frame_to(ggprof_spill *s, int fd, uint64_t *good_end, const ggprof_ring_slot *slot, const void *bytes,
+                           size_t n);
+
 static void write_frame(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
+    write_frame_to(s, s->fd, &s->good_end, slot, bytes, n);
+}
+
+static void write_frame_to(ggprof_spill *s, int fd, uint64_t *good_end_p, const ggprof_ring_slot *slot, const void *bytes,
+                           size_t n) {
     if (s->err) return;
+    uint64_t good_end = *good_end_p;
     frame  fr   = { slot->pid, slot->tid, (uint32_t) n, 0 };
     size_t want = sizeof(fr) + n, done = 0;
     /* At explicit offsets, so that a short write (a full disk) is retried for the rest, then cut back whole. */
     while (done < want) {
         struct iovec iov[2] = { { (char *) &fr + (done < sizeof(fr) ? done : sizeof(fr)), done < sizeof(fr) ? sizeof(fr) - done : 0 },
                                 { (char *) bytes + (done > sizeof(fr) ? done - sizeof(fr) : 0), n - (done > sizeof(fr) ? done - sizeof(fr) : 0) } };
-        ssize_t w = pwritev(s->fd, iov, 2, (off_t) (s->good_end + done));
+        ssize_t w = pwritev(fd, iov, 2, (off_t) (good_end + done));
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             s->err = w < 0 ? errno : ENOSPC;
-            if (ftruncate(s->fd, (off_t) s->good_end) != 0) { /* replay reads up to good_end only anyway */ }
+            if (ftruncate(fd, (off_t) good_end) != 0) { /* replay reads up to good_end only anyway */ }
             return;
         }
         done += (size_t) w;
     }
-    s->good_end += want;
+    *good_end_p = good_end + want;
     s->bytes += n;
 }
 
 /* Frames of at most this many bytes of whole messages: on a disk that fills, a frame is kept or lost whole. */
 #define FRAME_MAX (64u << 10)
 
+/* Descriptions first, records second: a thread may reference a node that another thread described, and
+ * the ring's slots are drained one after another, so the description can come later in the file. */
+static int is_description(int kind) {
+    return kind == GGPROF_MSG_PROCESS || kind == GGPROF_MSG_TYPE || kind == GGPROF_MSG_BACKEND ||
+           kind == GGPROF_MSG_NODE || kind == GGPROF_MSG_NOTE;
+}
+
+/* ---- the flight recorder's segments */
+
+static ggprof_spill_seg *seg_at(ggprof_spill *s, int i) { return &s->seg[(s->first + i) % GGPROF_SPILL_MAX_SEGS]; }
+
+static void seg_name(const ggprof_spill *s, int n, char *buf, size_t len) { snprintf(buf, len, "%s.%d", s->path, n); }
+
+/* Drops the oldest segment: its file goes, what it held is counted. */
+static void seg_drop(ggprof_spill *s) {
+    ggprof_spill_seg *g = seg_at(s, 0);
+    char name[4200];
+    seg_name(s, s->next_name - s->n_segs, name, sizeof(name));
+    unlink(name);
+    close(g->fd);
+    s->dropped_bytes += g->good_end;
+    s->dropped_graphs += g->graphs;
+    s->dropped_segs++;
+    s->first = (s->first + 1) % GGPROF_SPILL_MAX_SEGS;
+    s->n_segs--;
+}
+
+/* A new segment to write records into; the oldest go while the rest hold more than keep_max. */
+static int seg_open(ggprof_spill *s) {
+    uint64_t kept = 0;
+    for (int i = 0; i < s->n_segs; i++) kept += seg_at(s, i)->good_end;
+    while (s->n_segs && (kept + s->seg_max > s->keep_max || s->n_segs == GGPROF_SPILL_MAX_SEGS)) {
+        kept -= seg_at(s, 0)->good_end;
+        seg_drop(s);
+    }
+    char name[4200];
+    seg_name(s, s->next_name, name, sizeof(name));
+    int fd = open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return -1;
+    s->next_name++;
+    ggprof_spill_seg *g = seg_at(s, s->n_segs++);
+    *g = (ggprof_spill_seg) { fd, 0, 0 };
+    s->rotate = 0;
+    return 0;
+}
+
+int ggprof_spill_bound(ggprof_spill *s, const char *path, uint64_t max_bytes) {
+    snprintf(s->path, sizeof(s->path), "%s", path);
+    s->keep_max = max_bytes;
+    s->seg_max  = max_bytes / 8 > (256u << 10) ? max_bytes / 8 : (256u << 10);
+    if (s->seg_max > max_bytes) s->seg_max = max_bytes;
+    return seg_open(s);
+}
+
+/* Whole messages of one kind (descriptions, or records) at p, up to a frame: to the file or the open segment. A
+ * full segment is rotated after a GRAPH message (the last a thread sends of a graph), so that a segment dropped
+ * takes whole graphs with it. */
+static size_t bounded_piece(ggprof_spill *s, const ggprof_ring_slot *slot, const char *p, size_t n) {
+    int desc = is_description(((const ggprof_msg_hdr *) p)->kind);
+    size_t piece = 0;
+    uint64_t graphs = 0;
+    int ends_graph = 0;
+    while (piece < n) {
+        const ggprof_msg_hdr *h = (const void *) (p + piece);
+        if (h->size == 0 || h->size > n - piece) {
+            if (!piece) piece = n; /* not a boundary we can trust: the rest goes whole */
+            break;
+        }
+        if (is_description(h->kind) != desc || (piece && piece + h->size > FRAME_MAX)) break;
+        piece += h->size;
+        if (h->kind == GGPROF_MSG_GRAPH) {
+            graphs++;
+            if (s->rotate) {
+                ends_graph = 1;
+                break;
+            }
+        }
+    }
+    if (desc) {
+        write_frame(s, slot, p, piece);
+        return piece;
+    }
+    ggprof_spill_seg *g = seg_at(s, s->n_segs - 1);
+    write_frame_to(s, g->fd, &g->good_end, slot, p, piece);
+    g->graphs += graphs;
+    if (g->good_end >= s->seg_max) s->rotate = 1;
+    if (ends_graph && seg_open(s) != 0 && !s->err) s->err = errno;
+    return piece;
+}
+
 void ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n) {
+    if (s->keep_max) {
+        const char *p = bytes;
+        while (n && !s->err) {
+            size_t piece = bounded_piece(s, slot, p, n);
+            p += piece;
+            n -= piece;
+        }
+        return;
+    }
     const char *p = bytes;
     while (n) {
         size_t piece = 0;
@@ -106,12 +214,6 @@ struct replay {
     bool          committed; /* a batch was committed since the last frame began */
 };
 
-/* Descriptions first, records second: a thread may reference a node that another thread described, and
- * the ring's slots are drained one after another, so the description can come later in the file. */
-static int is_description(int kind) {
-    return kind == GGPROF_MSG_PROCESS || kind == GGPROF_MSG_TYPE || kind == GGPROF_MSG_BACKEND ||
-           kind == GGPROF_MSG_NODE;
-}
 
 /* A commit every this many rows (a CPU_OPS message alone makes a row per op): what a full disk takes at most from a
  * trace, since SQLite rolls back the batch it hits. */
@@ -139,27 +241,29 @@ static void release_upto(ggprof_spill *s, uint64_t *released, uint64_t upto) {
 }
 
 /* The spill's bytes at off: from memory when the replay holds them all, else from the file. */
-static bool read_at(const ggprof_spill *s, const char *mem, uint64_t off, void *dst, size_t n) {
+static bool read_at(int fd, const char *mem, uint64_t off, void *dst, size_t n) {
     if (mem) {
         memcpy(dst, mem + off, n);
         return true;
     }
-    return pread(s->fd, dst, n, (off_t) off) == (ssize_t) n;
+    return pread(fd, dst, n, (off_t) off) == (ssize_t) n;
 }
 
-static int replay_pass(ggprof_spill *s, const char *mem, struct replay *r, char **buf, size_t *cap, bool release,
-                       ggprof_progress *prog) {
+/* One pass over the frames of a file (fd, or mem when the replay holds them) up to good_end; base: where its
+ * bytes start in the progress count. */
+static int replay_pass(ggprof_spill *s, int fd, uint64_t good_end, const char *mem, struct replay *r, char **buf,
+                       size_t *cap, bool release, ggprof_progress *prog, uint64_t base) {
     uint64_t off = 0, released = 0;
-    while (off + sizeof(frame) <= s->good_end) {
-        ggprof_progress_update(prog, (uint64_t) r->pass * s->good_end + off);
-        if (!read_at(s, mem, off, &r->fr, sizeof(r->fr)) || off + sizeof(frame) + r->fr.n > s->good_end) return -1;
+    while (off + sizeof(frame) <= good_end) {
+        ggprof_progress_update(prog, base + off);
+        if (!read_at(fd, mem, off, &r->fr, sizeof(r->fr)) || off + sizeof(frame) + r->fr.n > good_end) return -1;
         if (r->fr.n > *cap) {
             char *b = realloc(*buf, r->fr.n);
             if (!b) return -1;
             *buf = b;
             *cap = r->fr.n;
         }
-        if (!read_at(s, mem, off + sizeof(frame), *buf, r->fr.n)) return -1;
+        if (!read_at(fd, mem, off + sizeof(frame), *buf, r->fr.n)) return -1;
         r->committed = false;
         if (ggprof_msgs_foreach(*buf, r->fr.n, replay_msg, r) < 0) return -1;
         /* Every frame before this one is in a committed batch now: its pages go back to the file system. */
@@ -200,14 +304,22 @@ static char *take_into_memory(ggprof_spill *s) {
 
 int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
     struct replay r = { store, { 0 }, 0, 0, false };
-    char  *mem = release ? take_into_memory(s) : NULL;
+    /* A flight recorder's spill is bounded: it stays on disk, its segments read in order after the file. */
+    char  *mem = release && !s->keep_max ? take_into_memory(s) : NULL;
     char  *buf = NULL;
     size_t cap = 0;
     int    rc  = 0;
+    uint64_t segs = 0;
+    for (int i = 0; i < s->n_segs; i++) segs += seg_at(s, i)->good_end;
     ggprof_progress prog;
-    ggprof_progress_start(&prog, "building the trace database", 2 * s->good_end);
+    ggprof_progress_start(&prog, "building the trace database", 2 * s->good_end + segs);
     for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
-        rc = replay_pass(s, mem, &r, &buf, &cap, release && r.pass == 1, &prog);
+        uint64_t base = (uint64_t) r.pass * s->good_end;
+        rc = replay_pass(s, s->fd, s->good_end, mem, &r, &buf, &cap, release && r.pass == 1 && !s->keep_max, &prog, base);
+        for (int i = 0; r.pass == 1 && i < s->n_segs && rc == 0; i++) {
+            ggprof_spill_seg *g = seg_at(s, i);
+            rc = replay_pass(s, g->fd, g->good_end, NULL, &r, &buf, &cap, false, &prog, 2 * s->good_end);
+        }
         ggprof_store_commit(store); /* the descriptions first: records without them would be nameless */
     }
     ggprof_progress_end(&prog);
@@ -219,4 +331,8 @@ int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
 void ggprof_spill_close(ggprof_spill *s) {
     if (s->fd >= 0) close(s->fd);
     s->fd = -1;
+    while (s->n_segs) { /* the segments go with it: what they held is in the database or dropped */
+        s->dropped_bytes -= seg_at(s, 0)->good_end, s->dropped_graphs -= seg_at(s, 0)->graphs, s->dropped_segs--;
+        seg_drop(s);
+    }
 }

@@ -13,16 +13,34 @@
  * and on a machine whose cores the workload's spinning threads keep busy, that time is taken from them.
  * Frames are written whole or not at all: when the disk fills, the file is cut back to its last whole frame,
  * and what comes after is counted as lost, never half-written. */
+/* A flight recorder's segment: records (not descriptions) spilled one after another, dropped whole, oldest first. */
+typedef struct {
+    int      fd;
+    uint64_t good_end;
+    uint64_t graphs; /* GRAPH messages in it */
+} ggprof_spill_seg;
+
+#define GGPROF_SPILL_MAX_SEGS 64
+
 typedef struct {
     int      fd;
     uint64_t bytes;     /* message bytes written */
     uint64_t good_end;  /* the file's length in whole frames */
     int      err;       /* errno of the first failed write, 0 if none: what came after is lost */
+    /* record --max-mb: descriptions stay in the file above; records go to segments beside it (PATH.N), and the
+     * oldest segments are dropped so that the segments hold at most keep_max bytes plus the one being written. */
+    uint64_t         keep_max, seg_max;
+    char             path[4096];
+    ggprof_spill_seg seg[GGPROF_SPILL_MAX_SEGS]; /* seg[first..first+n_segs), ring indices */
+    int              first, n_segs, next_name, rotate;
+    uint64_t         dropped_bytes, dropped_segs, dropped_graphs;
 } ggprof_spill;
 
 /* Creates (or takes over) the spill file, locked, mode 0600: 0, -2 when another collector holds it, -3 when it
  * belongs to another user (or is not a regular file), -1 with errno. */
 int    ggprof_spill_open(ggprof_spill *s, const char *path);
+/* Keeps at most about max_bytes of records from now on (record --max-mb): the flight recorder. Returns 0 or -1. */
+int    ggprof_spill_bound(ggprof_spill *s, const char *path, uint64_t max_bytes);
 /* Moves every published message from the ring to the spill file; returns the bytes moved (lost ones included). */
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring);
 /* Appends one run of whole messages written by slot's thread. */

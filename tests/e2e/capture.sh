@@ -26,7 +26,7 @@ wait_requests() {
 }
 
 # ---- llama-server: recording starts paused; requests before, in and after one SIGUSR1 window
-"$GGPROF" record -o "$OUT/server.db" --start-paused -- "$LLAMA_BIN_DIR/llama-server" -m "$GGUF_DENSE" \
+"$GGPROF" record -o "$OUT/server.db" --start-paused --snapshot-every 0.5 -- "$LLAMA_BIN_DIR/llama-server" -m "$GGUF_DENSE" \
     --host 127.0.0.1 --port "$PORT" -np 2 -c 1024 -t 2 --threads-http 4 > "$OUT/server.log" 2>&1 &
 rec=$!
 for _ in $(seq 1 150); do
@@ -43,13 +43,24 @@ ask in1 "a story about a fox" 7
 ask in2 "a story about a dog and a cat" 9
 ask in3 "once upon a time" 8
 wait_requests
-sleep 0.3
+sleep 1.2 # a snapshot is written every 0.5 s
+snap=$OUT/server.snapshot.db
+expect "--snapshot-every: the trace so far, while the server runs, with the window's graphs" \
+    "$(q "$snap" "SELECT count(*) > 0, (SELECT value FROM meta WHERE key = 'snapshot') FROM graphs")" "1|1"
+"$GGPROF" report "$snap" > "$OUT/snap.report" 2>&1
+expect "--snapshot-every: report reads it" "$?:$(grep -c '^=== Trace ===' "$OUT/snap.report")" "0:1"
+rm -f "$snap"
+kill -USR2 "$rec"
+for _ in $(seq 1 50); do [ -f "$snap" ] && break; sleep 0.1; done
+expect "SIGUSR2: a snapshot now, its graphs in the window" "$(q "$snap" "SELECT count(*) > 0 FROM graphs g, windows w
+    WHERE g.start_ns BETWEEN w.start_ns AND w.end_ns")" 1
 kill -USR1 "$rec"
 ask after1 "after the window closed" 4
 wait_requests
 kill -TERM "$rec"
 wait "$rec"
 expect "record ends when the server does (SIGTERM forwarded)" "$?" 0
+expect "the snapshot goes once the whole trace is written" "$([ -e "$OUT/server.snapshot.db" ] && echo left || echo gone)" gone
 for n in before1 before2 in1 in2 in3 after1; do
     expect "the server answered '$n'" "$(counts "$n" | grep -c '^[0-9]*:[0-9]*$')" 1
 done
@@ -130,6 +141,30 @@ expect "--delay/--duration: graphs only inside it" "$(q "$db" "SELECT count(*) F
     WHERE g.start_ns < w.start_ns OR g.start_ns > w.end_ns")" 0
 expect_ge "--delay/--duration: ... and some" "$(q "$db" "SELECT count(*) FROM graphs")" 5
 expect "--delay/--duration: fewer graphs than the 600 tokens" "$(q "$db" "SELECT count(*) < 600 FROM graphs")" 1
+
+# ---- --max-mb 1 (the flight recorder) on a run that writes about 2 MB of records: the last ones kept
+"$GGPROF" record -q -o "$OUT/flight.db" --max-mb 1 -- "${COMPLETION[@]}" -p "hello" -n 600 > /dev/null 2>&1 &
+rec=$!
+peak=0
+while kill -0 "$rec" 2> /dev/null; do
+    size=$(cat "$OUT"/flight.db.spill* 2> /dev/null | wc -c)
+    [ "$size" -gt "$peak" ] && peak=$size
+    sleep 0.05
+done
+wait "$rec"
+expect "--max-mb 1: the program ran to its end" "$?" 0
+db=$OUT/flight.db
+expect "--max-mb 1: the spill never held more than the bound and one segment (1.25 MB)" \
+    "$([ "$peak" -gt 0 ] && [ "$peak" -le $((1024 * 1024 + 256 * 1024)) ] && echo yes || echo "peak $peak")" yes
+expect "--max-mb 1: the trace holds the last graphs, up to the 600th token" "$(q "$db" "SELECT max(graph_id) FROM graphs")" 599
+expect "--max-mb 1: ... and not the first" "$(q "$db" "SELECT min(graph_id) > 0 FROM graphs")" 1
+expect "--max-mb 1: whole graphs: every record's graph is there" "$(q "$db" "SELECT count(*) FROM records
+    WHERE graph_id NOT IN (SELECT graph_id FROM graphs)")" 0
+expect "--max-mb 1: the graphs dropped and the graphs kept add up to the 600" "$(q "$db" "SELECT (SELECT count(*) FROM graphs)
+    + (SELECT value FROM meta WHERE key = 'flight_dropped_graphs')")" 600
+"$GGPROF" report "$db" > "$OUT/flight.report"
+expect "--max-mb 1: report says how much was dropped" "$(grep -c 'flight recorder (--max-mb 1): the oldest' "$OUT/flight.report")" 1
+expect "--max-mb 1: no spill segment is left behind" "$(ls "$OUT"/flight.db.spill* 2> /dev/null | wc -l)" 0
 
 # ---- --sample 10: every graph at level graph, one in ten with its ops
 "$GGPROF" record -q -o "$OUT/sample.db" --sample 10 -- "${COMPLETION[@]}" -p "hello" -n 40 > /dev/null 2>&1
