@@ -548,6 +548,22 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
             ",\n\"t0_ns\":\"%" PRIu64 "\",\"span_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"n_records\":%" PRId64
             ",\"n_shown\":%" PRId64 ",\"stride\":%" PRId64,
             m->t0, m->t_end > m->t0 ? m->t_end - m->t0 : 0, m->total_ns, m->n_records, m->n_shown, m->stride);
+    /* record's capture windows, from t0 (none for a trace recorded start to end, or of an older ggprof) */
+    fputs(",\n\"windows\":[", f);
+    if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns, opened_by, closed_by FROM windows WHERE NOT (opened_by = 'start'"
+                               " AND closed_by = 'exit') OR (SELECT count(*) FROM windows) > 1 ORDER BY start_ns",
+                           -1, &st, NULL) == SQLITE_OK) {
+        for (int n = 0; sqlite3_step(st) == SQLITE_ROW; n++) {
+            fprintf(f, "%s[%" PRId64 ",%" PRId64 ",", n ? "," : "", (int64_t) sqlite3_column_int64(st, 0) - (int64_t) m->t0,
+                    (int64_t) sqlite3_column_int64(st, 1) - (int64_t) m->t0);
+            ggprof_export_put_str(f, (const char *) sqlite3_column_text(st, 2));
+            putc(',', f);
+            ggprof_export_put_str(f, (const char *) sqlite3_column_text(st, 3));
+            putc(']', f);
+        }
+    }
+    sqlite3_finalize(st);
+    fputs("]", f);
     fputs(",\n\"lanes\":[", f);
     if (m->lanes.n) fwrite(m->lanes.p, 1, m->lanes.n, f);
     fputs("]", f);

@@ -219,6 +219,7 @@
       ctx.fillText(fmtDur(t), x + 3, AXIS_H - 8);
     }
     for (let li = 0; li < lanes.length; li++) drawLane(lanes[li], AXIS_H + li * (LANE_H + LANE_GAP), npp);
+    drawWindows(W, H, npp);
     // lane labels over the gutter
     ctx.globalAlpha = 1;
     ctx.fillStyle = '#fafbfc';
@@ -230,6 +231,23 @@
       ctx.fillText(clip(lanes[li].name, GUTTER - 12, 6.6), 6, y + LANE_H / 2 + 4);
     }
     drawMinimapView();
+  }
+
+  // record's capture windows (--delay, --duration, SIGUSR1): a green band on the axis for each, and the time
+  // outside them greyed over the lanes (nothing was recorded there)
+  const windows = D.windows || [];
+  function drawWindows(W, H, npp) {
+    if (!windows.length) return;
+    const xOf = t => GUTTER + Math.min(Math.max((t - v0) / npp, -1), plotW + 1);
+    ctx.fillStyle = 'rgba(40, 50, 60, 0.10)';
+    let from = v0;
+    for (const w of windows) {
+      if (w[0] > from) ctx.fillRect(xOf(from), AXIS_H, xOf(w[0]) - xOf(from), H - AXIS_H);
+      from = Math.max(from, w[1]);
+    }
+    if (from < v1) ctx.fillRect(xOf(from), AXIS_H, xOf(v1) - xOf(from), H - AXIS_H);
+    ctx.fillStyle = 'rgba(46, 160, 67, 0.55)';
+    for (const w of windows) ctx.fillRect(xOf(w[0]), AXIS_H - 4, Math.max(xOf(w[1]) - xOf(w[0]), 1), 3);
   }
 
   function clip(s, px, charW) {

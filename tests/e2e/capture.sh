@@ -130,6 +130,21 @@ expect "export --otlp: OTLP/JSON field names, hex ids, nanosecond strings; a lin
     ((SELECT count(*) FROM batches) + (SELECT count(*) FROM graphs)) || ':' || (SELECT count(*) FROM batches) || ':' ||
     (SELECT count(*) FROM graphs) || ':' || (SELECT count(*) FROM batches WHERE api = 'decode')")"
 
+# ---- export --html: the window in the page (a band on the axis, the rest greyed), drawn without an error
+"$GGPROF" export "$OUT/server.db" --html "$OUT/server.html"
+expect "export --html: the page's data holds the window" "$(node -e '
+    const s = require("fs").readFileSync(process.argv[1], "utf8");
+    const d = JSON.parse(s.match(/<script id="ggprof-data" type="application\/json">([\s\S]*?)<\/script>/)[1]);
+    const w = d.windows;
+    console.log(w.length + ":" + w[0][2] + ":" + w[0][3] + ":" + (w[0][1] > w[0][0]))' "$OUT/server.html")" "1:signal:signal:true"
+if nm_dir=$(bash "$GGPROF_ROOT/tests/browser/install.sh" 2> "$OUT/install.log"); then
+    NODE_PATH="$nm_dir" node "$GGPROF_ROOT/tests/browser/viewer_check.js" "$OUT/server.html" "$OUT" > "$OUT/server.browser" 2>&1
+    expect "export --html: chromium draws the page, windows included, with no console or page error" \
+        "$(grep -E '^(console_errors|page_errors)=' "$OUT/server.browser" | sort | paste -sd' ')" "console_errors=0 page_errors=0"
+else
+    not_ok "export --html: install chromium and playwright-core" "$(tail -n 2 "$OUT/install.log" | tr '\n' ' ')"
+fi
+
 # ---- --delay and --duration on llama-completion: the program runs to its end, recording stops in between
 "$GGPROF" record -q -o "$OUT/window.db" --delay 0.3 --duration 0.5 -- "${COMPLETION[@]}" -p "hello" -n 600 \
     > "$OUT/window.out" 2> "$OUT/window.err"
