@@ -90,33 +90,20 @@ typedef struct {
 } group;
 
 typedef struct {
-    group  *g;
-    size_t  n, cap;
-    size_t *slot; /* open addressing: index + 1 into g, 0 for empty */
-    size_t  nslot;
+    group       *g;
+    size_t       n, cap;
+    ggprof_index index;
 } group_map;
 
 
+static uint64_t group_hash(const void *ctx, size_t i) { return ggprof_fnv_str(((const group_map *) ctx)->g[i].key); }
+
+static int same_group(const void *ctx, size_t i, const void *key) { return strcmp(((const group_map *) ctx)->g[i].key, key) == 0; }
+
 static group *map_get(group_map *m, const char *key) {
-    if ((m->n + 1) * 2 > m->nslot) {
-        size_t nslot = m->nslot ? m->nslot * 2 : 1024;
-        size_t *slot = calloc(nslot, sizeof(*slot));
-        if (!slot) return NULL;
-        for (size_t i = 0; i < m->n; i++) {
-            size_t p = ggprof_fnv_str(m->g[i].key) & (nslot - 1);
-            while (slot[p]) p = (p + 1) & (nslot - 1);
-            slot[p] = i + 1;
-        }
-        free(m->slot);
-        m->slot  = slot;
-        m->nslot = nslot;
-    }
-    size_t p = ggprof_fnv_str(key) & (m->nslot - 1);
-    while (m->slot[p]) {
-        group *g = &m->g[m->slot[p] - 1];
-        if (strcmp(g->key, key) == 0) return g;
-        p = (p + 1) & (m->nslot - 1);
-    }
+    if (ggprof_index_reserve(&m->index, 0, m->n, group_hash, m) != 0) return NULL;
+    uint32_t *slot = ggprof_index_slot(&m->index, ggprof_fnv_str(key), same_group, m, key);
+    if (*slot) return &m->g[*slot - 1];
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 256;
         group *g = realloc(m->g, cap * sizeof(*g));
@@ -127,7 +114,7 @@ static group *map_get(group_map *m, const char *key) {
     group *g = &m->g[m->n];
     memset(g, 0, sizeof(*g));
     if (!(g->key = strdup(key))) return NULL;
-    m->slot[p] = ++m->n;
+    *slot = (uint32_t) ++m->n;
     return g;
 }
 
@@ -139,7 +126,7 @@ static void map_free(group_map *m) {
         free(m->g[i].s[1].v);
     }
     free(m->g);
-    free(m->slot);
+    ggprof_index_free(&m->index);
 }
 
 /* "[1, 0]" -> "1 0": type ids without the commas that CSV would have to quote. */
@@ -278,10 +265,9 @@ typedef struct {
 } row_sig;
 
 typedef struct {
-    row_sig  *v;
-    size_t    n, cap;
-    uint32_t *slot;
-    size_t    n_slot;
+    row_sig     *v;
+    size_t       n, cap;
+    ggprof_index index;
 } sig_map;
 
 static uint64_t sig_hash(const row_sig *s) {
@@ -346,24 +332,14 @@ static int sig_groups(row_sig *s, const ggprof_layers *l, group_map *map, int ma
     return 0;
 }
 
+static uint64_t sig_at(const void *ctx, size_t i) { return sig_hash(&((const sig_map *) ctx)->v[i]); }
+
+static int same_sig(const void *ctx, size_t i, const void *key) { return sig_eq(&((const sig_map *) ctx)->v[i], key); }
+
 static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_layers *l, group_map *map, int match_any) {
-    if ((m->n + 1) * 2 > m->n_slot) {
-        size_t n_slot  = m->n_slot ? m->n_slot * 2 : 1024;
-        uint32_t *slot = calloc(n_slot, sizeof(*slot));
-        if (!slot) return NULL;
-        for (size_t i = 0; i < m->n; i++) {
-            size_t p = sig_hash(&m->v[i]) & (n_slot - 1);
-            while (slot[p]) p = (p + 1) & (n_slot - 1);
-            slot[p] = (uint32_t) i + 1;
-        }
-        free(m->slot);
-        m->slot   = slot;
-        m->n_slot = n_slot;
-    }
-    size_t p = sig_hash(key) & (m->n_slot - 1);
-    for (; m->slot[p]; p = (p + 1) & (m->n_slot - 1)) {
-        if (sig_eq(&m->v[m->slot[p] - 1], key)) return &m->v[m->slot[p] - 1];
-    }
+    if (ggprof_index_reserve(&m->index, 0, m->n, sig_at, m) != 0) return NULL;
+    uint32_t *slot = ggprof_index_slot(&m->index, sig_hash(key), same_sig, m, key);
+    if (*slot) return &m->v[*slot - 1];
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 256;
         row_sig *v = realloc(m->v, cap * sizeof(*v));
@@ -374,7 +350,7 @@ static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_layer
     row_sig *s = &m->v[m->n];
     *s         = *key;
     if (sig_groups(s, l, map, match_any) != 0) return NULL;
-    m->slot[p] = (uint32_t) ++m->n;
+    *slot = (uint32_t) ++m->n;
     return s;
 }
 
@@ -442,7 +418,7 @@ static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int
         }
     }
     free(sigs.v);
-    free(sigs.slot);
+    ggprof_index_free(&sigs.index);
     free(dg);
     return rc;
 }

@@ -77,58 +77,48 @@ static uint64_t part_hash(int32_t layer, int32_t type, uint32_t name, uint32_t n
     return ggprof_fnv_step(h, node);
 }
 
+static uint64_t part_at(const void *ctx, size_t i) {
+    const part *x = &((const parts *) ctx)->v[i];
+    return part_hash(x->layer, x->type, x->name, x->node);
+}
+
+static int same_part(const void *ctx, size_t i, const void *key) {
+    const part *x = &((const parts *) ctx)->v[i];
+    const ggprof_lrec *r = key;
+    return x->layer == r->layer && x->type == r->type && x->name == r->name && x->node == r->node;
+}
+
 static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
     memset(p, 0, sizeof(*p));
     if (ggprof_layers_load(db, l, 0, "rollup: reading", why, why_len) != 0) return -1;
-    size_t n_slot = 1024, cap = 0;
-    uint32_t *slot = calloc(n_slot, sizeof(*slot));
-    if (!slot) goto oom;
+    ggprof_index index = { 0 };
+    size_t cap = 0;
     for (size_t i = 0; i < l->n_rec; i++) {
         const ggprof_lrec *r = &l->rec[i];
-        if ((p->n + 1) * 2 > n_slot) {
-            uint32_t *w = calloc(n_slot * 2, sizeof(*w));
-            if (!w) goto oom;
-            n_slot *= 2;
-            for (size_t k = 0; k < p->n; k++) {
-                const part *x = &p->v[k];
-                size_t q = part_hash(x->layer, x->type, x->name, x->node) & (n_slot - 1);
-                while (w[q]) q = (q + 1) & (n_slot - 1);
-                w[q] = (uint32_t) k + 1;
-            }
-            free(slot);
-            slot = w;
-        }
-        size_t q = part_hash(r->layer, r->type, r->name, r->node) & (n_slot - 1);
-        part *x  = NULL;
-        for (; slot[q]; q = (q + 1) & (n_slot - 1)) {
-            part *y = &p->v[slot[q] - 1];
-            if (y->layer == r->layer && y->type == r->type && y->name == r->name && y->node == r->node) {
-                x = y;
-                break;
-            }
-        }
-        if (!x) {
+        if (ggprof_index_reserve(&index, 0, p->n, part_at, p) != 0) goto oom;
+        uint32_t *slot = ggprof_index_slot(&index, part_hash(r->layer, r->type, r->name, r->node), same_part, p, r);
+        if (!*slot) {
             if (p->n == cap) {
                 cap     = cap ? cap * 2 : 256;
                 part *v = realloc(p->v, cap * sizeof(*v));
                 if (!v) goto oom;
                 p->v = v;
             }
-            x = &p->v[p->n];
             const ggprof_lnode *node = ggprof_lrec_node(l, r);
-            *x = (part) { r->layer, r->type, r->name, r->node,
-                          ggprof_block_of(r->type, l->names[r->name], node ? node->tensor_name : NULL), 0, 0 };
-            slot[q] = (uint32_t) ++p->n;
+            p->v[p->n] = (part) { r->layer, r->type, r->name, r->node,
+                                  ggprof_block_of(r->type, l->names[r->name], node ? node->tensor_name : NULL), 0, 0 };
+            *slot = (uint32_t) ++p->n;
         }
+        part *x = &p->v[*slot - 1];
         x->count++;
         x->ns = ggprof_ns_add(x->ns, r->duration_ns);
     }
-    free(slot);
+    ggprof_index_free(&index);
     p->op_ns = l->op_ns;
     p->names = l->names;
     return 0;
 oom:
-    free(slot);
+    ggprof_index_free(&index);
     snprintf(why, why_len, "out of memory");
     return -1;
 }

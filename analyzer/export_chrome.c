@@ -9,6 +9,7 @@
 #include "sort.h"
 #include "export.h"
 #include "layers.h"
+#include "v3_format.h"
 #include "wire.h"
 
 /* ---------------------------------------------------------------- shared with export_html.c */
@@ -340,12 +341,7 @@ static void put_raw(FILE *f, const char *s) { fputs_unlocked(s, f); }
 
 static void put_u64(FILE *f, uint64_t v) {
     char d[24];
-    size_t n = sizeof(d);
-    do {
-        d[--n] = (char) ('0' + v % 10);
-        v /= 10;
-    } while (v);
-    fwrite_unlocked(d + n, 1, sizeof(d) - n, f);
+    fwrite_unlocked(d, 1, ggprof_fmt_u64(d, v), f);
 }
 
 static void put_i64(FILE *f, int64_t v) {

@@ -114,9 +114,11 @@ static block *filling(gzout *o) {
     return k;
 }
 
+/* A full block (or the last) to the workers; without any, compressed here. */
 static void submit(gzout *o, block *k) {
+    if (!o->n_workers) k->failed = compress_block(k, o->level);
     pthread_mutex_lock(&o->mu);
-    k->state = FILLED;
+    k->state = o->n_workers ? FILLED : DONE;
     o->fill++;
     pthread_cond_broadcast(&o->cv);
     while (write_oldest(o, 0)) {} /* what is ready goes out now: memory stays at the ring */
@@ -171,18 +173,7 @@ int ggprof_gzout_write(gzout *o, const void *p, size_t n) {
         size_t take = BLOCK - k->in_n < n ? BLOCK - k->in_n : n;
         memcpy(k->in + k->in_n, s, take);
         k->in_n += take, s += take, n -= take;
-        if (k->in_n == BLOCK) {
-            if (o->n_workers) {
-                submit(o, k);
-            } else {
-                k->failed = compress_block(k, o->level);
-                k->state  = DONE;
-                o->fill++;
-                pthread_mutex_lock(&o->mu);
-                write_oldest(o, 0);
-                pthread_mutex_unlock(&o->mu);
-            }
-        }
+        if (k->in_n == BLOCK) submit(o, k);
     }
     return o->err ? -1 : 0;
 }
@@ -195,13 +186,7 @@ int ggprof_gzout_close(gzout *o) {
         /* the last block, even empty when nothing was written: a gzip file has at least one member */
         if (k->state == FREE && (k->in_n || o->fill == 0)) {
             if (!k->in && !(k->in = malloc(1))) o->err = ENOMEM;
-            if (o->n_workers) {
-                submit(o, k);
-            } else {
-                k->failed = compress_block(k, o->level);
-                k->state  = DONE;
-                o->fill++;
-            }
+            submit(o, k);
         }
         pthread_mutex_lock(&o->mu);
         while (write_oldest(o, o->n_workers > 0)) {}

@@ -40,23 +40,31 @@ typedef struct {
 } node_part;
 
 typedef struct {
-    node_part *v;
-    size_t     n;
-    uint32_t  *slot; /* index + 1 */
-    size_t     n_slot;
-    char      *none; /* the part of a record with no node */
+    node_part   *v;
+    size_t       n;
+    ggprof_index index;
+    char        *none; /* the part of a record with no node */
 } node_parts;
 
 static uint64_t part_key(int32_t pid, int64_t node_id) {
     return ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint32_t) pid), (uint64_t) node_id);
 }
 
+static uint64_t part_hash(const void *ctx, size_t i) {
+    const node_part *x = &((const node_parts *) ctx)->v[i];
+    return part_key(x->pid, x->node_id);
+}
+
+static int same_part(const void *ctx, size_t i, const void *key) {
+    const node_part *x = &((const node_parts *) ctx)->v[i], *k = key;
+    return x->pid == k->pid && x->node_id == k->node_id;
+}
+
 static const node_part *part_find(const node_parts *t, int32_t pid, int64_t node_id) {
-    for (size_t p = part_key(pid, node_id) & (t->n_slot - 1); t->slot[p]; p = (p + 1) & (t->n_slot - 1)) {
-        const node_part *x = &t->v[t->slot[p] - 1];
-        if (x->pid == pid && x->node_id == node_id) return x;
-    }
-    return NULL;
+    if (!t->index.n_slot) return NULL;
+    node_part k = { pid, node_id, NULL, NULL, NULL };
+    uint32_t i  = *ggprof_index_slot(&t->index, part_key(pid, node_id), same_part, t, &k);
+    return i ? &t->v[i - 1] : NULL;
 }
 
 static char *node_line(const char *tensor, const char *ne, int out_type, int n_src, const char *ne_src, const char *nb_src,
@@ -86,19 +94,7 @@ static int parts_load(sqlite3 *db, node_parts *t) {
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int32_t pid = sqlite3_column_int(st, 0);
         int64_t id  = sqlite3_column_int64(st, 1);
-        if ((t->n + 1) * 2 > t->n_slot) {
-            size_t n_slot  = t->n_slot ? t->n_slot * 2 : 1024;
-            uint32_t *slot = calloc(n_slot, sizeof(*slot));
-            if (!slot) break;
-            for (size_t i = 0; i < t->n; i++) {
-                size_t p = part_key(t->v[i].pid, t->v[i].node_id) & (n_slot - 1);
-                while (slot[p]) p = (p + 1) & (n_slot - 1);
-                slot[p] = (uint32_t) i + 1;
-            }
-            free(t->slot);
-            t->slot   = slot;
-            t->n_slot = n_slot;
-        }
+        if (ggprof_index_reserve(&t->index, 0, t->n, part_hash, t) != 0) break;
         if (part_find(t, pid, id)) continue; /* the first, as a join would pick one */
         if (t->n == cap) {
             cap          = cap ? cap * 2 : 256;
@@ -114,9 +110,7 @@ static int parts_load(sqlite3 *db, node_parts *t) {
         x->op     = col_text(st, 11) ? strdup((const char *) col_text(st, 11)) : NULL;
         x->tensor = col_text(st, 2) ? strdup((const char *) col_text(st, 2)) : NULL;
         if (!x->part) break;
-        size_t p = part_key(pid, id) & (t->n_slot - 1);
-        while (t->slot[p]) p = (p + 1) & (t->n_slot - 1);
-        t->slot[p] = (uint32_t) ++t->n;
+        *ggprof_index_slot(&t->index, part_key(pid, id), same_part, t, x) = (uint32_t) ++t->n;
     }
     sqlite3_finalize(st);
     return step == SQLITE_DONE ? 0 : -1;
@@ -129,7 +123,7 @@ static void parts_free(node_parts *t) {
         free(t->v[i].tensor);
     }
     free(t->v);
-    free(t->slot);
+    ggprof_index_free(&t->index);
     free(t->none);
 }
 
@@ -661,7 +655,7 @@ static bool f_null(fscan *s) {
 
 /* [item, item, ...] or []: each item read by fn(s, index, ctx); 1 when the list or an item is not as expected.
  * *n: the items there were. */
-static int f_list(fscan *s, int (*fn)(fscan *, int, void *), void *ctx, int *n) {
+static inline __attribute__((always_inline)) int f_list(fscan *s, int (*fn)(fscan *, int, void *), void *ctx, int *n) {
     *n = 0;
     if (*s->p != '[') return 1;
     s->p++;
@@ -684,32 +678,24 @@ static int f_list(fscan *s, int (*fn)(fscan *, int, void *), void *ctx, int *n) 
     }
 }
 
-/* [i, i, ...]: up to max kept, *n all of them (f_list's loop, written out: a million records have fifty
- * integers each). */
+typedef struct {
+    int64_t *out;
+    int      max;
+} ints_ctx;
+
+static inline __attribute__((always_inline)) int f_int_item(fscan *s, int i, void *ctx) {
+    ints_ctx *c = ctx;
+    int64_t   v;
+    if (f_int(s, &v, false)) return 1;
+    if (i < c->max) c->out[i] = v;
+    return 0;
+}
+
+/* [i, i, ...]: up to max kept, *n all of them. f_list inlined here, its item reader with it: a million records
+ * have fifty integers each, and a call through a pointer for each cost a fifth of the read. */
 static int f_ints(fscan *s, int64_t *out, int max, int *n) {
-    *n = 0;
-    if (*s->p != '[') return 1;
-    s->p++;
-    f_ws(s);
-    if (*s->p == ']') {
-        s->p++;
-        return 0;
-    }
-    for (;;) {
-        f_ws(s);
-        int64_t v;
-        if (f_int(s, &v, false)) return 1;
-        if (*n < max) out[*n] = v;
-        (*n)++;
-        f_ws(s);
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p != ']') return 1;
-        s->p++;
-        return 0;
-    }
+    ints_ctx c = { out, max };
+    return f_list(s, f_int_item, &c, n);
 }
 
 static int f_row_item(fscan *s, int i, void *ctx) {

@@ -75,29 +75,16 @@ static int json_int_at(const char *s, const int *path, int depth, int64_t *out) 
 
 /* ------------------------------------------------------------ interning and lookups */
 
-typedef struct {
-    uint32_t *slot; /* index + 1 */
-    size_t    n_slot;
-} index_map;
+static uint64_t name_hash(const void *ctx, size_t i) { return ggprof_fnv_str(((const ggprof_layers *) ctx)->names[i]); }
 
-/* Room for one more of n entries; entries from first on are in the map. */
-static int map_grow(index_map *m, size_t first, size_t n, uint64_t (*hash_of)(const void *, size_t), const void *ctx) {
-    if ((n + 1) * 2 <= m->n_slot) return 0;
-    size_t n_slot = m->n_slot ? m->n_slot * 2 : 1024;
-    uint32_t *slot = calloc(n_slot, sizeof(*slot));
-    if (!slot) return -1;
-    for (size_t i = first; i < n; i++) {
-        size_t p = hash_of(ctx, i) & (n_slot - 1);
-        while (slot[p]) p = (p + 1) & (n_slot - 1);
-        slot[p] = (uint32_t) i + 1;
-    }
-    free(m->slot);
-    m->slot   = slot;
-    m->n_slot = n_slot;
-    return 0;
+static int same_name(const void *ctx, size_t i, const void *key) {
+    return strcmp(((const ggprof_layers *) ctx)->names[i], key) == 0;
 }
 
-static uint64_t name_hash(const void *ctx, size_t i) { return ggprof_fnv_str(((const ggprof_layers *) ctx)->names[i]); }
+typedef struct {
+    int32_t pid;
+    int64_t node_id;
+} node_ref;
 
 static uint64_t node_key(int32_t pid, int64_t node_id) {
     return ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint32_t) pid), (uint64_t) node_id);
@@ -108,33 +95,33 @@ static uint64_t node_hash(const void *ctx, size_t i) {
     return node_key(n->pid, n->node_id);
 }
 
+static int same_node(const void *ctx, size_t i, const void *key) {
+    const ggprof_lnode *n = &((const ggprof_layers *) ctx)->nodes[i];
+    const node_ref     *k = key;
+    return n->pid == k->pid && n->node_id == k->node_id;
+}
+
 /* The id of name (0 for NULL), added when new. Returns UINT32_MAX when out of memory. */
-static uint32_t intern(ggprof_layers *l, index_map *m, const char *name) {
+static uint32_t intern(ggprof_layers *l, ggprof_index *x, const char *name) {
     if (!name) return 0;
-    if (map_grow(m, 1, l->n_names, name_hash, l) != 0) return UINT32_MAX;
-    uint64_t h = ggprof_fnv_str(name);
-    size_t p   = h & (m->n_slot - 1);
-    for (; m->slot[p]; p = (p + 1) & (m->n_slot - 1)) {
-        if (strcmp(l->names[m->slot[p] - 1], name) == 0) return m->slot[p] - 1;
-    }
+    if (ggprof_index_reserve(x, 1, l->n_names, name_hash, l) != 0) return UINT32_MAX;
+    uint32_t *slot = ggprof_index_slot(x, ggprof_fnv_str(name), same_name, l, name);
+    if (*slot) return *slot - 1;
     if ((l->n_names & (l->n_names - 1)) == 0) { /* a power of two: full */
         char **v = realloc(l->names, l->n_names * 2 * sizeof(*v));
         if (!v) return UINT32_MAX;
         l->names = v;
     }
     if (!(l->names[l->n_names] = strdup(name))) return UINT32_MAX;
-    m->slot[p] = (uint32_t) ++l->n_names;
+    *slot = (uint32_t) ++l->n_names;
     return (uint32_t) l->n_names - 1;
 }
 
-static uint32_t node_find(const ggprof_layers *l, const index_map *m, int32_t pid, int64_t node_id) {
-    if (!m->n_slot || node_id == GGPROF_LAYERS_NULL) return 0;
-    size_t p = node_key(pid, node_id) & (m->n_slot - 1);
-    for (; m->slot[p]; p = (p + 1) & (m->n_slot - 1)) {
-        const ggprof_lnode *n = &l->nodes[m->slot[p] - 1];
-        if (n->pid == pid && n->node_id == node_id) return m->slot[p];
-    }
-    return 0;
+/* The node (index + 1) of (pid, node_id); 0 when the trace has none. */
+static uint32_t node_find(const ggprof_layers *l, const ggprof_index *x, int32_t pid, int64_t node_id) {
+    if (!x->n_slot || node_id == GGPROF_LAYERS_NULL) return 0;
+    node_ref k = { pid, node_id };
+    return *ggprof_index_slot(x, node_key(pid, node_id), same_node, l, &k);
 }
 
 static char *dup_col(sqlite3_stmt *st, int i) {
@@ -151,7 +138,7 @@ static int unnamed(const char *s) {
     return (strncmp(s, "node_", 5) == 0 || strncmp(s, "leaf_", 5) == 0) && s[5] >= '0' && s[5] <= '9';
 }
 
-static int load_nodes(sqlite3 *db, ggprof_layers *l, index_map *m) {
+static int load_nodes(sqlite3 *db, ggprof_layers *l, ggprof_index *m) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type"
                                " FROM nodes",
@@ -164,7 +151,7 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, index_map *m) {
         int32_t pid = sqlite3_column_int(st, 0);
         int64_t id  = int_or_null(st, 1);
         if (id == GGPROF_LAYERS_NULL || node_find(l, m, pid, id)) continue; /* a join would never match it */
-        if (map_grow(m, 0, l->n_nodes, node_hash, l) != 0) break;
+        if (ggprof_index_reserve(m, 0, l->n_nodes, node_hash, l) != 0) break;
         if (l->n_nodes == cap) {
             cap             = cap ? cap * 2 : 256;
             ggprof_lnode *v = realloc(l->nodes, cap * sizeof(*v));
@@ -188,9 +175,8 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, index_map *m) {
         static const int at_rows[] = { 1 }, at_src_rows[] = { 1, 1 };
         n->has_rows     = n->ne && json_int_at(n->ne, at_rows, 1, &n->rows);
         n->has_src_rows = n->ne_src && json_int_at(n->ne_src, at_src_rows, 2, &n->src_rows);
-        size_t p = node_key(pid, id) & (m->n_slot - 1);
-        while (m->slot[p]) p = (p + 1) & (m->n_slot - 1);
-        m->slot[p] = (uint32_t) l->n_nodes;
+        node_ref k = { pid, id };
+        *ggprof_index_slot(m, node_key(pid, id), same_node, l, &k) = (uint32_t) l->n_nodes;
     }
     sqlite3_finalize(st);
     return step == SQLITE_DONE ? 0 : -1;
@@ -329,7 +315,8 @@ static int cmp_rec(const void *a, const void *b) {
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int load_records(sqlite3 *db, ggprof_layers *l, int what, index_map *names, const index_map *nodes, const char *label) {
+static int load_records(sqlite3 *db, ggprof_layers *l, int what, ggprof_index *names, const ggprof_index *nodes,
+                        const char *label) {
     sqlite3_stmt *st = NULL;
     int64_t total = 0;
     if (sqlite3_prepare_v2(db, "SELECT max(rowid) FROM events", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
@@ -561,7 +548,7 @@ static int load_graphs(sqlite3 *db, ggprof_layers *l, const graph_stats *gs, siz
 
 int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len) {
     memset(l, 0, sizeof(*l));
-    index_map names = { 0 }, nodes = { 0 };
+    ggprof_index names = { 0 }, nodes = { 0 };
     graph_stats *gs = NULL;
     size_t n_gs = 0;
     int rc = -1;
@@ -581,8 +568,8 @@ out:
         ggprof_layers_free(l);
     }
     free(gs);
-    free(names.slot);
-    free(nodes.slot);
+    ggprof_index_free(&names);
+    ggprof_index_free(&nodes);
     return rc;
 }
 

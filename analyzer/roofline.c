@@ -542,10 +542,9 @@ typedef struct {
 } ev_group;
 
 typedef struct {
-    ev_group *v;
-    size_t    n, cap;
-    int32_t  *slot; /* index + 1 into v, 0 empty */
-    size_t    n_slot;
+    ev_group    *v;
+    size_t       n, cap;
+    ggprof_index index;
 } ev_table;
 
 static bool str_eq(const char *a, const char *b) { return a && b ? strcmp(a, b) == 0 : a == b; }
@@ -563,30 +562,22 @@ static uint64_t ev_hash(int32_t pid, int64_t sched, int32_t backend, int64_t nod
     return h;
 }
 
+static uint64_t ev_at(const void *ctx, size_t i) { return ((const ev_table *) ctx)->v[i].hash; }
+
+static int same_ev(const void *ctx, size_t i, const void *key) {
+    const ev_group *x = &((const ev_table *) ctx)->v[i], *k = key;
+    return x->hash == k->hash && x->pid == k->pid && x->sched_id == k->sched_id && x->backend_id == k->backend_id &&
+           x->node_id == k->node_id && x->fused_node_id == k->fused_node_id && str_eq(x->name, k->name) &&
+           str_eq(x->extra, k->extra);
+}
+
 static ev_group *ev_find(ev_table *t, int32_t pid, int64_t sched, int32_t backend, int64_t node, int64_t fused,
                          const char *name, const char *extra) {
-    if ((t->n + 1) * 2 > t->n_slot) {
-        size_t n_slot = t->n_slot ? t->n_slot * 2 : 1024;
-        int32_t *slot = calloc(n_slot, sizeof(*slot));
-        if (!slot) return NULL;
-        for (size_t i = 0; i < t->n; i++) {
-            size_t p = t->v[i].hash & (n_slot - 1);
-            while (slot[p]) p = (p + 1) & (n_slot - 1);
-            slot[p] = (int32_t) i + 1;
-        }
-        free(t->slot);
-        t->slot   = slot;
-        t->n_slot = n_slot;
-    }
-    uint64_t h = ev_hash(pid, sched, backend, node, fused, name, extra);
-    size_t   p = h & (t->n_slot - 1);
-    for (; t->slot[p]; p = (p + 1) & (t->n_slot - 1)) {
-        ev_group *x = &t->v[t->slot[p] - 1];
-        if (x->hash == h && x->pid == pid && x->sched_id == sched && x->backend_id == backend && x->node_id == node &&
-            x->fused_node_id == fused && str_eq(x->name, name) && str_eq(x->extra, extra)) {
-            return x;
-        }
-    }
+    if (ggprof_index_reserve(&t->index, 0, t->n, ev_at, t) != 0) return NULL;
+    ev_group k = { .pid = pid, .backend_id = backend, .sched_id = sched, .node_id = node, .fused_node_id = fused,
+                   .name = (char *) name, .extra = (char *) extra, .hash = ev_hash(pid, sched, backend, node, fused, name, extra) };
+    uint32_t *slot = ggprof_index_slot(&t->index, k.hash, same_ev, t, &k);
+    if (*slot) return &t->v[*slot - 1];
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         ev_group *v = realloc(t->v, cap * sizeof(*v));
@@ -600,9 +591,9 @@ static ev_group *ev_find(ev_table *t, int32_t pid, int64_t sched, int32_t backen
     x->name  = name ? strdup(name) : NULL;
     x->extra = extra ? strdup(extra) : NULL;
     if ((name && !x->name) || (extra && !x->extra)) return NULL;
-    x->hash    = h;
-    x->min_ns  = UINT64_MAX;
-    t->slot[p] = (int32_t) ++t->n;
+    x->hash = k.hash;
+    x->min_ns = UINT64_MAX;
+    *slot     = (uint32_t) ++t->n;
     return x;
 }
 
@@ -612,7 +603,7 @@ static void ev_free(ev_table *t) {
         free(t->v[i].extra);
     }
     free(t->v);
-    free(t->slot);
+    ggprof_index_free(&t->index);
 }
 
 int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {

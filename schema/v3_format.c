@@ -46,12 +46,7 @@ static void app_str(app *a, const char *s) { app_mem(a, s, strlen(s)); }
 
 static void app_u64(app *a, uint64_t v) {
     char d[24];
-    size_t n = sizeof(d);
-    do {
-        d[--n] = (char) ('0' + v % 10);
-        v /= 10;
-    } while (v);
-    app_mem(a, d + n, sizeof(d) - n);
+    app_mem(a, d, ggprof_fmt_u64(d, v));
 }
 
 static void app_int(app *a, int v) {

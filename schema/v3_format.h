@@ -35,6 +35,18 @@ size_t ggprof_json_string(char *buf, size_t len, const char *s);
  * buf with each one written out ("\n", "\t", "\r", "\x1b"...), so that a name from a trace can neither break
  * a table's lines nor send escape sequences to a terminal. */
 const char *ggprof_text_safe(const char *s, char *buf, size_t len);
+/* v in decimal at out (no terminator): the length. The writers of large files format numbers with it, not printf. */
+static inline size_t ggprof_fmt_u64(char out[24], uint64_t v) {
+    char   d[24];
+    size_t n = sizeof(d);
+    do {
+        d[--n] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = n; i < sizeof(d); i++) out[i - n] = d[i];
+    return sizeof(d) - n;
+}
+
 /* JSON arrays as the seed writes them: "[a, b]" and "[[a, b, c, d], [...]]". */
 void ggprof_json_i64s(char *buf, size_t len, const int64_t *v, int n);
 void ggprof_json_i32s(char *buf, size_t len, const int32_t *v, int n);
