@@ -46,13 +46,9 @@ typedef struct {
     char        *none; /* the part of a record with no node */
 } node_parts;
 
-static uint64_t part_key(int32_t pid, int64_t node_id) {
-    return ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint32_t) pid), (uint64_t) node_id);
-}
-
 static uint64_t part_hash(const void *ctx, size_t i) {
     const node_part *x = &((const node_parts *) ctx)->v[i];
-    return part_key(x->pid, x->node_id);
+    return ggprof_fnv_pid_id(x->pid, x->node_id);
 }
 
 static int same_part(const void *ctx, size_t i, const void *key) {
@@ -63,7 +59,7 @@ static int same_part(const void *ctx, size_t i, const void *key) {
 static const node_part *part_find(const node_parts *t, int32_t pid, int64_t node_id) {
     if (!t->index.n_slot) return NULL;
     node_part k = { pid, node_id, NULL, NULL, NULL };
-    uint32_t i  = *ggprof_index_slot(&t->index, part_key(pid, node_id), same_part, t, &k);
+    uint32_t i  = *ggprof_index_slot(&t->index, ggprof_fnv_pid_id(pid, node_id), same_part, t, &k);
     return i ? &t->v[i - 1] : NULL;
 }
 
@@ -110,7 +106,7 @@ static int parts_load(sqlite3 *db, node_parts *t) {
         x->op     = col_text(st, 11) ? strdup((const char *) col_text(st, 11)) : NULL;
         x->tensor = col_text(st, 2) ? strdup((const char *) col_text(st, 2)) : NULL;
         if (!x->part) break;
-        *ggprof_index_slot(&t->index, part_key(pid, id), same_part, t, x) = (uint32_t) ++t->n;
+        *ggprof_index_slot(&t->index, ggprof_fnv_pid_id(pid, id), same_part, t, x) = (uint32_t) ++t->n;
     }
     sqlite3_finalize(st);
     return step == SQLITE_DONE ? 0 : -1;

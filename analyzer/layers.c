@@ -86,13 +86,9 @@ typedef struct {
     int64_t node_id;
 } node_ref;
 
-static uint64_t node_key(int32_t pid, int64_t node_id) {
-    return ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint32_t) pid), (uint64_t) node_id);
-}
-
 static uint64_t node_hash(const void *ctx, size_t i) {
     const ggprof_lnode *n = &((const ggprof_layers *) ctx)->nodes[i];
-    return node_key(n->pid, n->node_id);
+    return ggprof_fnv_pid_id(n->pid, n->node_id);
 }
 
 static int same_node(const void *ctx, size_t i, const void *key) {
@@ -121,7 +117,7 @@ static uint32_t intern(ggprof_layers *l, ggprof_index *x, const char *name) {
 static uint32_t node_find(const ggprof_layers *l, const ggprof_index *x, int32_t pid, int64_t node_id) {
     if (!x->n_slot || node_id == GGPROF_LAYERS_NULL) return 0;
     node_ref k = { pid, node_id };
-    return *ggprof_index_slot(x, node_key(pid, node_id), same_node, l, &k);
+    return *ggprof_index_slot(x, ggprof_fnv_pid_id(pid, node_id), same_node, l, &k);
 }
 
 static char *dup_col(sqlite3_stmt *st, int i) {
@@ -176,7 +172,7 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, ggprof_index *m) {
         n->has_rows     = n->ne && json_int_at(n->ne, at_rows, 1, &n->rows);
         n->has_src_rows = n->ne_src && json_int_at(n->ne_src, at_src_rows, 2, &n->src_rows);
         node_ref k = { pid, id };
-        *ggprof_index_slot(m, node_key(pid, id), same_node, l, &k) = (uint32_t) l->n_nodes;
+        *ggprof_index_slot(m, ggprof_fnv_pid_id(pid, id), same_node, l, &k) = (uint32_t) l->n_nodes;
     }
     sqlite3_finalize(st);
     return step == SQLITE_DONE ? 0 : -1;

@@ -43,6 +43,11 @@ static inline uint64_t ggprof_fnv_str(const char *s) {
     return h;
 }
 
+/* A process's object by its id (a node description, a graph). */
+static inline uint64_t ggprof_fnv_pid_id(int64_t pid, int64_t id) {
+    return ggprof_fnv_step(ggprof_fnv_step(GGPROF_FNV_OFFSET, (uint64_t) pid), (uint64_t) id);
+}
+
 /* An open-addressing index over entries the caller keeps in an array of its own (names, nodes, groups): a slot
  * holds an entry's index + 1, 0 when empty, and the table doubles to stay at most half full. One way for every
  * hash table of ggprof's. */
