@@ -31,6 +31,10 @@ static __thread graph_ctx *t_graph;
 static __thread int        t_sched_depth;
 static __thread ggprof_place      t_place;  /* the split this thread is computing, for device tracers */
 static __thread bool              t_in_split;
+/* A device backend's split (not the CPU's, not timed node by node): its nodes, for ggml_is_empty to find the
+ * node being recorded, and where the last was found. */
+static __thread struct ggml_tensor **t_dev_nodes;
+static __thread int                  t_dev_n, t_dev_pos;
 
 /* The level the calling thread records at: its scheduler graph's, or the process's outside any. */
 static int current_level(void) { return t_graph ? t_graph->level : ggprof_eng.level; }
@@ -226,14 +230,50 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
                                       gc ? gc->n_nodes : st->n_nodes) >= 0;
     }
     ggprof_busy--;
-    t_place    = (ggprof_place){ w->graph_id, w->sched_id, w->split_id, id, w->node_start, st->n_nodes };
+    t_place    = (ggprof_place){ w->graph_id, w->sched_id, w->split_id, id, w->node_start, st->n_nodes, -1, 0 };
     t_in_split = true;
+    bool device = id >= 0 && !se->is_cpu[id] && !st->serial && w->node_start >= 0;
+    t_dev_nodes = device ? st->nodes : NULL;
+    t_dev_n     = device ? st->n_nodes : 0;
+    t_dev_pos   = 0;
+}
+
+/* ggml-vulkan records a split node by node in graph order, and the first thing it does for a node is
+ * ggml_is_empty(node), through the PLT: on a device split's thread, a call with one of the split's nodes marks
+ * it as the node being recorded, for the dispatches that follow (ggprof_current_place). A call with a tensor that
+ * is no node changes nothing, nor one with a source of the node being recorded (ggml_vk_set_rows checks its
+ * sources, a VIEW node among them, just before its dispatch). The search starts where the last node was found:
+ * nodes come in order. */
+static void mark_device_node(const struct ggml_tensor *t) {
+    if (t_place.node_index >= 0) {
+        const struct ggml_tensor_links *cur = ggprof_links(t_dev_nodes[t_dev_pos]);
+        for (int s = 0; s < GGML_ABI_MAX_SRC; s++) {
+            if (cur->src[s] == t) return;
+        }
+    }
+    for (int k = 0; k < t_dev_n; k++) {
+        int i = (t_dev_pos + k) % t_dev_n;
+        if (t_dev_nodes[i] != t) continue;
+        t_dev_pos          = i;
+        t_place.node_index = t_place.node_start + i;
+        ggprof_busy++;
+        t_place.node_id = ggprof_node_id(t);
+        ggprof_busy--;
+        return;
+    }
+}
+
+GGPROF_API bool ggml_is_empty(const struct ggml_tensor *tensor) {
+    REAL(ggml_is_empty);
+    if (t_dev_nodes && !ggprof_busy) mark_device_node(tensor);
+    return real_ggml_is_empty(tensor);
 }
 
 /* The split computed in [t0, t1]: the copies that fed it, its CPU ops, the SPLIT record (and a GRAPH record for
  * a graph computed directly). */
 static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
-    t_in_split = false;
+    t_in_split  = false;
+    t_dev_nodes = NULL;
     ggprof_busy++;
     graph_ctx *gc = st->gc;
     ggprof_split_place *w = &st->where;
@@ -284,7 +324,7 @@ bool ggprof_current_place(ggprof_place *out) {
     if (!t_in_split) {
         memset(out, 0, sizeof(*out));
         out->graph_id = GGPROF_GRAPH_NONE;
-        out->split_id = out->backend_id = out->node_start = -1;
+        out->split_id = out->backend_id = out->node_start = out->node_index = -1;
         return false;
     }
     *out = t_place;

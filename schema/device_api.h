@@ -16,6 +16,10 @@ typedef struct {
     uint64_t graph_id; /* GGPROF_GRAPH_NONE outside a graph */
     uint32_t sched_id;
     int32_t  split_id, backend_id, node_start, n_nodes;
+    /* On a device backend's split, the node its library is recording now (-1, 0: not known): ggml-vulkan, for
+     * one, calls ggml_is_empty(node) first thing for each node it records (interpose.c). */
+    int32_t  node_index;
+    uint32_t node_id;
 } ggprof_place;
 
 /* libggprof.so is built with hidden visibility, and the CUPTI library is loaded by the driver

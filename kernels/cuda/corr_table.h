@@ -23,7 +23,7 @@
 
 typedef struct {
     _Atomic uint64_t key;     /* correlation id + 1; 0: empty or being written */
-    _Atomic uint64_t word[4]; /* the place, packed */
+    _Atomic uint64_t word[5]; /* the place, packed */
 } ggprof_corr_entry;
 
 typedef struct {
@@ -38,7 +38,9 @@ static inline void ggprof_corr_put(ggprof_corr_table *t, uint32_t corr, const gg
     atomic_store_explicit(&e->word[1], (uint64_t) p->sched_id << 32 | (uint32_t) p->split_id, memory_order_relaxed);
     atomic_store_explicit(&e->word[2], (uint64_t) (uint32_t) p->backend_id << 32 | (uint32_t) p->node_start,
                           memory_order_relaxed);
-    atomic_store_explicit(&e->word[3], (uint64_t) (uint32_t) p->n_nodes, memory_order_relaxed);
+    atomic_store_explicit(&e->word[3], (uint64_t) (uint32_t) p->node_index << 32 | (uint32_t) p->n_nodes,
+                          memory_order_relaxed);
+    atomic_store_explicit(&e->word[4], p->node_id, memory_order_relaxed);
     atomic_store_explicit(&e->key, (uint64_t) corr + 1, memory_order_release);
 }
 
@@ -51,6 +53,7 @@ static inline bool ggprof_corr_get(ggprof_corr_table *t, uint32_t corr, ggprof_p
     uint64_t w1 = atomic_load_explicit(&e->word[1], memory_order_relaxed);
     uint64_t w2 = atomic_load_explicit(&e->word[2], memory_order_relaxed);
     uint64_t w3 = atomic_load_explicit(&e->word[3], memory_order_relaxed);
+    uint64_t w4 = atomic_load_explicit(&e->word[4], memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&e->key, memory_order_relaxed) != k) return false; /* rewritten meanwhile */
     out->graph_id   = w0;
@@ -59,6 +62,8 @@ static inline bool ggprof_corr_get(ggprof_corr_table *t, uint32_t corr, ggprof_p
     out->backend_id = (int32_t) (uint32_t) (w2 >> 32);
     out->node_start = (int32_t) (uint32_t) w2;
     out->n_nodes    = (int32_t) (uint32_t) w3;
+    out->node_index = (int32_t) (uint32_t) (w3 >> 32);
+    out->node_id    = (uint32_t) w4;
     return true;
 }
 

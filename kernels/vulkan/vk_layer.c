@@ -286,7 +286,8 @@ static bool harvest(object *cb, bool final) {
         }
         uint64_t t0 = ticks_ns(d, v[4 * i], bits), t1 = ticks_ns(d, v[4 * i + 2], bits);
         if (bits < 64 && t1 < t0) t1 += (uint64_t) ((double) (1ull << bits) * d->period); /* wrapped */
-        m.node_index  = -1;
+        m.node_index  = r->placed ? r->place.node_index : -1;
+        m.node_id     = r->placed && r->place.node_index >= 0 ? r->place.node_id : 0;
         m.api         = GGPROF_API_VULKAN;
         m.device      = d->index;
         m.stream      = cb->queue;

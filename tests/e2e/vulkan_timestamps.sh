@@ -61,3 +61,18 @@ expect "debug names: the program succeeds" "$?" 0
 expect_ge "debug names: dispatches named after ggml's shaders" "$(q "$OUT/names.db" "SELECT count(*) FROM kernels
     WHERE name LIKE 'mul_mat%'")" 1
 expect "debug names: every dispatch named" "$(q "$OUT/names.db" "SELECT count(*) FROM kernels WHERE name LIKE 'dispatch (%'")" 0
+
+# Each dispatch joined to the node ggml-vulkan was recording (its ggml_is_empty(node) call, engine/interpose.c):
+# every one has a node, and its shader is one of its node's op (a fused group's first node: RMS_NORM's
+# rms_norm_mul, ADD's add_rms, ROPE's rope writing the cache in f16).
+expect "node attribution: every dispatch joined to a node of its split" "$(q "$OUT/names.db" "SELECT count(*) FROM kernels k
+    JOIN split_list s ON s.pid = k.pid AND s.graph_id = k.graph_id AND s.split_id = k.split_id
+    WHERE k.node_index < s.node_start OR k.node_index >= s.node_start + s.n_nodes OR k.op IS NULL")" 0
+expect "node attribution: each shader is its node's op" "$(q "$OUT/names.db" "SELECT count(*) || ' ' ||
+    COALESCE(group_concat(DISTINCT op || '/' || name), '') FROM kernels WHERE NOT (
+      (name GLOB 'mul_mat*' AND op IN ('MUL_MAT', 'MUL_MAT_ID')) OR (name GLOB 'rms_norm*' AND op = 'RMS_NORM') OR
+      (name GLOB 'add_*' AND op = 'ADD') OR ((name GLOB 'flash_attn*' OR name GLOB 'fa_*') AND op = 'FLASH_ATTN_EXT') OR
+      (name GLOB 'swiglu*' AND op = 'GLU') OR (name GLOB 'rope_*' AND op = 'ROPE') OR
+      (name GLOB 'set_rows*' AND op = 'SET_ROWS') OR (name GLOB 'get_rows*' AND op = 'GET_ROWS'))")" "0 "
+expect_ge "node attribution: the ops of a transformer layer on the GPU" "$(q "$OUT/names.db" "SELECT count(DISTINCT op)
+    FROM kernels")" 8

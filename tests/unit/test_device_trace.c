@@ -95,11 +95,12 @@ static ggprof_corr_table g_corr;
 /* Field by field: the struct has padding at its end. */
 static bool same_place(const ggprof_place *a, const ggprof_place *b) {
     return a->graph_id == b->graph_id && a->sched_id == b->sched_id && a->split_id == b->split_id &&
-           a->backend_id == b->backend_id && a->node_start == b->node_start && a->n_nodes == b->n_nodes;
+           a->backend_id == b->backend_id && a->node_start == b->node_start && a->n_nodes == b->n_nodes &&
+           a->node_index == b->node_index && a->node_id == b->node_id;
 }
 
 static void test_correlation_round_trip(void) {
-    ggprof_place p = { 42, 3, -1, -1, 17, 250 }, out;
+    ggprof_place p = { 42, 3, -1, -1, 17, 250, 31, 9001 }, out;
     memset(&out, 0, sizeof(out));
     CHECK(!ggprof_corr_get(&g_corr, 9, &out));
     ggprof_corr_put(&g_corr, 9, &p);
@@ -107,7 +108,7 @@ static void test_correlation_round_trip(void) {
     CHECK(same_place(&p, &out));
     CHECK(!ggprof_corr_get(&g_corr, 10, &out));
     /* 2^16 launches later the slot holds a newer launch: the old id is gone, not mistaken for it. */
-    ggprof_place q = { GGPROF_GRAPH_NONE, 0, 5, 2, 0, 1 };
+    ggprof_place q = { GGPROF_GRAPH_NONE, 0, 5, 2, 0, 1, -1, 0 };
     ggprof_corr_put(&g_corr, 9 + GGPROF_CORR_SIZE, &q);
     CHECK(!ggprof_corr_get(&g_corr, 9, &out));
     CHECK(ggprof_corr_get(&g_corr, 9 + GGPROF_CORR_SIZE, &out));
@@ -123,7 +124,7 @@ static _Atomic int g_stop;
 
 static ggprof_place place_of(uint32_t corr) {
     return (ggprof_place){ corr * 3ull, corr ^ 0x5a5a, (int32_t) corr, -(int32_t) (corr & 0xff), (int32_t) corr / 2,
-                           (int32_t) corr % 977 };
+                           (int32_t) corr % 977, (int32_t) corr % 131 - 1, corr ^ 0x3333 };
 }
 
 static void *writer(void *arg) {
