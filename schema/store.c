@@ -9,6 +9,8 @@
 #include "trace_db.h"
 #include "v3_format.h"
 
+#include <stdbool.h>
+
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_COUNT };
 
@@ -41,6 +43,10 @@ struct ggprof_store {
     node_name    *names;
     size_t        names_cap, names_n;
     ggprof_store_counts counts;
+    /* the OP record of the device node whose dispatches are being read (msg_kernel), until another node's come */
+    ggprof_msg_event dev;
+    int32_t          dev_pid, dev_tid;
+    bool             dev_open;
 };
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
@@ -377,6 +383,42 @@ static void msg_event(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
     ggprof_store_event(s, pid, tid, e, event_name(s, pid, e), NULL);
 }
 
+/* A device node's OP record (timing DEVICE), made of its dispatches: they come one after another, each joined to
+ * the node ggml-vulkan was recording (engine/interpose.c); its time is the dispatches' device time summed, from
+ * the first one's start. Written when a dispatch of another node comes, and when the store finishes. */
+static void dev_flush(ggprof_store *s) {
+    if (!s->dev_open) return;
+    s->dev_open = false;
+    ggprof_store_event(s, s->dev_pid, s->dev_tid, &s->dev, event_name(s, s->dev_pid, &s->dev), NULL);
+}
+
+static void dev_kernel(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_kernel *k) {
+    uint64_t dur = k->end_ns > k->start_ns ? k->end_ns - k->start_ns : 0;
+    ggprof_msg_event *e = &s->dev;
+    if (s->dev_open && s->dev_pid == pid && e->graph_id == k->graph_id && e->split_id == k->split_id &&
+        e->node_index == k->node_index && e->sched_id == k->sched_id) {
+        e->duration_ns += dur;
+        return;
+    }
+    dev_flush(s);
+    memset(e, 0, sizeof(*e));
+    e->h           = (ggprof_msg_hdr){ sizeof(*e), GGPROF_MSG_EVENT, 0 };
+    e->type        = GGPROF_REC_OP;
+    e->timing      = GGPROF_TIMING_DEVICE;
+    e->backend_id  = (int16_t) k->backend_id;
+    e->sched_id    = k->sched_id;
+    e->graph_id    = k->graph_id;
+    e->split_id    = k->split_id;
+    e->node_index  = k->node_index;
+    e->node_id     = k->node_id;
+    e->fused_index = -1;
+    e->start_ns    = k->start_ns;
+    e->duration_ns = dur;
+    node_name *n   = name_slot(s, node_key(pid, k->node_id), 0);
+    e->bytes       = n ? n->nbytes : 0;
+    s->dev_pid = pid, s->dev_tid = tid, s->dev_open = true;
+}
+
 static void msg_kernel(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     const ggprof_msg_kernel *k = (const void *) m;
     sqlite3_stmt *st = s->st[ST_KERNEL];
@@ -398,6 +440,10 @@ static void msg_kernel(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_m
     sqlite3_bind_int64(st, 16, k->node_id);
     run(s, st);
     s->counts.kernels++;
+    /* Vulkan dispatches know their node (verified: tests/e2e/vulkan_timestamps.sh); CUDA and OpenCL kernels not */
+    if (k->api == GGPROF_API_VULKAN && k->node_id && k->node_index >= 0 && k->graph_id != GGPROF_GRAPH_NONE) {
+        dev_kernel(s, pid, tid, k);
+    }
 }
 
 static void msg_region(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -488,6 +534,7 @@ int ggprof_store_commit(ggprof_store *s) {
 ggprof_store_counts ggprof_store_get_counts(const ggprof_store *s) { return s->counts; }
 
 sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
+    dev_flush(s);
     sqlite3 *db   = s->db;
     int      full = s->counts.full;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);

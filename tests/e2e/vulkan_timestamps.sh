@@ -76,3 +76,14 @@ expect "node attribution: each shader is its node's op" "$(q "$OUT/names.db" "SE
       (name GLOB 'set_rows*' AND op = 'SET_ROWS') OR (name GLOB 'get_rows*' AND op = 'GET_ROWS'))")" "0 "
 expect_ge "node attribution: the ops of a transformer layer on the GPU" "$(q "$OUT/names.db" "SELECT count(DISTINCT op)
     FROM kernels")" 8
+# ... and each node's dispatches make its OP record (timing 4, device time): every dispatch's time in exactly one,
+# on the Vulkan backend, so that top-ops and the roll-ups show the GPU's ops.
+db=$OUT/vt.db
+expect "device OP records: one per node that dispatched, with all of the dispatches' time" "$(q "$db" "SELECT
+    (SELECT count(*) FROM records WHERE timing = 4) = (SELECT count(DISTINCT graph_id || ':' || node_index) FROM kernels)
+    AND (SELECT sum(duration_ns) FROM records WHERE timing = 4) = (SELECT sum(duration_ns) FROM kernels)")" 1
+expect "device OP records: on the Vulkan backend, named by their node's op" "$(q "$db" "SELECT count(*) FROM records r
+    LEFT JOIN backends b ON b.pid = r.pid AND b.sched_id = r.sched_id AND b.id = r.backend_id
+    WHERE r.timing = 4 AND (b.name NOT LIKE 'Vulkan%' OR r.type != 0 OR r.name = 'unknown')")" 0
+"$GGPROF" top-ops "$db" --format csv > "$OUT/top-ops.csv"
+expect "device OP records: top-ops lists Vulkan MUL_MAT" "$(grep -c '^MUL_MAT,Vulkan0,' "$OUT/top-ops.csv")" 1
