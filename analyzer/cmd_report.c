@@ -1,6 +1,7 @@
 /* ggprof report: the seed's console summary of a trace, then a per-backend summary and trace health. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -14,8 +15,10 @@ const char ggprof_usage_report[] =
     "\n"
     "Prints, for each op, copy and sync kind on each backend: % of recorded time, count, total, average,\n"
     "minimum and maximum duration, bandwidth (bytes / time) and a representative shape (the upstream\n"
-    "profiler's console summary); then time per backend and the trace's health: graphs, splits whose CPU\n"
-    "ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3 JSON\n"
+    "profiler's console summary); then time per backend; for a backend timed on its device (Vulkan, CUDA,\n"
+    "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's\n"
+    "waiting for it the device was busy, the share of kernel time joined to a graph node; then the trace's\n"
+    "health: graphs, splits whose CPU ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3 JSON\n"
     "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
 
 
@@ -78,6 +81,156 @@ static void print_health(sqlite3 *db) {
     print_windows(db);
 }
 
+/* ---- device time: busy, idle, waited for, from the device's own timestamps ---- */
+
+/* An interval of one backend of one scheduler of one process. */
+typedef struct {
+    int64_t  pid, sched, backend;
+    uint64_t a, b;
+} dev_ivl;
+
+typedef struct {
+    dev_ivl *v;
+    size_t   n, cap, at; /* at: the first of the backend being read */
+} dev_list;
+
+static int dev_load(sqlite3 *db, const char *sql, dev_list *l) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (l->n == l->cap) {
+            size_t   cap = l->cap ? 2 * l->cap : 1024;
+            dev_ivl *v   = realloc(l->v, cap * sizeof(*v));
+            if (!v) break;
+            l->v = v, l->cap = cap;
+        }
+        dev_ivl *x = &l->v[l->n++];
+        x->pid = sqlite3_column_int64(st, 0), x->sched = sqlite3_column_int64(st, 1);
+        x->backend = sqlite3_column_int64(st, 2);
+        x->a = (uint64_t) sqlite3_column_int64(st, 3), x->b = (uint64_t) sqlite3_column_int64(st, 4);
+        if (x->b < x->a) x->b = x->a;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int dev_key_cmp(const dev_ivl *x, const dev_ivl *k) {
+    if (x->pid != k->pid) return x->pid < k->pid ? -1 : 1;
+    if (x->sched != k->sched) return x->sched < k->sched ? -1 : 1;
+    return x->backend == k->backend ? 0 : x->backend < k->backend ? -1 : 1;
+}
+
+/* The intervals of backend k (the lists are sorted by backend, then start), merged where they overlap, into out
+ * (reused); their total length. */
+static uint64_t dev_merge(dev_list *l, const dev_ivl *k, dev_list *out) {
+    out->n = 0;
+    while (l->at < l->n && dev_key_cmp(&l->v[l->at], k) < 0) l->at++;
+    uint64_t total = 0;
+    for (; l->at < l->n && dev_key_cmp(&l->v[l->at], k) == 0; l->at++) {
+        const dev_ivl *x = &l->v[l->at];
+        if (out->n && x->a <= out->v[out->n - 1].b) {
+            if (x->b > out->v[out->n - 1].b) out->v[out->n - 1].b = x->b;
+            continue;
+        }
+        if (out->n == out->cap) {
+            size_t   cap = out->cap ? 2 * out->cap : 1024;
+            dev_ivl *v   = realloc(out->v, cap * sizeof(*v));
+            if (!v) break;
+            out->v = v, out->cap = cap;
+        }
+        out->v[out->n++] = *x;
+    }
+    for (size_t i = 0; i < out->n; i++) total += out->v[i].b - out->v[i].a;
+    return total;
+}
+
+/* Length of the intersection of two merged lists. */
+static uint64_t dev_overlap(const dev_list *x, const dev_list *y) {
+    uint64_t t = 0;
+    for (size_t i = 0, j = 0; i < x->n && j < y->n;) {
+        uint64_t a = x->v[i].a > y->v[j].a ? x->v[i].a : y->v[j].a, b = x->v[i].b < y->v[j].b ? x->v[i].b : y->v[j].b;
+        if (b > a) t += b - a;
+        if (x->v[i].b < y->v[j].b) i++;
+        else j++;
+    }
+    return t;
+}
+
+/* The stretches of the windows that no busy interval covers: how many, and the longest. */
+static void dev_gaps(const dev_list *win, const dev_list *busy, uint64_t *n, uint64_t *longest) {
+    *n = *longest = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < win->n; i++) {
+        uint64_t at = win->v[i].a, end = win->v[i].b;
+        while (j < busy->n && busy->v[j].b <= at) j++;
+        for (size_t k = j; at < end; k++) {
+            uint64_t next = k < busy->n && busy->v[k].a < end ? busy->v[k].a : end;
+            if (next > at) {
+                (*n)++;
+                if (next - at > *longest) *longest = next - at;
+            }
+            if (k >= busy->n || busy->v[k].a >= end) break;
+            if (busy->v[k].b > at) at = busy->v[k].b;
+        }
+    }
+}
+
+/* For each backend whose kernels the device timed: busy time (the union of its kernels), the time its splits were
+ * in flight (from each split's start to its end or its last kernel's, whichever is later) and the idle gaps in it,
+ * and how much of the host's backend_wait the device was busy for. Kernels outside any split are counted apart. */
+static void print_devices(sqlite3 *db) {
+    if (scalar(db, "SELECT count(*) FROM kernel_list", 0) == 0) return;
+    dev_list kern = { 0 }, win = { 0 }, wait = { 0 }, mk = { 0 }, mw = { 0 }, mh = { 0 };
+    dev_load(db, "SELECT pid, sched_id, backend_id, start_ns, start_ns + duration_ns FROM kernel_list"
+                 " WHERE graph_id IS NOT NULL ORDER BY pid, sched_id, backend_id, start_ns", &kern);
+    dev_load(db, "WITH ke AS (SELECT pid, graph_id, split_id, max(start_ns + duration_ns) AS e FROM kernel_list"
+                 " WHERE graph_id IS NOT NULL GROUP BY pid, graph_id, split_id)"
+                 " SELECT s.pid, s.sched_id, s.backend_id, s.start_ns, max(s.start_ns + s.duration_ns, ke.e)"
+                 " FROM split_list s JOIN ke ON ke.pid = s.pid AND ke.graph_id = s.graph_id AND ke.split_id = s.split_id"
+                 " ORDER BY s.pid, s.sched_id, s.backend_id, s.start_ns", &win);
+    dev_load(db, "SELECT pid, sched_id, backend_id, start_ns, start_ns + duration_ns FROM events WHERE type = 2"
+                 " AND name = 'backend_wait' ORDER BY pid, sched_id, backend_id, start_ns", &wait);
+    printf("=== Device Time (device timestamps) ===\n");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT k.pid, k.sched_id, k.backend_id, COALESCE(b.name, '?'), count(*),"
+                               " sum(k.duration_ns), sum(CASE WHEN k.node_index >= 0 AND k.node_id > 0"
+                               " THEN k.duration_ns ELSE 0 END) FROM kernel_list k LEFT JOIN backend_list b"
+                               " ON b.pid = k.pid AND b.sched_id = k.sched_id AND b.id = k.backend_id"
+                               " WHERE k.graph_id IS NOT NULL GROUP BY k.pid, k.sched_id, k.backend_id"
+                               " ORDER BY k.pid, k.sched_id, k.backend_id", -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            dev_ivl key = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), 0, 0 };
+            char safe[256];
+            const char *name = (const char *) sqlite3_column_text(st, 3);
+            int64_t n = sqlite3_column_int64(st, 4);
+            double  sum = (double) sqlite3_column_int64(st, 5), on_node = (double) sqlite3_column_int64(st, 6);
+            uint64_t busy = dev_merge(&kern, &key, &mk), flight = dev_merge(&win, &key, &mw);
+            uint64_t waited = dev_merge(&wait, &key, &mh), gaps, longest;
+            uint64_t in_flight_busy = dev_overlap(&mk, &mw);
+            dev_gaps(&mw, &mk, &gaps, &longest);
+            printf("  Backend %" PRId64 " (%s), pid %" PRId64 ": %" PRId64 " kernels, %.1f%% of their time joined to a"
+                   " graph node\n", key.backend, ggprof_text_safe(name ? name : "?", safe, sizeof(safe)), key.pid, n,
+                   sum > 0 ? 100.0 * on_node / sum : 0.0);
+            printf("    busy %.2f ms of the %.2f ms its splits were in flight (%.1f%%); idle %.2f ms in %" PRIu64
+                   " gaps (longest %.3f ms)\n", (double) busy / 1e6, (double) flight / 1e6,
+                   flight ? 100.0 * (double) in_flight_busy / (double) flight : 0.0,
+                   (double) (flight - in_flight_busy) / 1e6, gaps, (double) longest / 1e6);
+            if (waited) {
+                printf("    the host waited %.2f ms for it (backend_wait); the device was busy for %.1f%% of that\n",
+                       (double) waited / 1e6, 100.0 * (double) dev_overlap(&mk, &mh) / (double) waited);
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    int64_t outside = scalar(db, "SELECT count(*) FROM kernel_list WHERE graph_id IS NULL", 0);
+    if (outside) {
+        printf("  outside any ggml split: %" PRId64 " kernels, %.2f ms\n", outside,
+               (double) scalar(db, "SELECT sum(duration_ns) FROM kernel_list WHERE graph_id IS NULL", 0) / 1e6);
+    }
+    printf("\n");
+    free(kern.v), free(win.v), free(wait.v), free(mk.v), free(mw.v), free(mh.v);
+}
+
 int ggprof_cmd_report(int argc, char **argv) {
     const char *trace = NULL;
     ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
@@ -117,6 +270,7 @@ int ggprof_cmd_report(int argc, char **argv) {
         ggprof_print_summary(stdout, &s);
         ggprof_print_backends(stdout, &s);
     }
+    print_devices(db);
     print_health(db);
     ggprof_op_stats_free(&s);
     sqlite3_close(db);

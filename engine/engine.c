@@ -144,6 +144,8 @@ static void sink_init(void) {
     if (g_sink_ok) {
         ggprof_eng.level         = (int) g_ring.file->level;
         ggprof_eng.serialize_gpu = (g_ring.file->flags & GGPROF_RING_SERIALIZE) != 0;
+        const char *nodes        = getenv("GGPROF_DEVICE_NODES"); /* 0: what attribution costs, measured */
+        ggprof_eng.device_nodes  = !(nodes && strcmp(nodes, "0") == 0);
         ggprof_eng.alternate     = (g_ring.file->flags & GGPROF_RING_ALTERNATE) != 0;
         ggprof_eng.sample        = g_ring.file->flags >> GGPROF_RING_SAMPLE_SHIFT;
         pthread_key_create(&g_slot_key, slot_destructor);

@@ -44,6 +44,7 @@ typedef struct {
     int      level;        /* enum ggprof_level */
     bool     cpu_fusion;   /* the CPU backend fuses RMS_NORM+MUL (GGML_CPU_DISABLE_FUSION unset) */
     bool     serialize_gpu;/* time GPU backends node by node too (record --serialize), not only ACCEL ones */
+    bool     device_nodes; /* join device kernels to graph nodes (GGPROF_DEVICE_NODES=0: to splits only) */
     bool     alternate;    /* half the scheduler graphs at level graph (record --alternate, ggprof_alternate_full) */
     uint32_t sample;       /* record --sample N: one scheduler graph in N at the level, the rest at level graph */
     int32_t  pid;

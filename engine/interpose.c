@@ -35,6 +35,9 @@ static __thread bool              t_in_split;
  * node being recorded, and where the last was found. */
 static __thread struct ggml_tensor **t_dev_nodes;
 static __thread int                  t_dev_n, t_dev_pos;
+/* which of them the backend asked about (a bit per node): the ones it did not were fused (emit_fusions) */
+static __thread uint64_t            *t_dev_called;
+static __thread int                  t_dev_called_cap; /* in words */
 
 /* The level the calling thread records at: its scheduler graph's, or the process's outside any. */
 static int current_level(void) { return t_graph ? t_graph->level : ggprof_eng.level; }
@@ -232,7 +235,15 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
     ggprof_busy--;
     t_place    = (ggprof_place){ w->graph_id, w->sched_id, w->split_id, id, w->node_start, st->n_nodes, -1, 0 };
     t_in_split = true;
-    bool device = id >= 0 && !se->is_cpu[id] && !st->serial && w->node_start >= 0;
+    bool device = ggprof_eng.device_nodes && id >= 0 && !se->is_cpu[id] && !st->serial && w->node_start >= 0 &&
+                  st->n_nodes > 0;
+    int  words  = (st->n_nodes + 63) / 64;
+    if (device && words > t_dev_called_cap) {
+        uint64_t *b = realloc(t_dev_called, (size_t) words * sizeof(*b));
+        if (b) t_dev_called = b, t_dev_called_cap = words;
+        else device = false;
+    }
+    if (device) memset(t_dev_called, 0, (size_t) words * sizeof(*t_dev_called));
     t_dev_nodes = device ? st->nodes : NULL;
     t_dev_n     = device ? st->n_nodes : 0;
     t_dev_pos   = 0;
@@ -254,8 +265,12 @@ static void mark_device_node(const struct ggml_tensor *t) {
     for (int k = 0; k < t_dev_n; k++) {
         int i = (t_dev_pos + k) % t_dev_n;
         if (t_dev_nodes[i] != t) continue;
+        /* Back to an earlier node: a new pass over the split (ggml-cuda checks every node before it computes
+         * them); only the last pass's skips are fusions. */
+        if (i < t_dev_pos) memset(t_dev_called, 0, (size_t) ((t_dev_n + 63) / 64) * sizeof(*t_dev_called));
         t_dev_pos          = i;
         t_place.node_index = t_place.node_start + i;
+        t_dev_called[i / 64] |= 1ull << (i % 64);
         ggprof_busy++;
         t_place.node_id = ggprof_node_id(t);
         ggprof_busy--;
@@ -269,12 +284,44 @@ GGPROF_API bool ggml_is_empty(const struct ggml_tensor *tensor) {
     return real_ggml_is_empty(tensor);
 }
 
+/* After a device split: each node the backend asked ggml_is_empty about, with the nodes after it that it did not
+ * (it fused them into this one and skipped them), is a group, sent as one FUSION message; the collector names the
+ * head's OP record after the group (RMS_NORM+MUL). Nodes before the first asked about belong to no group; a split
+ * whose nodes were never asked about (a backend that does not call ggml_is_empty) sends nothing. */
+static void emit_fusions(const split_tracker *st) {
+    const ggprof_split_place *w = &st->where;
+#define CALLED(i) ((t_dev_called[(i) / 64] >> ((i) % 64)) & 1)
+    for (int i = 0; i < t_dev_n;) {
+        if (!CALLED(i)) {
+            i++;
+            continue;
+        }
+        int end = i + 1;
+        while (end < t_dev_n && !CALLED(end)) end++;
+        if (end - i > 1) {
+            ggprof_msg_fusion m;
+            memset(&m, 0, sizeof(m));
+            m.h          = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_FUSION, 0 };
+            m.graph_id   = w->graph_id;
+            m.sched_id   = w->sched_id;
+            m.split_id   = w->split_id;
+            m.head_index = w->node_start + i;
+            m.n          = (uint32_t) (end - i);
+            for (int k = 0; k < end - i && k < GGPROF_MAX_FUSED; k++) m.node_id[k] = ggprof_node_id(t_dev_nodes[i + k]);
+            ggprof_emit(&m.h);
+        }
+        i = end;
+    }
+#undef CALLED
+}
+
 /* The split computed in [t0, t1]: the copies that fed it, its CPU ops, the SPLIT record (and a GRAPH record for
  * a graph computed directly). */
 static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
-    t_in_split  = false;
-    t_dev_nodes = NULL;
+    t_in_split = false;
     ggprof_busy++;
+    if (t_dev_nodes) emit_fusions(st);
+    t_dev_nodes = NULL;
     graph_ctx *gc = st->gc;
     ggprof_split_place *w = &st->where;
     if (gc) flush_pending(gc, w->split_id, st->backend_id);

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
-       ST_BATCH, ST_BATCH_SEQ, ST_COUNT };
+       ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -28,6 +28,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_REGION]  = "INSERT INTO regions VALUES(?,?,?,?,?,?)",
     [ST_BATCH]   = "INSERT INTO batches VALUES(?,?,?,?,?,?,?,?,?,?)",
     [ST_BATCH_SEQ] = "INSERT INTO batch_seqs VALUES(?,?,?,?,?,?,?)",
+    [ST_FUSION] = "INSERT OR REPLACE INTO temp.dev_fusion VALUES(?,?,?,?,?,?,?)",
 };
 
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
@@ -76,6 +77,9 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
         free(s);
         return -1;
     }
+    /* device fused groups (msg_fusion), until ggprof_store_finish names their OP records */
+    exec(s->db, "CREATE TEMP TABLE dev_fusion(pid INTEGER, graph_id INTEGER, sched_id INTEGER, node_index INTEGER,"
+                " label TEXT, fused_index INTEGER, fused_node_id INTEGER, PRIMARY KEY(pid, graph_id, node_index))");
     for (int i = 0; i < ST_COUNT; i++) {
         if (sqlite3_prepare_v2(s->db, k_sql[i], -1, &s->st[i], NULL) != SQLITE_OK) {
             snprintf(why, why_len, "internal: store: %s: %s", k_sql[i], sqlite3_errmsg(s->db));
@@ -440,10 +444,37 @@ static void msg_kernel(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_m
     sqlite3_bind_int64(st, 16, k->node_id);
     run(s, st);
     s->counts.kernels++;
-    /* Vulkan dispatches know their node (verified: tests/e2e/vulkan_timestamps.sh); CUDA and OpenCL kernels not */
-    if (k->api == GGPROF_API_VULKAN && k->node_id && k->node_index >= 0 && k->graph_id != GGPROF_GRAPH_NONE) {
+    /* Vulkan dispatches and CUDA kernels know their node (tests/e2e/vulkan_timestamps.sh, graph_map.h); OpenCL's
+     * kernels do not (ggml-opencl is not asked about: it gets no node) */
+    if (k->node_id && k->node_index >= 0 && k->graph_id != GGPROF_GRAPH_NONE) {
         dev_kernel(s, pid, tid, k);
     }
+}
+
+/* A device node group the backend computed as one: its label, the members' ops joined by '+' as the CPU's fused
+ * pairs are (RMS_NORM+MUL), goes on the head's OP record when the store finishes (the group's dispatches may be
+ * read before or after this message comes). */
+static void msg_fusion(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_fusion *f = (const void *) m;
+    if (f->n < 2) return;
+    char     label[GGPROF_MAX_STR];
+    size_t   len = 0;
+    uint32_t n   = f->n < GGPROF_MAX_FUSED ? f->n : GGPROF_MAX_FUSED;
+    for (uint32_t i = 0; i < n && len < sizeof(label); i++) {
+        const node_name *nn = name_slot(s, node_key(pid, f->node_id[i]), 0);
+        len += (size_t) snprintf(label + len, sizeof(label) - len, "%s%s", i ? "+" : "", nn ? nn->op : "unknown");
+    }
+    if (f->n > n && len < sizeof(label)) snprintf(label + len, sizeof(label) - len, "+%u more", f->n - n);
+    sqlite3_stmt *st = s->st[ST_FUSION];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64) f->graph_id);
+    sqlite3_bind_int64(st, 3, f->sched_id);
+    sqlite3_bind_int(st, 4, f->head_index);
+    bind_text(st, 5, label, sizeof(label));
+    sqlite3_bind_int(st, 6, f->head_index + 1);
+    sqlite3_bind_int64(st, 7, f->node_id[1]);
+    run(s, st);
 }
 
 static void msg_region(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -488,6 +519,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_KERNEL] = msg_kernel,
     [GGPROF_MSG_REGION] = msg_region,
     [GGPROF_MSG_BATCH] = msg_batch,
+    [GGPROF_MSG_FUSION] = msg_fusion,
     [GGPROF_MSG_NOTE] = msg_note,
     [GGPROF_MSG_NODE] = msg_node,
     [GGPROF_MSG_CPU_OPS] = msg_cpu_ops,
@@ -502,6 +534,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_EVENT] = sizeof(ggprof_msg_event),     [GGPROF_MSG_NOTE] = sizeof(ggprof_msg_note),
     [GGPROF_MSG_CPU_OPS] = sizeof(ggprof_msg_cpu_ops), [GGPROF_MSG_KERNEL] = sizeof(ggprof_msg_kernel),
     [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region), [GGPROF_MSG_BATCH] = sizeof(ggprof_msg_batch),
+    [GGPROF_MSG_FUSION] = sizeof(ggprof_msg_fusion),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -553,6 +586,26 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
         err = NULL;
     }
     if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    /* Device fused groups name their head's OP record; on a full disk the records stay, named by the head's op. */
+    sqlite3_exec(db,
+                 "UPDATE events SET extra = f.label, fused_index = f.fused_index, fused_node_id = f.fused_node_id"
+                 " FROM temp.dev_fusion f WHERE events.timing = 4 AND events.type = 0 AND f.pid = events.pid"
+                 " AND f.graph_id = events.graph_id AND f.node_index = events.node_index;"
+                 "DROP TABLE temp.dev_fusion;"
+                 /* Device kernels not joined to a node, counted with why (none on a split ggprof could match). */
+                 "INSERT INTO notes SELECT pid, printf('device: %d %s kernels (%.3f ms of device time) ran outside any"
+                 " ggml split: the program launched them itself, not a backend computing a scheduler''s graph',"
+                 " count(*), CASE api WHEN 1 THEN 'cuda' WHEN 2 THEN 'opencl' ELSE 'vulkan' END,"
+                 " sum(duration_ns) / 1e6) FROM kernel_list WHERE graph_id IS NULL GROUP BY pid, api;"
+                 "INSERT INTO notes SELECT pid, printf('device: %d %s kernels (%.3f ms) in %d splits not joined to a"
+                 " node: %s', count(*), CASE api WHEN 1 THEN 'cuda' WHEN 2 THEN 'opencl' ELSE 'vulkan' END,"
+                 " sum(duration_ns) / 1e6, count(DISTINCT graph_id || ':' || split_id), CASE api"
+                 " WHEN 2 THEN 'OpenCL kernels are joined to their split only'"
+                 " WHEN 1 THEN 'no node was being computed at the launch, or its CUDA graph node was not captured"
+                 " under ggprof' ELSE 'no node was being recorded at the dispatch (the backend did not ask"
+                 " ggml_is_empty about its nodes)' END) FROM kernel_list WHERE graph_id IS NOT NULL AND"
+                 " (node_index < 0 OR node_id = 0) GROUP BY pid, api;",
+                 NULL, NULL, NULL);
     /* The indexes only speed readers up: a disk too full for them leaves a trace that reads without them. */
     if (sqlite3_exec(db,
                      "CREATE INDEX events_graph ON events(pid, graph_id, split_id);"

@@ -66,6 +66,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_FLUSH   = 11, /* GGML_PROFILE: write the profile now and acknowledge (see ggprof collect) */
     GGPROF_MSG_REGION  = 12, /* a named stretch of a thread's time (ggprof_region_begin/end) */
     GGPROF_MSG_BATCH   = 13, /* one llama_decode call: its batch's tokens and sequences */
+    GGPROF_MSG_FUSION  = 14, /* device nodes a backend computed as one (ggml-vulkan's RMS_NORM+MUL) */
 };
 
 typedef struct {
@@ -243,6 +244,21 @@ typedef struct {
     char     name[GGPROF_MAX_STR];
 } ggprof_msg_kernel;
 
+/* Nodes of a device split that the backend computed with the node before them: ggml-vulkan (and ggml-cuda) skip
+ * a node they fused into the one before without looking at it, so a node the backend never asked ggml_is_empty
+ * about, after one it did, belongs to that one's group (engine/interpose.c). head is the group's first node, whose
+ * dispatches carry the group's time; node_id[] its members, head first (the first GGPROF_MAX_FUSED of n). */
+#define GGPROF_MAX_FUSED 26
+typedef struct {
+    ggprof_msg_hdr h;
+    uint64_t graph_id;
+    uint32_t sched_id;
+    int32_t  split_id;
+    int32_t  head_index; /* the head's node index in its graph */
+    uint32_t n;          /* members, head included (2 or more) */
+    uint32_t node_id[GGPROF_MAX_FUSED];
+} ggprof_msg_fusion;
+
 enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_VULKAN = 3 };
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
@@ -267,6 +283,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
 GGPROF_WIRE_SIZE(ggprof_msg_note, 264);
 GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 64);
 GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
+GGPROF_WIRE_SIZE(ggprof_msg_fusion, 136);
 GGPROF_WIRE_SIZE(ggprof_cpu_op, 32);
 _Static_assert(sizeof(ggprof_msg_cpu_ops) % _Alignof(ggprof_cpu_op) == 0, "ops[] starts aligned");
 

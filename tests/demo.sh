@@ -4,7 +4,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 echo "demo: preparing llama.cpp v0.4.0 and the test models (the first time builds llama.cpp: ~10-25 min)" >&2
-eval "$(bash "$ROOT/tests/fixture.sh" | sed 's/^/export /')"
+fixture=$(bash "$ROOT/tests/fixture.sh") || { echo "demo: tests/fixture.sh failed (its messages are above)" >&2; exit 1; }
+eval "$(sed 's/^/export /' <<< "$fixture")"
 OUT=$ROOT/build/demo
 mkdir -p "$OUT"
 GGPROF=$ROOT/build/bin/ggprof

@@ -5,6 +5,7 @@
 set -euo pipefail
 
 NLC_VERSION=3.21.1            # npm node-llama-cpp: ships llama.cpp v0.4.0 as a git bundle
+NLC_VULKAN2=3.22.1            # a second prebuilt Vulkan backend (a later ggml-vulkan) for the device-op tests
 LLAMA_TAG=v0.4.0
 BUILD_KEY=cpu-openblas-rpc-1  # bump when the CMake options change
 CACHE=${GGPROF_CACHE:-$HOME/.cache/ggprof}
@@ -30,6 +31,18 @@ if [ ! -f "$NODE_DIR/.stamp" ]; then
         "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" \
         "@node-llama-cpp/linux-x64-vulkan@$NLC_VERSION" >&2)
     touch "$NODE_DIR/.stamp"
+fi
+# 2b. node-llama-cpp@3.22.1 with its prebuilt Vulkan libraries: the second ggml-vulkan the device-op attribution is
+# checked on (tests/e2e/vulkan_timestamps.sh).
+NODE_VK2_DIR=$CACHE/node-$NLC_VULKAN2-vulkan
+if [ ! -f "$NODE_VK2_DIR/.stamp" ]; then
+    log "installing node-llama-cpp@$NLC_VULKAN2 (prebuilt CPU and Vulkan libraries) into $NODE_VK2_DIR"
+    mkdir -p "$NODE_VK2_DIR"
+    printf '{"name":"ggprof-node-vulkan2","private":true,"type":"module"}\n' > "$NODE_VK2_DIR/package.json"
+    (cd "$NODE_VK2_DIR" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --omit=optional \
+        "node-llama-cpp@$NLC_VULKAN2" "@node-llama-cpp/linux-x64@$NLC_VULKAN2" \
+        "@node-llama-cpp/linux-x64-vulkan@$NLC_VULKAN2" >&2)
+    touch "$NODE_VK2_DIR/.stamp"
 fi
 BUNDLE=$NODE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle
 [ -f "$BUNDLE" ] || die "missing $BUNDLE (node-llama-cpp@$NLC_VERSION changed layout?)"
@@ -84,3 +97,4 @@ echo "LLAMA_BIN_DIR=$BIN"
 echo "GGUF_DENSE=$DENSE"
 echo "GGUF_MOE=$MOE"
 echo "NODE_PROJECT_DIR=$NODE_DIR"
+echo "NODE_VULKAN2_DIR=$NODE_VK2_DIR"

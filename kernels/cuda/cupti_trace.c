@@ -11,6 +11,7 @@
 #include "clock_map.h"
 #include "corr_table.h"
 #include "device_api.h"
+#include "graph_map.h"
 
 /* How it works (docs/backends.md has the user's view):
  * - Loading: the CUDA driver loads this library in cuInit (CUDA_INJECTION64_PATH, set by kernels/cuda/cuda_hook.c
@@ -29,10 +30,11 @@
  *   GGPROF_CUPTI_CLOCK=cupti) it is the REALTIME-MONOTONIC difference. The drift between the first and the last
  *   measurement goes into the exit note.
  * - Attribution: a callback on the launch APIs (runtime and driver, graph launches included) runs on the
- *   launching thread, where ggprof_current_place() names the ggml split being computed; the correlation id
- *   carries it to the kernel record (corr_table.h). Which node of the split launched a kernel is not visible
- *   from outside ggml-cuda (its graph_compute loops over the nodes internally, and with CUDA graphs all of a
- *   split's kernels come from one cudaGraphLaunch): node_index stays -1. */
+ *   launching thread, where ggprof_current_place() names the ggml split being computed and the node ggml-cuda
+ *   is computing (it asks ggml_is_empty about each node first: engine/interpose.c); the correlation id carries
+ *   both to the kernel record (corr_table.h). With CUDA graphs the node is the one the kernel was captured for:
+ *   the resource callbacks map each captured graph node, and its clones in the executable graph, to the ggml
+ *   node's place in its split, and a replayed kernel's graph node id finds it (graph_map.h). */
 
 #define FLUSH_PERIOD_MS 500
 #define BUFFER_BYTES    (2u << 20)
@@ -49,7 +51,8 @@
     X(cuptiActivityRegisterTimestampCallback)                                                                  \
     X(cuptiSubscribe)                                                                                          \
     X(cuptiEnableCallback)                                                                                     \
-    X(cuptiGetResultString)
+    X(cuptiGetResultString)                                                                                    \
+    X(cuptiGetGraphNodeId)
 
 static struct {
 #define X(fn) __typeof__(&fn) fn;
@@ -66,10 +69,11 @@ static _Atomic int      g_on;
 static bool             g_monotonic; /* CUPTI's clock is CLOCK_MONOTONIC (our timestamp callback) */
 static demangle_fn      g_demangle;
 static ggprof_corr_table g_corr;
+static ggprof_gmap      g_gmap = GGPROF_GMAP_INIT;
 static pthread_mutex_t  g_clock_lock = PTHREAD_MUTEX_INITIALIZER;
 static ggprof_clock_map g_clock;
 static uint64_t         g_clock_at;      /* host time of the last measurement */
-static _Atomic uint64_t g_kernels, g_attributed, g_incomplete, g_dropped;
+static _Atomic uint64_t g_kernels, g_attributed, g_on_node, g_incomplete, g_dropped, g_unmapped;
 static char             g_cupti_path[PATH_MAX];
 
 static const char *result_string(CUptiResult r) {
@@ -137,7 +141,8 @@ static void report(const CUpti_ActivityKernel10 *k, uint64_t offset) {
     memset(&m, 0, sizeof(m));
     m.h = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_KERNEL, 0 };
     ggprof_place p;
-    if (ggprof_corr_get(&g_corr, k->correlationId, &p)) {
+    enum ggprof_cuda_attr a = ggprof_cuda_attribute(&g_corr, &g_gmap, k->correlationId, k->graphNodeId, &p);
+    if (a != GGPROF_CUDA_ATTR_NONE) {
         m.graph_id   = p.graph_id;
         m.sched_id   = p.sched_id;
         m.split_id   = p.split_id;
@@ -148,7 +153,9 @@ static void report(const CUpti_ActivityKernel10 *k, uint64_t offset) {
         m.split_id   = -1;
         m.backend_id = -1;
     }
-    m.node_index  = -1;
+    m.node_index = a == GGPROF_CUDA_ATTR_NODE ? p.node_index : -1;
+    m.node_id    = a == GGPROF_CUDA_ATTR_NODE ? p.node_id : 0;
+    if (a == GGPROF_CUDA_ATTR_NODE) atomic_fetch_add(&g_on_node, 1);
     m.api         = GGPROF_API_CUDA;
     m.device      = k->deviceId;
     m.stream      = k->streamId;
@@ -194,6 +201,21 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         /* A context's records must leave before it does (cudaDeviceReset, cuCtxDestroy). */
         if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && atomic_load(&g_on)) cu.cuptiActivityFlushAll(0);
+        /* CUDA graph nodes: which ggml node each kernel node was captured for (graph_map.h) */
+        const CUpti_ResourceData *r = data;
+        const CUpti_GraphData    *g = r ? r->resourceDescriptor : NULL;
+        uint64_t node = 0, orig = 0;
+        if (!g || !cu.cuptiGetGraphNodeId || cu.cuptiGetGraphNodeId(g->node, &node) != CUPTI_SUCCESS) return;
+        ggprof_place p;
+        if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && g->nodeType == CU_GRAPH_NODE_TYPE_KERNEL &&
+            g_api->place(&p) && p.node_index >= 0 && !ggprof_gmap_created(&g_gmap, node, &p)) {
+            atomic_fetch_add(&g_unmapped, 1);
+        } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && g->nodeType == CU_GRAPH_NODE_TYPE_KERNEL &&
+                   cu.cuptiGetGraphNodeId(g->originalNode, &orig) == CUPTI_SUCCESS) {
+            ggprof_gmap_cloned(&g_gmap, node, orig);
+        } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
+            ggprof_gmap_drop(&g_gmap, node);
+        }
         return;
     }
     const CUpti_CallbackData *d = data;
@@ -245,6 +267,13 @@ static void subscribe(void) {
         cu.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, k_driver_launches[i]);
     }
     cu.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    if (!cu.cuptiGetGraphNodeId) {
+        g_api->note("cuda: CUDA graph kernels attributed to splits only: cuptiGetGraphNodeId not found");
+        return;
+    }
+    cu.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+    cu.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+    cu.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING);
 }
 
 /* ---- start and exit ---- */
@@ -279,9 +308,10 @@ static void at_exit(void) {
     const ggprof_clock_map *c = &g_clock;
     double span_s = (double) ggprof_clock_diff(c->last_host, c->first_host) / 1e9;
     /* Two notes: one would not fit in GGPROF_MAX_STR. */
-    g_api->note("cuda: %llu kernels, %llu attributed to ggml splits; CUPTI dropped %llu records, %llu incomplete",
-                (unsigned long long) g_kernels, (unsigned long long) g_attributed, (unsigned long long) g_dropped,
-                (unsigned long long) g_incomplete);
+    g_api->note("cuda: %llu kernels, %llu attributed to ggml splits, %llu to their node; CUPTI dropped %llu records, "
+                "%llu incomplete; %llu graph nodes unmapped (table full)",
+                (unsigned long long) g_kernels, (unsigned long long) g_attributed, (unsigned long long) g_on_node,
+                (unsigned long long) g_dropped, (unsigned long long) g_incomplete, (unsigned long long) g_unmapped);
     g_api->note("cuda: clock %s; CUPTI - CLOCK_MONOTONIC %lld ns +-%llu at start, %lld ns +-%llu at end, drift %.1f ppm "
                 "(+-%.1f) over %.1f s, %u re-anchors",
                 g_monotonic ? "CLOCK_MONOTONIC by timestamp callback" : "CUPTI's own, calibrated",

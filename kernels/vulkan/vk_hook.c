@@ -40,6 +40,11 @@ __attribute__((constructor)) static void vulkan_hook_init(void) {
         setenv("VK_LAYER_PATH", v, 1);
         free(v);
     }
+    /* Kernel names: ggml-vulkan names its pipelines (mul_mat_vec_f16_f32_f32, rms_norm_mul_f32) through
+     * VK_EXT_debug_utils only when GGML_VK_DEBUG_MARKERS is set; the cost is one name per pipeline when it is
+     * created and one queue label per graph. GGPROF_VULKAN_NAMES=0 leaves the program's environment as it was. */
+    const char *names = getenv("GGPROF_VULKAN_NAMES");
+    if (!(names && strcmp(names, "0") == 0)) setenv("GGML_VK_DEBUG_MARKERS", "1", 0);
     const char *layers = getenv("VK_INSTANCE_LAYERS");
     if (!layers || !*layers) {
         setenv("VK_INSTANCE_LAYERS", GGPROF_VK_LAYER_NAME, 1);

@@ -86,7 +86,7 @@ run_case() {
     expect "$l: no ggml here: no kernel is attributed to a graph" "$(q "$db" "SELECT count(*) FROM kernels
         WHERE graph_id IS NOT NULL OR split_id != -1 OR node_index != -1")" 0
     expect "$l: one exit note from the CUPTI library, counting every kernel" "$(q "$db" "SELECT count(*) FROM notes
-        WHERE text = 'cuda: $total kernels, 0 attributed to ggml splits; CUPTI dropped 0 records, 0 incomplete'")" 1
+        WHERE text = 'cuda: $total kernels, 0 attributed to ggml splits, 0 to their node; CUPTI dropped 0 records, 0 incomplete; 0 graph nodes unmapped (table full)'")" 1
     expect "$l: one clock note: $clock" "$(q "$db" "SELECT count(*) FROM notes WHERE text LIKE 'cuda: clock $clock;%'")" 1
     q "$db" "SELECT '# $l: ' || text FROM notes WHERE text LIKE 'cuda:%'"
     q "$db" "SELECT '#   ' || substr(name, 1, 40) || ': ' || count(*) || ' kernels, mean '

@@ -25,8 +25,11 @@ expect_ge "dispatches timed" "$(q "$db" "SELECT count(*) FROM kernels WHERE api 
 expect "every dispatch attributed to a split on the Vulkan backend" "$(q "$db" "SELECT count(*) FROM kernels k
     LEFT JOIN backends b ON b.pid = k.pid AND b.sched_id = k.sched_id AND b.id = k.backend_id
     WHERE k.graph_id IS NULL OR k.split_id = -1 OR b.name IS NULL OR b.name NOT LIKE 'Vulkan%'")" 0
-expect "every dispatch named after its pipeline" "$(q "$db" "SELECT count(*) FROM kernels
-    WHERE name NOT LIKE 'dispatch (pipeline %)'")" 0
+# Pipelines ggml-vulkan names (record sets GGML_VK_DEBUG_MARKERS) name their dispatches.
+expect_ge "kernel names by default: dispatches named after ggml's shaders" "$(q "$db" "SELECT count(*) FROM kernels
+    WHERE name LIKE 'mul_mat%'")" 1
+expect "kernel names by default: every dispatch named" "$(q "$db" "SELECT count(*) FROM kernels
+    WHERE name LIKE 'dispatch (%'")" 0
 # Device work runs after its launch returns: a dispatch starts after its split started (its command buffer was
 # recorded there), and ends before the first wait for that backend that began after that (ggml's synchronize
 # waits for everything submitted), or within the split when the backend waited inside it.
@@ -55,26 +58,27 @@ expect "no GGPROF_RING: the program succeeds" "$?" 0
 expect "no GGPROF_RING: no layer enabled" "$(head -n 1 "$OUT/noring.err")" ""
 expect "no GGPROF_RING: output unchanged" "$(diff "$OUT/off.out" "$OUT/noring.out" && echo same)" same
 
-# Pipelines the program names (ggml-vulkan does with GGML_VK_DEBUG_MARKERS) name their dispatches.
-GGML_VK_DEBUG_MARKERS=1 workload "$GGPROF" record -o "$OUT/names.db" > "$OUT/names.out" 2> "$OUT/names.err"
-expect "debug names: the program succeeds" "$?" 0
-expect_ge "debug names: dispatches named after ggml's shaders" "$(q "$OUT/names.db" "SELECT count(*) FROM kernels
-    WHERE name LIKE 'mul_mat%'")" 1
-expect "debug names: every dispatch named" "$(q "$OUT/names.db" "SELECT count(*) FROM kernels WHERE name LIKE 'dispatch (%'")" 0
+# GGPROF_VULKAN_NAMES=0: the program's environment untouched, so its pipelines have no names; the layer names
+# each dispatch after its pipeline's handle order.
+GGPROF_VULKAN_NAMES=0 workload "$GGPROF" record -o "$OUT/nonames.db" > "$OUT/nonames.out" 2> "$OUT/nonames.err"
+expect "GGPROF_VULKAN_NAMES=0: the program succeeds" "$?" 0
+expect "GGPROF_VULKAN_NAMES=0: every dispatch named after its pipeline's number" "$(q "$OUT/nonames.db" "SELECT
+    count(*) FROM kernels WHERE name NOT LIKE 'dispatch (pipeline %)'")" 0
+expect_ge "GGPROF_VULKAN_NAMES=0: dispatches timed" "$(q "$OUT/nonames.db" "SELECT count(*) FROM kernels")" 100
 
 # Each dispatch joined to the node ggml-vulkan was recording (its ggml_is_empty(node) call, engine/interpose.c):
 # every one has a node, and its shader is one of its node's op (a fused group's first node: RMS_NORM's
 # rms_norm_mul, ADD's add_rms, ROPE's rope writing the cache in f16).
-expect "node attribution: every dispatch joined to a node of its split" "$(q "$OUT/names.db" "SELECT count(*) FROM kernels k
+expect "node attribution: every dispatch joined to a node of its split" "$(q "$OUT/vt.db" "SELECT count(*) FROM kernels k
     JOIN split_list s ON s.pid = k.pid AND s.graph_id = k.graph_id AND s.split_id = k.split_id
     WHERE k.node_index < s.node_start OR k.node_index >= s.node_start + s.n_nodes OR k.op IS NULL")" 0
-expect "node attribution: each shader is its node's op" "$(q "$OUT/names.db" "SELECT count(*) || ' ' ||
+expect "node attribution: each shader is its node's op" "$(q "$OUT/vt.db" "SELECT count(*) || ' ' ||
     COALESCE(group_concat(DISTINCT op || '/' || name), '') FROM kernels WHERE NOT (
       (name GLOB 'mul_mat*' AND op IN ('MUL_MAT', 'MUL_MAT_ID')) OR (name GLOB 'rms_norm*' AND op = 'RMS_NORM') OR
       (name GLOB 'add_*' AND op = 'ADD') OR ((name GLOB 'flash_attn*' OR name GLOB 'fa_*') AND op = 'FLASH_ATTN_EXT') OR
       (name GLOB 'swiglu*' AND op = 'GLU') OR (name GLOB 'rope_*' AND op = 'ROPE') OR
       (name GLOB 'set_rows*' AND op = 'SET_ROWS') OR (name GLOB 'get_rows*' AND op = 'GET_ROWS'))")" "0 "
-expect_ge "node attribution: the ops of a transformer layer on the GPU" "$(q "$OUT/names.db" "SELECT count(DISTINCT op)
+expect_ge "node attribution: the ops of a transformer layer on the GPU" "$(q "$OUT/vt.db" "SELECT count(DISTINCT op)
     FROM kernels")" 8
 # ... and each node's dispatches make its OP record (timing 4, device time): every dispatch's time in exactly one,
 # on the Vulkan backend, so that top-ops and the roll-ups show the GPU's ops.
@@ -87,3 +91,79 @@ expect "device OP records: on the Vulkan backend, named by their node's op" "$(q
     WHERE r.timing = 4 AND (b.name NOT LIKE 'Vulkan%' OR r.type != 0 OR r.name = 'unknown')")" 0
 "$GGPROF" top-ops "$db" --format csv > "$OUT/top-ops.csv"
 expect "device OP records: top-ops lists Vulkan MUL_MAT" "$(grep -c '^MUL_MAT,Vulkan0,' "$OUT/top-ops.csv")" 1
+
+# Fused groups, named as the CPU's are (RMS_NORM+MUL): ggml-vulkan skips a node it fused into the one before
+# without asking ggml_is_empty about it, and the head's OP record carries the group. The shader tells the same
+# story independently: every rms_norm_mul dispatch's record is an RMS_NORM+MUL group, and there are some.
+fused_checks() { # LABEL DB
+    local l=$1 db=$2
+    expect_ge "$l: fused groups: rms_norm_mul dispatches" "$(q "$db" "SELECT count(*) FROM kernels
+        WHERE name GLOB 'rms_norm_mul*'")" 1
+    expect "$l: fused groups: each rms_norm_mul dispatch's record is RMS_NORM+MUL" "$(q "$db" "SELECT count(*)
+        FROM kernels k LEFT JOIN records r ON r.pid = k.pid AND r.graph_id = k.graph_id AND r.node_index = k.node_index
+        AND r.timing = 4 WHERE k.name GLOB 'rms_norm_mul*' AND COALESCE(r.extra, '') NOT GLOB 'RMS_NORM+MUL*'")" 0
+    # a group's head is its record's op, and no dispatch was joined to a node the group says was fused away
+    expect "$l: fused groups: labels start with the record's own op" "$(q "$db" "SELECT count(*) FROM records
+        WHERE timing = 4 AND extra IS NOT NULL AND extra NOT GLOB name || '+*'")" 0
+    expect "$l: fused groups: no dispatch on a fused member" "$(q "$db" "SELECT count(*) FROM records r JOIN kernels k
+        ON k.pid = r.pid AND k.graph_id = r.graph_id AND k.node_index = r.fused_index WHERE r.timing = 4
+        AND r.fused_index >= 0")" 0
+    "$GGPROF" top-ops "$db" --format csv > "$OUT/$l-top-ops.csv"
+    expect "$l: top-ops lists Vulkan MUL_MAT and the RMS_NORM+MUL group" "$(grep -cE '^(MUL_MAT|RMS_NORM\+MUL),Vulkan0,' \
+        "$OUT/$l-top-ops.csv")" 2
+    "$GGPROF" rollup "$db" --by layer --format csv > "$OUT/$l-layers.csv"
+    expect_ge "$l: rollup --by layer: Vulkan time in each layer" "$(grep -c 'Vulkan0' "$OUT/$l-layers.csv")" \
+        "$(q "$db" "SELECT count(DISTINCT tensor_name) FROM records WHERE tensor_name GLOB 'attn_norm-*'")"
+    # Device time in the report: busy and idle from the kernels, all of it joined to nodes.
+    "$GGPROF" report "$db" > "$OUT/$l-report.txt"
+    expect "$l: report: the Vulkan backend's device time, all joined to nodes" "$(grep -cE \
+        '^  Backend [0-9]+ \(Vulkan0\), pid [0-9]+: [0-9]+ kernels, 100\.0% of their time joined to a graph node$' \
+        "$OUT/$l-report.txt")" 1
+    expect "$l: report: busy and idle add up to the time in flight" "$(awk '/^    busy /{ b = $2; f = $6; for (k = 1; k < NF; k++) if ($k == "idle") i = $(k + 1);
+        d = b + i - f; print (d < 0.02 && d > -0.02) ? "yes" : "no " b " + " i " != " f }' "$OUT/$l-report.txt")" yes
+    expect "$l: report: busy is the union of the kernels" "$(awk '/^    busy /{ print $2 }' "$OUT/$l-report.txt")" \
+        "$(q "$db" "WITH k AS (SELECT start_ns AS a, start_ns + duration_ns AS b FROM kernel_list WHERE graph_id IS NOT NULL),
+            m AS (SELECT a, b, max(b) OVER (ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS pb FROM k),
+            g AS (SELECT a, b, sum(CASE WHEN pb IS NULL OR a > pb THEN 1 ELSE 0 END) OVER (ORDER BY a, b) AS grp FROM m)
+            SELECT printf('%.2f', sum(e - s) / 1e6) FROM (SELECT min(a) AS s, max(b) AS e FROM g GROUP BY grp)")"
+}
+fused_checks nlc-3.21.1 "$OUT/vt.db"
+
+# The timelines: a Vulkan lane with the GPU's ops in the HTML page and in the Chrome trace.
+"$GGPROF" export "$OUT/vt.db" --html "$OUT/vt.html" --chrome "$OUT/vt.json"
+expect_ge "html: a Vulkan lane (one per scheduler)" "$(node -e '
+    const s = require("fs").readFileSync(process.argv[1], "utf8");
+    const d = JSON.parse(s.match(/<script id="ggprof-data" type="application\/json">([\s\S]*?)<\/script>/)[1]);
+    console.log(d.lanes.filter((l) => /^Vulkan0/.test(l.name)).length)' "$OUT/vt.html")" 1
+expect "chrome: the Vulkan row holds every device OP record" "$(node -e '
+    const t = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const ev = t.traceEvents || t;
+    const rows = new Set(ev.filter((e) => e.ph === "M" && e.name === "thread_name" && /^Vulkan0/.test(e.args.name))
+        .map((e) => e.pid + ":" + e.tid));
+    console.log(ev.filter((e) => e.ph === "X" && rows.has(e.pid + ":" + e.tid) && e.cat === "op").length)' \
+    "$OUT/vt.json")" "$(q "$OUT/vt.db" "SELECT count(*) FROM records WHERE timing = 4")"
+
+# A second build: node-llama-cpp 3.22.1's prebuilt ggml-vulkan (a later llama.cpp), the same checks.
+if [ -d "${NODE_VULKAN2_DIR:-}/node_modules/@node-llama-cpp/linux-x64-vulkan" ]; then
+    cp "$GGPROF_ROOT/samples/node/script.mjs" "$NODE_VULKAN2_DIR/ggprof-script.mjs"
+    (cd "$NODE_VULKAN2_DIR" && timeout 300 "$GGPROF" record -o "$OUT/vt2.db" node ggprof-script.mjs "$GGUF_DENSE" 4 vulkan) \
+        > "$OUT/vt2.out" 2> "$OUT/vt2.err"
+    expect "nlc-3.22.1: recorded on Vulkan: the program succeeds" "$?$(grep -c 'on vulkan' "$OUT/vt2.out")" 01
+    db=$OUT/vt2.db
+    expect_ge "nlc-3.22.1: dispatches timed" "$(q "$db" "SELECT count(*) FROM kernels")" 100
+    expect "nlc-3.22.1: every dispatch joined to a node of its split" "$(q "$db" "SELECT count(*) FROM kernels k
+        JOIN split_list s ON s.pid = k.pid AND s.graph_id = k.graph_id AND s.split_id = k.split_id
+        WHERE k.node_index < s.node_start OR k.node_index >= s.node_start + s.n_nodes OR k.op IS NULL")" 0
+    expect "nlc-3.22.1: no dispatch outside a split" "$(q "$db" "SELECT count(*) FROM kernels WHERE graph_id IS NULL")" 0
+    expect "nlc-3.22.1: each shader is its node's op" "$(q "$db" "SELECT count(*) || ' ' ||
+        COALESCE(group_concat(DISTINCT op || '/' || name), '') FROM kernels WHERE NOT (
+          (name GLOB 'mul_mat*' AND op IN ('MUL_MAT', 'MUL_MAT_ID')) OR (name GLOB 'rms_norm*' AND op = 'RMS_NORM') OR
+          (name GLOB 'add_*' AND op = 'ADD') OR ((name GLOB 'flash_attn*' OR name GLOB 'fa_*') AND op = 'FLASH_ATTN_EXT') OR
+          (name GLOB 'swiglu*' AND op = 'GLU') OR (name GLOB 'rope_*' AND op = 'ROPE') OR
+          (name GLOB 'set_rows*' AND op = 'SET_ROWS') OR (name GLOB 'get_rows*' AND op = 'GET_ROWS'))")" "0 "
+    expect "nlc-3.22.1: device OP records hold all of the dispatches' time" "$(q "$db" "SELECT
+        (SELECT sum(duration_ns) FROM records WHERE timing = 4) = (SELECT sum(duration_ns) FROM kernels)")" 1
+    fused_checks nlc-3.22.1 "$db"
+else
+    ok "# SKIP no NODE_VULKAN2_DIR (tests/fixture.sh installs node-llama-cpp 3.22.1's Vulkan build)"
+fi

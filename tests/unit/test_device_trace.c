@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "corr_table.h"
+#include "graph_map.h"
 #include "clock_map.h"
 #include "harness.h"
 #include "ring.h"
@@ -154,6 +155,103 @@ static void test_correlation_reads_are_never_torn(void) {
     CHECK(reads > 0); /* the reader did race the writer */
 }
 
+/* ---- graph_map.h: CUDA kernels to ggml nodes, from recorded launch / capture / kernel sequences ---- */
+
+static ggprof_gmap g_gmap = GGPROF_GMAP_INIT;
+
+/* Where the engine is while ggml-cuda computes node `index` of a split of graph `graph` that starts at `start`. */
+static ggprof_place at_node(uint64_t graph, int32_t start, int32_t n, int32_t index) {
+    return (ggprof_place){ graph, 1, 2, 0, start, n, index, index >= 0 ? 7000u + (uint32_t) index : 0 };
+}
+
+static void test_cuda_direct_launches_keep_their_node(void) {
+    /* ggml-cuda without graphs: each kernel is launched while its node is current. */
+    ggprof_place p = at_node(10, 20, 6, 23), out = { 0 };
+    ggprof_corr_put(&g_corr, 100, &p);
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 100, 0, &out), GGPROF_CUDA_ATTR_NODE);
+    CHECK_EQ_INT(out.node_index, 23);
+    CHECK_EQ_INT(out.node_id, 7023);
+    /* launched in a split before any node was marked (a backend that does not ask ggml_is_empty): split only */
+    p = at_node(10, 20, 6, -1);
+    ggprof_corr_put(&g_corr, 101, &p);
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 101, 0, &out), GGPROF_CUDA_ATTR_SPLIT);
+    CHECK_EQ_INT(out.graph_id, 10);
+    CHECK_EQ_INT(out.node_index, -1);
+    /* never launched from a split (or overwritten since) */
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 102, 0, &out), GGPROF_CUDA_ATTR_NONE);
+}
+
+static void test_cuda_graph_replays_find_the_captured_node(void) {
+    /* Capture of a split (graph 10, nodes 20..25): node 20 one kernel, 21 fused into 20 (none), 22 one, 23 two;
+     * 24 and 25 are views (no kernel). The CUDA node ids are CUPTI's. */
+    const uint64_t captured[4] = { 1001, 1002, 1003, 1004 }, exec[4] = { 2001, 2002, 2003, 2004 };
+    const int32_t  node_of[4]  = { 20, 22, 23, 23 };
+    for (int i = 0; i < 4; i++) {
+        ggprof_place p = at_node(10, 20, 6, node_of[i]);
+        CHECK(ggprof_gmap_created(&g_gmap, captured[i], &p));
+    }
+    /* a node created outside any ggml node (a memset before the first node is marked) is not mapped */
+    ggprof_place none = at_node(10, 20, 6, -1);
+    CHECK(!ggprof_gmap_created(&g_gmap, 1005, &none));
+    /* cudaGraphInstantiate clones them; ggml-cuda then destroys the captured graph */
+    for (int i = 0; i < 4; i++) CHECK(ggprof_gmap_cloned(&g_gmap, exec[i], captured[i]));
+    CHECK(!ggprof_gmap_cloned(&g_gmap, 2005, 1005));
+    for (int i = 0; i < 4; i++) ggprof_gmap_drop(&g_gmap, captured[i]);
+    /* Replayed for the next token's graph (11): one cudaGraphLaunch, while the engine's current node is the last
+     * one ggml-cuda looked at (25, stale for the kernels). */
+    ggprof_place launch = at_node(11, 20, 6, 25), out = { 0 };
+    ggprof_corr_put(&g_corr, 500, &launch);
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 500, exec[i], &out), GGPROF_CUDA_ATTR_NODE);
+        CHECK_EQ_INT(out.graph_id, 11);
+        CHECK_EQ_INT(out.node_index, node_of[i]);
+        CHECK_EQ_INT(out.node_id, 7000u + (uint32_t) node_of[i]);
+    }
+    /* the same split one scheduler later in the graph (node_start 40): same offsets */
+    launch = at_node(12, 40, 6, 45);
+    ggprof_corr_put(&g_corr, 501, &launch);
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 501, exec[2], &out), GGPROF_CUDA_ATTR_NODE);
+    CHECK_EQ_INT(out.node_index, 43);
+    /* a graph node never mapped, or one whose offset lies past the launching split's end: the split only */
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 500, 9999, &out), GGPROF_CUDA_ATTR_SPLIT);
+    CHECK_EQ_INT(out.node_index, -1);
+    launch = at_node(13, 20, 3, 22);
+    ggprof_corr_put(&g_corr, 502, &launch);
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 502, exec[2], &out), GGPROF_CUDA_ATTR_SPLIT);
+    /* the captured nodes are gone; the executable graph destroyed, its nodes too */
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 500, captured[0], &out), GGPROF_CUDA_ATTR_SPLIT);
+    for (int i = 0; i < 4; i++) ggprof_gmap_drop(&g_gmap, exec[i]);
+    CHECK_EQ_INT(ggprof_cuda_attribute(&g_corr, &g_gmap, 500, exec[0], &out), GGPROF_CUDA_ATTR_SPLIT);
+    CHECK_EQ_INT(g_gmap.n, 0);
+}
+
+static void test_graph_map_drops_keep_probe_chains_and_fill_stops(void) {
+    /* Many keys, dropped in another order than added: every key left is still found (backward shift). */
+    enum { N = 50000 };
+    for (uint64_t k = 1; k <= N; k++) CHECK(ggprof_gmap_put(&g_gmap, k * 977, (int32_t) k, (uint32_t) k));
+    for (uint64_t k = 1; k <= N; k += 3) ggprof_gmap_drop(&g_gmap, k * 977);
+    int32_t  off;
+    uint32_t id;
+    long     found = 0, wrong = 0;
+    for (uint64_t k = 1; k <= N; k++) {
+        bool f = ggprof_gmap_get(&g_gmap, k * 977, &off, &id);
+        found += f;
+        wrong += f != ((k - 1) % 3 != 0) || (f && (off != (int32_t) k || id != (uint32_t) k));
+    }
+    CHECK_EQ_INT(wrong, 0);
+    CHECK_EQ_INT(found, N - (N + 2) / 3);
+    CHECK_EQ_INT(g_gmap.n, found);
+    for (uint64_t k = 1; k <= N; k++) ggprof_gmap_drop(&g_gmap, k * 977);
+    CHECK_EQ_INT(g_gmap.n, 0);
+    /* a full table maps nothing more, and says so */
+    uint64_t k = 1;
+    while (ggprof_gmap_put(&g_gmap, k, 0, 1)) k++;
+    CHECK_EQ_INT(k - 1, GGPROF_GMAP_SIZE / 8 * 7);
+    CHECK(ggprof_gmap_put(&g_gmap, 1, 5, 2)); /* an existing key is still updated */
+    for (uint64_t j = 1; j < k; j++) ggprof_gmap_drop(&g_gmap, j);
+    CHECK_EQ_INT(g_gmap.n, 0);
+}
+
 /* ---- libggprof-cupti.so, loaded as the CUDA driver would, on a machine without a GPU ---- */
 
 static char g_lib_dir[PATH_MAX];
@@ -247,6 +345,9 @@ int main(int argc, char **argv) {
     RUN(test_check_measures_how_far_outside);
     RUN(test_correlation_round_trip);
     RUN(test_correlation_reads_are_never_torn);
+    RUN(test_cuda_direct_launches_keep_their_node);
+    RUN(test_cuda_graph_replays_find_the_captured_node);
+    RUN(test_graph_map_drops_keep_probe_chains_and_fill_stops);
     RUN(test_cupti_library_starts_inside_ggprof_only);
     return failures ? 1 : 0;
 }
