@@ -114,6 +114,10 @@ fused_checks() { # LABEL DB
     "$GGPROF" rollup "$db" --by layer --format csv > "$OUT/$l-layers.csv"
     expect_ge "$l: rollup --by layer: Vulkan time in each layer" "$(grep -c 'Vulkan0' "$OUT/$l-layers.csv")" \
         "$(q "$db" "SELECT count(DISTINCT tensor_name) FROM records WHERE tensor_name GLOB 'attn_norm-*'")"
+    # The roofline takes device ops as it takes the CPU's: with a roof for Vulkan0, every MUL_MAT group has a roof%.
+    "$GGPROF" inefficiency "$db" --roof Vulkan0=10,10 --format csv -n 0 > "$OUT/$l-ineff.csv"
+    expect "$l: inefficiency: Vulkan MUL_MAT groups, each with a roof%" "$(awk -F, '$1 == "MUL_MAT" && $2 == "Vulkan0" {
+        n++; if ($6 == "") bad++ } END { print (n > 0) " " bad + 0 }' "$OUT/$l-ineff.csv")" "1 0"
     # Device time in the report: busy and idle from the kernels, all of it joined to nodes.
     "$GGPROF" report "$db" > "$OUT/$l-report.txt"
     expect "$l: report: the Vulkan backend's device time, all joined to nodes" "$(grep -cE \
@@ -164,6 +168,11 @@ if [ -d "${NODE_VULKAN2_DIR:-}/node_modules/@node-llama-cpp/linux-x64-vulkan" ];
     expect "nlc-3.22.1: device OP records hold all of the dispatches' time" "$(q "$db" "SELECT
         (SELECT sum(duration_ns) FROM records WHERE timing = 4) = (SELECT sum(duration_ns) FROM kernels)")" 1
     fused_checks nlc-3.22.1 "$db"
+    # Two builds' runs diffed: the GPU's ops side by side, op by op.
+    "$GGPROF" diff "$OUT/vt.db" "$db" --format csv > "$OUT/vt-diff.csv"
+    expect "diff 3.21.1 vs 3.22.1: Vulkan MUL_MAT and RMS_NORM (its groups by their head, as the CPU's) in both runs" "$(awk -F, '$1 == "by_op" &&
+        ($3 == "MUL_MAT" || $3 == "RMS_NORM") && $8 == "Vulkan0" && $9 > 0 && $10 > 0 { print $3 }' "$OUT/vt-diff.csv" |
+        sort -u | paste -sd' ')" "MUL_MAT RMS_NORM"
 else
     ok "# SKIP no NODE_VULKAN2_DIR (tests/fixture.sh installs node-llama-cpp 3.22.1's Vulkan build)"
 fi
