@@ -192,11 +192,14 @@ static void print_devices(sqlite3 *db) {
                  " AND name = 'backend_wait' ORDER BY pid, sched_id, backend_id, start_ns", &wait);
     printf("=== Device Time (device timestamps) ===\n");
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT k.pid, k.sched_id, k.backend_id, COALESCE(b.name, '?'), count(*),"
-                               " sum(k.duration_ns), sum(CASE WHEN k.node_index >= 0 AND k.node_id > 0"
-                               " THEN k.duration_ns ELSE 0 END) FROM kernel_list k LEFT JOIN backend_list b"
-                               " ON b.pid = k.pid AND b.sched_id = k.sched_id AND b.id = k.backend_id"
-                               " WHERE k.graph_id IS NOT NULL GROUP BY k.pid, k.sched_id, k.backend_id"
+    /* per split first: a split is matched when every one of its kernels was joined to a node */
+    if (sqlite3_prepare_v2(db, "SELECT k.pid, k.sched_id, k.backend_id, COALESCE(b.name, '?'), sum(k.n), sum(k.ns),"
+                               " sum(k.joined_ns), count(*), sum(k.n_joined = k.n) FROM (SELECT pid, sched_id, backend_id,"
+                               " count(*) AS n, sum(duration_ns) AS ns, sum(CASE WHEN node_index >= 0 AND node_id > 0"
+                               " THEN duration_ns ELSE 0 END) AS joined_ns, sum(node_index >= 0 AND node_id > 0) AS n_joined"
+                               " FROM kernel_list WHERE graph_id IS NOT NULL GROUP BY pid, graph_id, split_id, sched_id,"
+                               " backend_id) k LEFT JOIN backend_list b ON b.pid = k.pid AND b.sched_id = k.sched_id"
+                               " AND b.id = k.backend_id GROUP BY k.pid, k.sched_id, k.backend_id"
                                " ORDER BY k.pid, k.sched_id, k.backend_id", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             dev_ivl key = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), 0, 0 };
@@ -208,9 +211,12 @@ static void print_devices(sqlite3 *db) {
             uint64_t waited = dev_merge(&wait, &key, &mh), gaps, longest;
             uint64_t in_flight_busy = dev_overlap(&mk, &mw);
             dev_gaps(&mw, &mk, &gaps, &longest);
+            int64_t splits = sqlite3_column_int64(st, 7), matched = sqlite3_column_int64(st, 8);
             printf("  Backend %" PRId64 " (%s), pid %" PRId64 ": %" PRId64 " kernels, %.1f%% of their time joined to a"
                    " graph node\n", key.backend, ggprof_text_safe(name ? name : "?", safe, sizeof(safe)), key.pid, n,
                    sum > 0 ? 100.0 * on_node / sum : 0.0);
+            printf("    splits: %" PRId64 ", every kernel joined to a node in %" PRId64 "%s\n", splits, matched,
+                   matched < splits ? " (the notes below say why not in the others)" : "");
             printf("    busy %.2f ms of the %.2f ms its splits were in flight (%.1f%%); idle %.2f ms in %" PRIu64
                    " gaps (longest %.3f ms)\n", (double) busy / 1e6, (double) flight / 1e6,
                    flight ? 100.0 * (double) in_flight_busy / (double) flight : 0.0,

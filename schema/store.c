@@ -601,9 +601,9 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
                  " node: %s', count(*), CASE api WHEN 1 THEN 'cuda' WHEN 2 THEN 'opencl' ELSE 'vulkan' END,"
                  " sum(duration_ns) / 1e6, count(DISTINCT graph_id || ':' || split_id), CASE api"
                  " WHEN 2 THEN 'OpenCL kernels are joined to their split only'"
-                 " WHEN 1 THEN 'no node was being computed at the launch, or its CUDA graph node was not captured"
-                 " under ggprof' ELSE 'no node was being recorded at the dispatch (the backend did not ask"
-                 " ggml_is_empty about its nodes)' END) FROM kernel_list WHERE graph_id IS NOT NULL AND"
+                 " WHEN 1 THEN 'no node was being computed at the launch (GGPROF_DEVICE_NODES=0?), or its CUDA graph node"
+                 " was not captured under ggprof' ELSE 'no node was being recorded at the dispatch (GGPROF_DEVICE_NODES=0, or a backend"
+                 " that does not ask ggml_is_empty about its nodes)' END) FROM kernel_list WHERE graph_id IS NOT NULL AND"
                  " (node_index < 0 OR node_id = 0) GROUP BY pid, api;",
                  NULL, NULL, NULL);
     /* The indexes only speed readers up: a disk too full for them leaves a trace that reads without them. */

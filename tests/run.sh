@@ -67,9 +67,5 @@ else
     [ -z "${GGPROF_SAN:-}" ] && wanted sanitizers && run sanitizers bash tests/sanitizers.sh
 fi
 
-passed=$(grep -c '^ok ' "$log")
-failed=$(grep -c '^not ok ' "$log")
-echo
-grep '^not ok ' "$log" || true
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+. "$(dirname "$0")/tally.sh"
+tally "$log"

@@ -27,6 +27,15 @@ done | sort -u | while read -r lib; do
 done
 # CUPTI: the device machine's CUDA 13 image has its own; this copy is used only if it does not.
 cp -L "$CUDA_HOME/lib64/libcupti.so.13" $B/deps/cupti/
+# llama.cpp v0.4.0's source, trimmed to what llama-completion needs, for ggml_cuda_nodes.sh to build ggml-cuda on
+# the device (for its architecture only: node-llama-cpp's prebuilt libggml-cuda.so is over the carry limit).
+SRC=${LLAMA_SRC_DIR:-${GGPROF_CACHE:-$HOME/.cache/ggprof}/llama.cpp-v0.4.0-src}
+if [ -f "$SRC/CMakeLists.txt" ]; then
+    tar -C "$SRC" -cJf $B/llama-src.tar.xz CMakeLists.txt cmake ggml src include common vendor licenses LICENSE \
+        tools app models/ggml-vocab-llama-spm.gguf
+else
+    echo "build: no llama.cpp source at $SRC (tests/fixture.sh makes it): ggml_cuda_nodes.sh will not run" >&2
+fi
 
 need=$(for f in $B/bin/ggprof $B/lib/*.so $B/samples/* $B/deps/*.so*; do
     objdump -T "$f" 2> /dev/null | grep -o 'GLIBC_2\.[0-9]*' ; done | sort -t. -k2 -n -u | tail -1)

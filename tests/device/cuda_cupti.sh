@@ -119,9 +119,5 @@ fi
 
 main 2>&1 | tee "$log"
 
-passed=$(grep -c '^ok ' "$log")
-failed=$(grep -c '^not ok ' "$log")
-echo
-grep '^not ok ' "$log" || true
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+. "$ROOT/tests/tally.sh"
+tally "$log"

@@ -48,6 +48,9 @@ record_case() {
     expect "$l: no kernel went untimed" "$(q "$db" "SELECT count(*) FROM notes
         WHERE text LIKE 'opencl: kernels not timed%' OR text LIKE 'opencl: kernel timing off%'")" 0
     echo "# $l: $(q "$db" "SELECT text FROM notes WHERE text LIKE 'opencl: device%'")"
+    # Kernels no ggml split launched are counted in a note, with why (docs/backends.md, "Device ops").
+    expect "$l: one note counts the kernels outside any ggml split" "$(q "$db" "SELECT count(*) FROM notes
+        WHERE text LIKE 'device: $total opencl kernels (% ms of device time) ran outside any ggml split:%'")" 1
 }
 
 # The best clock the platform offers (PoCL: markers on a private queue), then the last fall-back: the kernels'

@@ -58,6 +58,8 @@ expect "replay: a missing test-backend-ops is a one-line error" "$?:$(wc -l < "$
 # machine, a preempted thread can make a one-token product wait longer in its barrier than they compute).
 "$GGPROF" record -q -o "$OUT/blas.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" \
     -p "$(printf 'word %.0s' $(seq 40))" -n 1 -t 1 --no-warmup -no-cnv > /dev/null 2>&1
-"$GGPROF" replay "$OUT/blas.db" -n 2 > "$OUT/blas.replay" 2>&1
-expect "blas: the two largest cases ran alone on BLAS" "$(q "$OUT/blas.db" "SELECT count(*) FROM replay
-    WHERE backend = 'BLAS' AND op = 'MUL_MAT' AND isolated_ns > 0")" 2
+# The four largest: the products' cases are two or more of them even when a busy machine inflates a CPU case
+# (make test once saw one of the two largest be a CPU one).
+"$GGPROF" replay "$OUT/blas.db" -n 4 > "$OUT/blas.replay" 2>&1
+expect_ge "blas: of the four largest cases, the products ran alone on BLAS" "$(q "$OUT/blas.db" "SELECT count(*)
+    FROM replay WHERE backend = 'BLAS' AND op = 'MUL_MAT' AND isolated_ns > 0")" 2

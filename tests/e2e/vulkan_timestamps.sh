@@ -60,11 +60,18 @@ expect "no GGPROF_RING: output unchanged" "$(diff "$OUT/off.out" "$OUT/noring.ou
 
 # GGPROF_VULKAN_NAMES=0: the program's environment untouched, so its pipelines have no names; the layer names
 # each dispatch after its pipeline's handle order.
-GGPROF_VULKAN_NAMES=0 workload "$GGPROF" record -o "$OUT/nonames.db" > "$OUT/nonames.out" 2> "$OUT/nonames.err"
+# With GGPROF_DEVICE_NODES=0 too: dispatches joined to their split only, no device OP record, and a note says why.
+GGPROF_VULKAN_NAMES=0 GGPROF_DEVICE_NODES=0 workload "$GGPROF" record -o "$OUT/nonames.db" > "$OUT/nonames.out" \
+    2> "$OUT/nonames.err"
 expect "GGPROF_VULKAN_NAMES=0: the program succeeds" "$?" 0
 expect "GGPROF_VULKAN_NAMES=0: every dispatch named after its pipeline's number" "$(q "$OUT/nonames.db" "SELECT
     count(*) FROM kernels WHERE name NOT LIKE 'dispatch (pipeline %)'")" 0
 expect_ge "GGPROF_VULKAN_NAMES=0: dispatches timed" "$(q "$OUT/nonames.db" "SELECT count(*) FROM kernels")" 100
+expect "GGPROF_DEVICE_NODES=0: dispatches on splits, none on a node, no device OP record" "$(q "$OUT/nonames.db" "SELECT
+    sum(graph_id IS NULL), sum(node_index >= 0), (SELECT count(*) FROM records WHERE timing = 4) FROM kernels")" "0|0|0"
+expect "GGPROF_DEVICE_NODES=0: one note counts the dispatches not joined to a node, with why" "$(q "$OUT/nonames.db" "SELECT
+    count(*) FROM notes WHERE text LIKE 'device: ' || (SELECT count(*) FROM kernels) || ' vulkan kernels (% ms) in '
+    || '% splits not joined to a node: no node was being recorded at the dispatch (GGPROF_DEVICE_NODES=0%'")" 1
 
 # Each dispatch joined to the node ggml-vulkan was recording (its ggml_is_empty(node) call, engine/interpose.c):
 # every one has a node, and its shader is one of its node's op (a fused group's first node: RMS_NORM's
@@ -123,6 +130,8 @@ fused_checks() { # LABEL DB
     expect "$l: report: the Vulkan backend's device time, all joined to nodes" "$(grep -cE \
         '^  Backend [0-9]+ \(Vulkan0\), pid [0-9]+: [0-9]+ kernels, 100\.0% of their time joined to a graph node$' \
         "$OUT/$l-report.txt")" 1
+    expect "$l: report: every device split's kernels all joined to nodes" "$(awk '/^    splits: / { sub(/,/, "", $2);
+        print ($2 > 0 && $2 == $NF) ? "yes" : $0 }' "$OUT/$l-report.txt")" yes
     expect "$l: report: busy and idle add up to the time in flight" "$(awk '/^    busy /{ b = $2; f = $6; for (k = 1; k < NF; k++) if ($k == "idle") i = $(k + 1);
         d = b + i - f; print (d < 0.02 && d > -0.02) ? "yes" : "no " b " + " i " != " f }' "$OUT/$l-report.txt")" yes
     expect "$l: report: busy is the union of the kernels" "$(awk '/^    busy /{ print $2 }' "$OUT/$l-report.txt")" \
