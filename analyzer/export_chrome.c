@@ -155,7 +155,9 @@ static const char *backend_str(const names *nm, int64_t pid, int64_t sched, int6
 /* A track is one timeline row: a backend of one scheduler, a process's copies, or its graphs. Perfetto and
  * chrome://tracing need the X events of a row to nest; records of a backend that overlap without nesting
  * (concurrent work on an asynchronous backend) go to an extra row, "(overlap N)", rather than being lost. */
-enum { TRACK_BACKEND = 0, TRACK_COPIES = 1, TRACK_GRAPHS = 2 };
+enum { TRACK_BACKEND = 0, TRACK_COPIES = 1, TRACK_GRAPHS = 2, TRACK_DEVICE = 3 };
+/* TRACK_DEVICE: a backend's ops timed on the device's own clock (timing 4), on a row of their own under the
+ * backend's host row ("Vulkan0 (device)"), as a GPU's work is apart from its launches in Nsight Systems. */
 
 typedef struct {
     int64_t   pid, sched, backend;
@@ -518,7 +520,8 @@ static int write_backends(const ggprof_layers *l, out_t *o, tracks *tr, copies *
     size_t i = 0;
     for (; i < n; i++) {
         const item *x = &v[i];
-        track *k = track_place(tr, x->pid, TRACK_BACKEND, x->sched, x->backend, (uint64_t) x->start,
+        int    kind = x->rec && x->rec->timing == GGPROF_TIMING_DEVICE ? TRACK_DEVICE : TRACK_BACKEND;
+        track *k = track_place(tr, x->pid, kind, x->sched, x->backend, (uint64_t) x->start,
                                (uint64_t) x->start + (uint64_t) x->dur);
         if (!k) break;
         const char *bname = backend_str(nm, x->pid, x->sched, x->backend, b1, sizeof(b1));
@@ -628,10 +631,11 @@ static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const 
                           ",\"tid\":0,\"args\":{\"sort_index\":%zu}}",
                     k->pid, i);
         }
-        if (k->kind == TRACK_BACKEND) {
+        if (k->kind == TRACK_BACKEND || k->kind == TRACK_DEVICE) {
             const char *bn = backend_str(nm, k->pid, k->sched, k->backend, b1, sizeof(b1));
             if (ggprof_layers_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "%s (sched %" PRId64 ")", bn, k->sched);
             else snprintf(buf, sizeof(buf), "%s", bn);
+            if (k->kind == TRACK_DEVICE) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (device)");
         } else if (k->kind == TRACK_COPIES) {
             snprintf(buf, sizeof(buf), "copies");
         } else {
@@ -645,7 +649,9 @@ static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const 
         /* Rows of a kind together, a backend's overlap rows right under it. */
         fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
                       ",\"args\":{\"sort_index\":%" PRId64 "}}",
-                k->pid, k->tid, (int64_t) k->kind * 1000000 + k->sched * 10000 + (k->backend + 1) * 64 + k->sub);
+                k->pid, k->tid,
+                k->kind == TRACK_DEVICE ? k->sched * 10000 + (k->backend + 1) * 64 + 32 + k->sub
+                                        : (int64_t) k->kind * 1000000 + k->sched * 10000 + (k->backend + 1) * 64 + k->sub);
     }
     sqlite3_finalize(exe);
 }

@@ -264,11 +264,12 @@ static const char *type_str(const type_names *t, int64_t pid, int64_t type, char
 
 /* A row of the timeline: a record, or a split that has no OP or SYNC record (a backend whose ops ggprof cannot
  * time, a CPU split whose ticks did not match), shown as one "split" record (type 3) so that every backend
- * that computed appears. Rows go one lane per backend of a scheduler, one per process for its copies (after
- * its backends); in each, in time order. */
+ * that computed appears. Rows go one lane per backend of a scheduler (and one under it for the ops its device
+ * timed, timing 4: "Vulkan0 (device)"), one per process for its copies (after its backends); in each, in time
+ * order. */
 typedef struct {
     int64_t              pid, sched, backend, start, seq;
-    int                  type;
+    int                  type, dev; /* dev: an op timed on the device (its own lane) */
     const ggprof_lrec   *rec;
     const ggprof_lsplit *split;
 } row;
@@ -281,6 +282,7 @@ static int cmp_row(const void *a, const void *b) {
     int64_t sx = cx ? 0 : x->sched, sy = cy ? 0 : y->sched, bx = cx ? 0 : x->backend, by = cy ? 0 : y->backend;
     if (sx != sy) return sx < sy ? -1 : 1;
     if (bx != by) return bx < by ? -1 : 1;
+    if (x->dev != y->dev) return x->dev - y->dev;
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
@@ -318,7 +320,8 @@ static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
     size_t n = 0;
     for (size_t i = 0; i < l->n_rec; i++) {
         const ggprof_lrec *r = &l->rec[i];
-        v[n++] = (row) { r->pid, r->sched_id, r->backend_id, r->start_ns, r->seq, r->type, r, NULL };
+        v[n++] = (row) { r->pid, r->sched_id, r->backend_id, r->start_ns, r->seq, r->type,
+                         r->timing == GGPROF_TIMING_DEVICE, r, NULL };
         if (r->type == 1 || r->graph_id == GGPROF_LAYERS_NULL) continue;
         for (size_t p = split_key(r->pid, r->graph_id, r->split_id) & (n_slot - 1); slot[p]; p = (p + 1) & (n_slot - 1)) {
             const ggprof_lsplit *s = slot[p];
@@ -327,7 +330,7 @@ static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
     }
     for (size_t i = 0; i < l->n_splits; i++) {
         const ggprof_lsplit *s = &l->splits[i];
-        if (!has[i]) v[n++] = (row) { s->pid, s->sched_id, s->backend_id, s->start_ns, 0, 3, NULL, s };
+        if (!has[i]) v[n++] = (row) { s->pid, s->sched_id, s->backend_id, s->start_ns, 0, 3, 0, NULL, s };
     }
     free(slot);
     free(has);
@@ -438,7 +441,7 @@ static int build(const ggprof_layers *l, model *m, const type_names *tn) {
     }
     m->t0     = (uint64_t) (t0 == INT64_MAX ? 0 : t0);
     m->stride = g_max_records > 0 && m->n_records > g_max_records ? (m->n_records + g_max_records - 1) / g_max_records : 1;
-    int have_lane = 0, lane_copy = 0;
+    int have_lane = 0, lane_copy = 0, lane_dev = 0;
     int64_t lane_pid = 0, lane_sched = 0, lane_backend = 0, lane_n = 0, prev_end = 0, prev_g = 0, seen = 0;
     char lane_name[160] = "";
     size_t i = 0;
@@ -453,10 +456,12 @@ static int build(const ggprof_layers *l, model *m, const type_names *tn) {
         uint64_t dur         = (uint64_t) (r ? r->duration_ns : x->split->duration_ns);
         uint64_t bytes       = (uint64_t) (r ? r->bytes : 0);
         int      is_copy = type == 1;
-        if (!have_lane || pid != lane_pid || is_copy != lane_copy || (!is_copy && (sched != lane_sched || backend != lane_backend))) {
+        if (!have_lane || pid != lane_pid || is_copy != lane_copy ||
+            (!is_copy && (sched != lane_sched || backend != lane_backend || x->dev != lane_dev))) {
             if (have_lane) finish_lane(m, lane_name, lane_pid, lane_copy, lane_n);
             have_lane = 1;
             lane_pid = pid, lane_copy = is_copy, lane_sched = sched, lane_backend = backend, lane_n = 0;
+            lane_dev = x->dev;
             prev_end = (int64_t) m->t0, prev_g = 0;
             m->n_lanes++;
             const char *bn = ggprof_layers_backend(l, (int32_t) pid, sched, (int32_t) backend);
@@ -465,6 +470,7 @@ static int build(const ggprof_layers *l, model *m, const type_names *tn) {
             size_t p = (size_t) snprintf(lane_name, sizeof(lane_name), "%s", is_copy ? "copies" : bn);
             if (!is_copy && ggprof_layers_scheds(l, (int32_t) pid) > 1 && p < sizeof(lane_name))
                 p += (size_t) snprintf(lane_name + p, sizeof(lane_name) - p, " (sched %" PRId64 ")", sched);
+            if (x->dev && p < sizeof(lane_name)) p += (size_t) snprintf(lane_name + p, sizeof(lane_name) - p, " (device)");
             if (n_pids > 1 && p < sizeof(lane_name))
                 snprintf(lane_name + p, sizeof(lane_name) - p, " \xc2\xb7 pid %" PRId64, pid);
         }

@@ -142,19 +142,22 @@ fused_checks() { # LABEL DB
 }
 fused_checks nlc-3.21.1 "$OUT/vt.db"
 
-# The timelines: a Vulkan lane with the GPU's ops in the HTML page and in the Chrome trace.
+# The timelines: the GPU's ops in a lane of their own under the Vulkan backend's host lane, "Vulkan0 (device)",
+# holding every device OP record, in the HTML page and in the Chrome trace.
 "$GGPROF" export "$OUT/vt.db" --html "$OUT/vt.html" --chrome "$OUT/vt.json"
-expect_ge "html: a Vulkan lane (one per scheduler)" "$(node -e '
+n_dev=$(q "$OUT/vt.db" "SELECT count(*) FROM records WHERE timing = 4")
+expect "html: Vulkan device lanes hold every device OP record, the host lanes none" "$(node -e '
     const s = require("fs").readFileSync(process.argv[1], "utf8");
     const d = JSON.parse(s.match(/<script id="ggprof-data" type="application\/json">([\s\S]*?)<\/script>/)[1]);
-    console.log(d.lanes.filter((l) => /^Vulkan0/.test(l.name)).length)' "$OUT/vt.html")" 1
-expect "chrome: the Vulkan row holds every device OP record" "$(node -e '
+    const dev = d.lanes.filter((l) => /^Vulkan0.* \(device\)$/.test(l.name));
+    console.log(dev.length > 0, dev.reduce((a, l) => a + l.n, 0))' "$OUT/vt.html")" "true $n_dev"
+expect "chrome: Vulkan device rows hold every device OP record" "$(node -e '
     const t = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     const ev = t.traceEvents || t;
-    const rows = new Set(ev.filter((e) => e.ph === "M" && e.name === "thread_name" && /^Vulkan0/.test(e.args.name))
+    const rows = new Set(ev.filter((e) => e.ph === "M" && e.name === "thread_name" && /^Vulkan0.*\(device\)/.test(e.args.name))
         .map((e) => e.pid + ":" + e.tid));
-    console.log(ev.filter((e) => e.ph === "X" && rows.has(e.pid + ":" + e.tid) && e.cat === "op").length)' \
-    "$OUT/vt.json")" "$(q "$OUT/vt.db" "SELECT count(*) FROM records WHERE timing = 4")"
+    const x = ev.filter((e) => e.ph === "X" && rows.has(e.pid + ":" + e.tid));
+    console.log(x.length, x.every((e) => e.cat === "op"))' "$OUT/vt.json")" "$n_dev true"
 
 # A second build: node-llama-cpp 3.22.1's prebuilt ggml-vulkan (a later llama.cpp), the same checks.
 if [ -d "${NODE_VULKAN2_DIR:-}/node_modules/@node-llama-cpp/linux-x64-vulkan" ]; then
