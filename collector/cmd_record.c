@@ -67,7 +67,13 @@ const char ggprof_usage_record[] =
     "                        when the workload outruns the collector, records are dropped and counted\n"
     "  -q, --quiet           print nothing but errors\n"
     "\n"
-    "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n";
+    "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n"
+    "\n"
+    "GPU work is timed on the device's own clock (docs/backends.md): Vulkan dispatches through a layer\n"
+    "(GGPROF_VULKAN=0: off), CUDA kernels through CUPTI (GGPROF_CUDA=0: off), OpenCL kernels. Vulkan dispatches\n"
+    "and CUDA kernels are joined to their graph node and become its OP record (timing 4), fused groups named\n"
+    "(RMS_NORM+MUL); GGPROF_DEVICE_NODES=0 joins them to their split only. record sets GGML_VK_DEBUG_MARKERS=1\n"
+    "in CMD so that dispatches carry ggml's shader names (GGPROF_VULKAN_NAMES=0: leave it unset).\n";
 
 static volatile sig_atomic_t g_child;
 static volatile sig_atomic_t g_toggles;   /* SIGUSR1s received */

@@ -22,28 +22,27 @@ die() { printf 'fixture: %s\n' "$*" >&2; exit 1; }
 # 1. Debian packages.
 bash "$ROOT/tests/deps.sh"
 
+# npm_project DIR NAME PACKAGE@VERSION...: installs the packages (once: a stamp) into a project of their own,
+# nothing compiled or downloaded by node-llama-cpp itself.
+npm_project() {
+    local d=$1 name=$2
+    shift 2
+    [ -f "$d/.stamp" ] && return 0
+    log "installing $* into $d"
+    mkdir -p "$d"
+    printf '{"name":"%s","private":true,"type":"module"}\n' "$name" > "$d/package.json"
+    (cd "$d" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --omit=optional "$@" >&2)
+    touch "$d/.stamp"
+}
+
 # 2. node-llama-cpp with its prebuilt linux-x64 libraries (CPU and Vulkan; the CUDA ones are 159 MB+).
-if [ ! -f "$NODE_DIR/.stamp" ]; then
-    log "installing node-llama-cpp@$NLC_VERSION into $NODE_DIR"
-    mkdir -p "$NODE_DIR"
-    printf '{"name":"ggprof-node-fixture","private":true,"type":"module"}\n' > "$NODE_DIR/package.json"
-    (cd "$NODE_DIR" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --omit=optional \
-        "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" \
-        "@node-llama-cpp/linux-x64-vulkan@$NLC_VERSION" >&2)
-    touch "$NODE_DIR/.stamp"
-fi
+npm_project "$NODE_DIR" ggprof-node-fixture "node-llama-cpp@$NLC_VERSION" "@node-llama-cpp/linux-x64@$NLC_VERSION" \
+    "@node-llama-cpp/linux-x64-vulkan@$NLC_VERSION"
 # 2b. node-llama-cpp@3.22.1 with its prebuilt Vulkan libraries: the second ggml-vulkan the device-op attribution is
 # checked on (tests/e2e/vulkan_timestamps.sh).
 NODE_VK2_DIR=$CACHE/node-$NLC_VULKAN2-vulkan
-if [ ! -f "$NODE_VK2_DIR/.stamp" ]; then
-    log "installing node-llama-cpp@$NLC_VULKAN2 (prebuilt CPU and Vulkan libraries) into $NODE_VK2_DIR"
-    mkdir -p "$NODE_VK2_DIR"
-    printf '{"name":"ggprof-node-vulkan2","private":true,"type":"module"}\n' > "$NODE_VK2_DIR/package.json"
-    (cd "$NODE_VK2_DIR" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund --omit=optional \
-        "node-llama-cpp@$NLC_VULKAN2" "@node-llama-cpp/linux-x64@$NLC_VULKAN2" \
-        "@node-llama-cpp/linux-x64-vulkan@$NLC_VULKAN2" >&2)
-    touch "$NODE_VK2_DIR/.stamp"
-fi
+npm_project "$NODE_VK2_DIR" ggprof-node-vulkan2 "node-llama-cpp@$NLC_VULKAN2" "@node-llama-cpp/linux-x64@$NLC_VULKAN2" \
+    "@node-llama-cpp/linux-x64-vulkan@$NLC_VULKAN2"
 BUNDLE=$NODE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle
 [ -f "$BUNDLE" ] || die "missing $BUNDLE (node-llama-cpp@$NLC_VERSION changed layout?)"
 
