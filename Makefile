@@ -151,6 +151,11 @@ $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_mo
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Ikernels/cpu -Itests/unit -o $@ tests/unit/test_tick_model.c kernels/cpu/tick_model.c
 
+# Entry patching and the ELF reader are the engine's, tested on the test program's own functions.
+$(BUILD)/tests/test_patch: tests/unit/test_patch.c engine/patch.c engine/elf_image.c engine/patch.h engine/elf_image.h
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Iengine -Itests/unit -o $@ tests/unit/test_patch.c engine/patch.c engine/elf_image.c -ldl -lpthread
+
 unit: $(UNIT)
 
 # Fuzz targets (tests/fuzz/): the JSON reader, the collector's message decoding and the trace database reader, with clang's libFuzzer, ASan and

@@ -237,6 +237,33 @@ static void print_devices(sqlite3 *db) {
     free(kern.v), free(win.v), free(wait.v), free(mk.v), free(mw.v), free(mh.v);
 }
 
+/* Why graphs were recorded without a single op: the level asked for, no split reaching the engine (ggml inside
+ * the program where its backend computes could not be reached: the engine's note says which), or CPU splits whose
+ * ticks no model explained. */
+static const char *no_op_cause(sqlite3 *db) {
+    static char cause[640];
+    sqlite3_stmt *st = NULL;
+    char level[16] = "", reach[512] = "";
+    if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'level'),"
+                               " (SELECT text FROM notes WHERE text LIKE 'off in %' LIMIT 1)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *l = sqlite3_column_text(st, 0), *r = sqlite3_column_text(st, 1);
+        snprintf(level, sizeof(level), "%s", l ? (const char *) l : "");
+        snprintf(reach, sizeof(reach), "%s", r ? (const char *) r : "");
+    }
+    sqlite3_finalize(st);
+    int64_t splits = scalar(db, "SELECT count(*) FROM splits", 0);
+    if (strcmp(level, "graph") == 0 || strcmp(level, "split") == 0) {
+        snprintf(cause, sizeof(cause), "the trace was recorded at level %s (record --level op times ops)", level);
+    } else if (splits == 0) {
+        snprintf(cause, sizeof(cause), "no backend compute reached ggprof%s%s", reach[0] ? "; the engine noted: " : "",
+                 reach);
+    } else {
+        snprintf(cause, sizeof(cause), "%s", "no CPU split's ticks matched a tick model (see the health and notes below)");
+    }
+    return cause;
+}
+
 int ggprof_cmd_report(int argc, char **argv) {
     const char *trace = NULL;
     ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
@@ -266,8 +293,8 @@ int ggprof_cmd_report(int argc, char **argv) {
         int64_t procs  = scalar(db, "SELECT count(*) FROM processes", 0);
         int64_t graphs = scalar(db, "SELECT count(*) FROM graphs", 0);
         if (graphs) {
-            printf("%" PRId64 " graph%s computed, but no op or copy was recorded (the level recorded, or CPU splits whose "
-                   "ticks no model explained: see the health and notes below).\n", graphs, graphs == 1 ? " was" : "s were");
+            printf("%" PRId64 " graph%s computed, but no op or copy was recorded: %s.\n", graphs,
+                   graphs == 1 ? " was" : "s were", no_op_cause(db));
         } else {
             printf("No ggml activity was seen in this trace%s.\n",
                    procs ? " (ggml was loaded, but no graph was computed)" : ": no process called ggml");

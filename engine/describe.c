@@ -119,7 +119,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     m->nbytes = g->ggml_nbytes(t);
     if (t->op == g->op.unary) {
         m->sub_op = t->op_params[0];
-        snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_unary_op_name(m->sub_op));
+        if (g->ggml_unary_op_name) snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_unary_op_name(m->sub_op));
     } else if (t->op == g->op.glu) {
         m->sub_op = t->op_params[0];
         snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_glu_op_name(m->sub_op));

@@ -184,6 +184,7 @@ static void engine_init(void) {
         atomic_store(&g_process_sent, 1);
         emit_process();
     }
+    ggprof_reach_after_find(g);
     goto done;
 broken:
     ggprof_eng.broken = true;
@@ -198,6 +199,8 @@ static void set_base_fn(const void *fn) {
     const void *none = NULL;
     atomic_compare_exchange_strong(&g_base_fn, &none, fn);
 }
+
+void ggprof_engine_set_ggml(const void *fn_in_ggml) { set_base_fn(fn_in_ggml); }
 
 bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
     set_base_fn(real_fn_in_ggml_base);

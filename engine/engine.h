@@ -24,7 +24,8 @@ typedef struct {
     bool ok;       /* layout verified and every required function found */
     bool graph_view_ok; /* ggml_graph_view understood: non-CPU backends can be timed node by node */
     bool has_compute_flag; /* graphs flag the nodes to compute (GGML_TENSOR_FLAG_COMPUTE, ggml 2025 on) */
-    char lib[256]; /* path of libggml-base */
+    char lib[256]; /* path of libggml-base, or of the program or library that has ggml inside */
+    uintptr_t bias; /* where lib is loaded */
 } ggprof_ggml;
 
 /* Moves with every wrapped ggml call that can change a graph's nodes or their metadata: building, renaming,
@@ -86,6 +87,10 @@ void ggprof_profile_graph_recorded(void);
 bool ggprof_api_activate(const void *real_fn_in_ggml_base);
 const ggprof_msg_node *ggprof_node_desc(uint32_t id);
 
+/* A function of the ggml found (its library's dynamic symbols, else the symbol table of the program or library
+ * that has ggml inside), NULL when absent (probe.c). */
+void *ggprof_ggml_sym(const ggprof_ggml *g, const char *name);
+
 /* Where the calling thread is (ggprof_place, device_api.h). */
 bool ggprof_current_place(ggprof_place *out);
 
@@ -94,15 +99,22 @@ void *ggprof_resolve_real(const char *name, const void *caller, const void *self
 /* A wrapper whose real function exists nowhere (the program called what no loaded library defines): abort. */
 _Noreturn void ggprof_missing_real(const char *name);
 
-/* In every wrapper: real_<fn>, the function it stands in for, found from its caller's library once. */
-#define REAL(fn)                                                                                               \
-    static void *_Atomic real_##fn##_slot;                                                                     \
-    __typeof__(&fn) real_##fn = (__typeof__(&fn)) atomic_load_explicit(&real_##fn##_slot, memory_order_acquire); \
+/* In every wrapper: real_<fn>, the function it stands in for, found from its caller's library once. REAL_FROM takes
+ * a slot of the file's own: a wrapper whose function may be patched (reach.h) forwards to the trampoline put there. */
+#define REAL_FROM(slot, fn)                                                                                    \
+    __typeof__(&fn) real_##fn = (__typeof__(&fn)) atomic_load_explicit(&slot, memory_order_acquire);           \
     if (!real_##fn) {                                                                                          \
         real_##fn = (__typeof__(&fn)) ggprof_resolve_real(#fn, __builtin_return_address(0), (void *) fn);      \
         if (!real_##fn) ggprof_missing_real(#fn);                                                              \
-        atomic_store_explicit(&real_##fn##_slot, (void *) real_##fn, memory_order_release);                   \
+        atomic_store_explicit(&slot, (void *) real_##fn, memory_order_release);                               \
     }
+#define REAL(fn)                                                                                               \
+    static void *_Atomic real_##fn##_slot;                                                                     \
+    REAL_FROM(real_##fn##_slot, fn)
+
+/* The ggml the engine will find: an address inside the object that holds it (reach.c, for ggml inside a program,
+ * before any wrapper runs). */
+void ggprof_engine_set_ggml(const void *fn_in_ggml);
 
 /* Emitters: each writes one message to the calling thread's ring slot; 0 if written, -1 if dropped. */
 int      ggprof_emit(const ggprof_msg_hdr *msg);

@@ -20,6 +20,16 @@ void ggprof_desc_keep(void);
  * false with a note when profiling must stay off. */
 bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml);
 
+/* interpose.c and llama.c: the wrappers whose functions may be patched where ggml (llama.cpp) is inside the
+ * program (reach.h); interpose.c's list holds both. */
+struct ggprof_entry_s;
+const struct ggprof_entry_s *ggprof_interpose_entries(int *n);
+const struct ggprof_entry_s *ggprof_llama_entries(int *n);
+
+/* reach.c: once ggml is found, patches what a library with ggml inside calls directly (a Node addon loaded after
+ * start), decides whether split plans can be kept, and notes how ggml is reached. */
+void ggprof_reach_after_find(const ggprof_ggml *g);
+
 /* profile.c: GGML_PROFILE without `ggprof record`: creates the ring and starts a collector for it (0), and
  * writes the profile at exit; in a forked child, leaves the profile to the parent. */
 int  ggprof_profile_start(const char *profile, char *why, size_t why_len);

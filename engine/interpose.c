@@ -6,12 +6,21 @@
 #include <string.h>
 
 #include "api.h"
+#include "internal.h"
+#include "reach.h"
 #include "engine.h"
 #include "ring.h"
 #include "schedulers.h"
 #include "timing.h"
 
 static _Atomic uint64_t g_next_graph_id;
+
+/* The functions of the wrappers that may be patched where ggml is inside the program (g_entries, at the end). */
+static void *_Atomic slot_ggml_backend_sched_graph_compute_async, *_Atomic slot_ggml_backend_sched_graph_compute,
+    *_Atomic slot_ggml_backend_tensor_copy, *_Atomic slot_ggml_backend_tensor_set_async,
+    *_Atomic slot_ggml_backend_synchronize, *_Atomic slot_ggml_backend_cpu_set_abort_callback,
+    *_Atomic slot_ggml_barrier, *_Atomic slot_ggml_graph_compute, *_Atomic slot_ggml_backend_cpu_init;
+static void hook_backend_iface(ggml_backend_t backend, bool is_cpu);
 
 /* ---- one scheduler graph compute on this thread ---- */
 
@@ -78,6 +87,15 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     const ggprof_ggml *g = &ggprof_eng.g;
     graph_ctx gc;
     gc.se           = ggprof_sched_find(sched, true);
+    if (ggprof_reach_embedded() && gc.se && !gc.se->iface_hooked) {
+        /* CPU backends first: the table's layout is learned from one (ggprof_reach_iface_slot). */
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; i < gc.se->n; i++) {
+                if (gc.se->is_cpu[i] == (pass == 0)) hook_backend_iface(gc.se->backends[i], gc.se->is_cpu[i]);
+            }
+        }
+        gc.se->iface_hooked = true;
+    }
     gc.graph_id     = atomic_fetch_add(&g_next_graph_id, 1);
     gc.nodes        = g->ggml_graph_nodes(graph);
     gc.n_nodes      = g->ggml_graph_n_nodes(graph);
@@ -118,12 +136,12 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
 
 GGPROF_API enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched,
                                                                    struct ggml_cgraph *graph) {
-    REAL(ggml_backend_sched_graph_compute_async);
+    REAL_FROM(slot_ggml_backend_sched_graph_compute_async, ggml_backend_sched_graph_compute_async);
     return sched_compute(sched, graph, real_ggml_backend_sched_graph_compute_async);
 }
 
 GGPROF_API enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
-    REAL(ggml_backend_sched_graph_compute);
+    REAL_FROM(slot_ggml_backend_sched_graph_compute, ggml_backend_sched_graph_compute);
     return sched_compute(sched, graph, real_ggml_backend_sched_graph_compute);
 }
 
@@ -350,21 +368,90 @@ static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
     ggprof_busy--;
 }
 
-GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
-    REAL(ggml_backend_graph_compute_async);
+typedef enum ggml_status (*compute_fn)(ggml_backend_t, struct ggml_cgraph *);
+static __thread bool t_in_compute; /* a backend compute is being recorded on this thread (PLT and table both) */
+
+/* One backend compute, reached through the PLT (ggml_backend_graph_compute_async) or through the backend's
+ * interface table (ggml inside the program, where that call is inlined: iface_graph_compute). */
+static enum ggml_status backend_compute(ggml_backend_t backend, struct ggml_cgraph *cgraph, compute_fn real) {
     /* Ready first: on the first call it sets the engine up, level included. */
-    bool ready = ggprof_engine_ready((const void *) real_ggml_backend_graph_compute_async);
+    bool ready = ggprof_engine_ready((const void *) real);
     int  level = current_level();
-    if (!ready || level < GGPROF_LEVEL_SPLIT) return real_ggml_backend_graph_compute_async(backend, cgraph);
+    if (!ready || level < GGPROF_LEVEL_SPLIT || t_in_compute) return real(backend, cgraph);
+    t_in_compute = true;
     split_tracker st;
     split_begin(&st, backend, cgraph, level);
     uint64_t t0 = ggprof_now_ns();
-    enum ggml_status r = st.serial ? compute_serialized(backend, cgraph, st.nodes, st.n_nodes, &st.where, st.se,
-                                                        real_ggml_backend_graph_compute_async)
-                                   : real_ggml_backend_graph_compute_async(backend, cgraph);
+    enum ggml_status r = st.serial ? compute_serialized(backend, cgraph, st.nodes, st.n_nodes, &st.where, st.se, real)
+                                   : real(backend, cgraph);
     uint64_t t1 = ggprof_now_ns();
     split_end(&st, t0, t1);
+    t_in_compute = false;
     return r;
+}
+
+GGPROF_API enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
+    REAL(ggml_backend_graph_compute_async);
+    return backend_compute(backend, cgraph, real_ggml_backend_graph_compute_async);
+}
+
+/* ---- the backends' interface tables: ggml inside the program ---- */
+
+/* Each hooked backend and the graph_compute it had. A backend's table is its own copy (struct ggml_backend holds
+ * the iface by value), written once here before any compute on it; entries are never removed (a backend freed
+ * and made again at the same address gets its entry updated). */
+#define MAX_IFACE 32
+static struct {
+    _Atomic(ggml_backend_t) backend;
+    _Atomic(compute_fn)     real;
+} g_iface[MAX_IFACE];
+static _Atomic int     g_n_iface;
+static pthread_mutex_t g_iface_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static enum ggml_status iface_graph_compute(ggml_backend_t backend, struct ggml_cgraph *cgraph) {
+    int n = atomic_load_explicit(&g_n_iface, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        if (atomic_load_explicit(&g_iface[i].backend, memory_order_relaxed) == backend) {
+            return backend_compute(backend, cgraph, atomic_load_explicit(&g_iface[i].real, memory_order_relaxed));
+        }
+    }
+    ggprof_missing_real("graph_compute of a hooked backend");
+}
+
+/* Puts iface_graph_compute in the backend's table (ggml inside the program only: elsewhere the PLT brings every
+ * split). The slot is found from a CPU backend (reach.c); a backend whose slot does not hold a function of the
+ * program is left alone. */
+static void hook_backend_iface(ggml_backend_t backend, bool is_cpu) {
+    if (!ggprof_reach_embedded() || !backend) return;
+    long off = ggprof_reach_iface_slot(is_cpu ? backend : NULL);
+    if (off == -1 && is_cpu) {
+        static _Atomic bool said;
+        if (!atomic_exchange(&said, true)) {
+            ggprof_trace_note("splits off: where a backend keeps graph_compute cannot be told (no body of "
+                              "ggml_backend_graph_compute_async to read, no symbol ggml_backend_cpu_graph_compute)");
+        }
+    }
+    if (off <= 0) return;
+    _Atomic(compute_fn) *slot = (_Atomic(compute_fn) *) ((char *) backend + off);
+    static bool said;
+    pthread_mutex_lock(&g_iface_lock);
+    if (!said) {
+        said = true;
+        ggprof_trace_note("backend computes reached through each backend's interface table (graph_compute at byte %ld)",
+                          off);
+    }
+    compute_fn cur = atomic_load(slot);
+    if (cur && cur != iface_graph_compute) {
+        int n = atomic_load(&g_n_iface), i = 0;
+        while (i < n && atomic_load(&g_iface[i].backend) != backend) i++;
+        if (i < MAX_IFACE) {
+            atomic_store(&g_iface[i].real, cur);
+            atomic_store(&g_iface[i].backend, backend);
+            if (i == n) atomic_store_explicit(&g_n_iface, n + 1, memory_order_release);
+            atomic_store(slot, iface_graph_compute);
+        }
+    }
+    pthread_mutex_unlock(&g_iface_lock);
 }
 
 bool ggprof_current_place(ggprof_place *out) {
@@ -408,7 +495,7 @@ static int copy_dir(bool src_host, bool dst_host) {
 }
 
 GGPROF_API void ggml_backend_tensor_copy(const struct ggml_tensor *src, struct ggml_tensor *dst) {
-    REAL(ggml_backend_tensor_copy);
+    REAL_FROM(slot_ggml_backend_tensor_copy, ggml_backend_tensor_copy);
     if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_copy) || current_level() < GGPROF_LEVEL_SPLIT) {
         real_ggml_backend_tensor_copy(src, dst);
         return;
@@ -424,7 +511,7 @@ GGPROF_API void ggml_backend_tensor_copy(const struct ggml_tensor *src, struct g
 
 GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor *tensor, const void *data,
                                               size_t offset, size_t size) {
-    REAL(ggml_backend_tensor_set_async);
+    REAL_FROM(slot_ggml_backend_tensor_set_async, ggml_backend_tensor_set_async);
     if (!ggprof_engine_ready((const void *) real_ggml_backend_tensor_set_async) ||
         current_level() < GGPROF_LEVEL_SPLIT) {
         real_ggml_backend_tensor_set_async(backend, tensor, data, offset, size);
@@ -441,7 +528,7 @@ GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggm
 
 /* The host waiting for a backend that computes asynchronously (GPU, RPC): the response to its requests. */
 GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
-    REAL(ggml_backend_synchronize);
+    REAL_FROM(slot_ggml_backend_synchronize, ggml_backend_synchronize);
     if (!ggprof_engine_ready((const void *) real_ggml_backend_synchronize) || current_level() < GGPROF_LEVEL_SPLIT) {
         real_ggml_backend_synchronize(backend);
         return;
@@ -589,7 +676,7 @@ GGPROF_API void *ggml_backend_reg_get_proc_address(ggml_backend_reg_t reg, const
 }
 
 GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
-    REAL(ggml_backend_cpu_set_abort_callback);
+    REAL_FROM(slot_ggml_backend_cpu_set_abort_callback, ggml_backend_cpu_set_abort_callback);
     /* This may come before the engine knows whether it records (the setter lives in the CPU library, not in
      * libggml-base): remember the callback anyway; the tick callback only forwards to it when idle. */
     if (ggprof_eng.broken) {
@@ -599,13 +686,39 @@ GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml
     }
 }
 
+static __thread bool t_in_ggml_barrier; /* GOMP_barrier below is then ggml_barrier's own, timed already */
+
 GGPROF_API void ggml_barrier(struct ggml_threadpool *tp) {
-    REAL(ggml_barrier);
+    REAL_FROM(slot_ggml_barrier, ggml_barrier);
+    t_in_ggml_barrier = true;
     ggprof_cpu_barrier(real_ggml_barrier, tp);
+    t_in_ggml_barrier = false;
+}
+
+/* In OpenMP builds ggml_barrier is `#pragma omp barrier`: a call to libgomp's GOMP_barrier, a shared library's
+ * function that the program reaches through its PLT. Where ggml is inside the program, LTO inlines ggml_barrier
+ * into its callers (114 call sites in the fixture's static llama-completion, 1 call left to the function): there
+ * the waits are timed here instead, the same waits (ggml_barrier returns early only with one thread, where no
+ * GOMP_barrier is called either). Elsewhere, and inside ggml_barrier's wrapper, it only forwards. */
+static void (*g_real_gomp_barrier)(void);
+static void gomp_barrier_call(struct ggml_threadpool *tp) {
+    (void) tp;
+    g_real_gomp_barrier();
+}
+
+GGPROF_API void GOMP_barrier(void);
+GGPROF_API void GOMP_barrier(void) {
+    REAL(GOMP_barrier);
+    if (!ggprof_reach_embedded() || t_in_ggml_barrier) {
+        real_GOMP_barrier();
+        return;
+    }
+    g_real_gomp_barrier = real_GOMP_barrier;
+    ggprof_cpu_barrier(gomp_barrier_call, NULL);
 }
 
 GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struct ggml_cplan *cplan) {
-    REAL(ggml_graph_compute);
+    REAL_FROM(slot_ggml_graph_compute, ggml_graph_compute);
     ggprof_cpu_graph_compute_entry();
     return real_ggml_graph_compute(cgraph, cplan);
 }
@@ -616,4 +729,61 @@ GGPROF_API int omp_get_thread_num(void) {
     REAL(omp_get_thread_num);
     ggprof_cpu_thread_start();
     return real_omp_get_thread_num();
+}
+
+/* A CPU backend made outside any scheduler (a program that computes with ggml_backend_graph_compute): where ggml is
+ * inside the program, its table is hooked here, since no scheduler will show it. */
+GGPROF_API ggml_backend_t ggml_backend_cpu_init(void) {
+    REAL_FROM(slot_ggml_backend_cpu_init, ggml_backend_cpu_init);
+    ggml_backend_t b = real_ggml_backend_cpu_init();
+    if (b && ggprof_engine_ready((const void *) real_ggml_backend_cpu_init)) hook_backend_iface(b, true);
+    return b;
+}
+
+/* The entry points patched where a program or library has ggml inside and calls them directly (reach.c), each
+ * with what goes without it. The rest are reached through the backends' tables (graph_compute) or not at all
+ * (the graph-building calls: split plans are off there; ggml_is_empty: device ops stay split-level). */
+GGPROF_SELF_ALIAS(ggml_backend_sched_graph_compute_async)
+GGPROF_SELF_ALIAS(ggml_backend_sched_graph_compute)
+GGPROF_SELF_ALIAS(ggml_backend_cpu_init)
+GGPROF_SELF_ALIAS(ggml_backend_cpu_set_abort_callback)
+GGPROF_SELF_ALIAS(ggml_barrier)
+GGPROF_SELF_ALIAS(ggml_graph_compute)
+GGPROF_SELF_ALIAS(ggml_backend_tensor_copy)
+GGPROF_SELF_ALIAS(ggml_backend_tensor_set_async)
+GGPROF_SELF_ALIAS(ggml_backend_synchronize)
+static const ggprof_entry g_entries[] = {
+    { "ggml_backend_sched_graph_compute_async", GGPROF_SELF(ggml_backend_sched_graph_compute_async),
+      &slot_ggml_backend_sched_graph_compute_async, "scheduler graphs" },
+    { "ggml_backend_sched_graph_compute", GGPROF_SELF(ggml_backend_sched_graph_compute),
+      &slot_ggml_backend_sched_graph_compute, "scheduler graphs" },
+    { "ggml_backend_cpu_init", GGPROF_SELF(ggml_backend_cpu_init), &slot_ggml_backend_cpu_init,
+      "CPU backends computed without a scheduler" },
+    { "ggml_backend_cpu_set_abort_callback", GGPROF_SELF(ggml_backend_cpu_set_abort_callback),
+      &slot_ggml_backend_cpu_set_abort_callback, "the program's abort callback behind the tick" },
+    { "ggml_barrier", GGPROF_SELF(ggml_barrier), &slot_ggml_barrier, "barrier records" },
+    { "ggml_graph_compute", GGPROF_SELF(ggml_graph_compute), &slot_ggml_graph_compute, "the CPU's kick-off time" },
+    { "ggml_backend_tensor_copy", GGPROF_SELF(ggml_backend_tensor_copy), &slot_ggml_backend_tensor_copy,
+      "copies between backends" },
+    { "ggml_backend_tensor_set_async", GGPROF_SELF(ggml_backend_tensor_set_async), &slot_ggml_backend_tensor_set_async,
+      "expert copies" },
+    { "ggml_backend_synchronize", GGPROF_SELF(ggml_backend_synchronize), &slot_ggml_backend_synchronize,
+      "waits for asynchronous backends" },
+};
+
+#define N_ENTRIES ((int) (sizeof(g_entries) / sizeof(g_entries[0])))
+
+/* Both lists, made once (at start or when ggml is first found: one thread at a time). */
+const ggprof_entry *ggprof_interpose_entries(int *n) {
+    static ggprof_entry all[N_ENTRIES + 4];
+    static int          n_all;
+    if (!n_all) {
+        int nl = 0;
+        const ggprof_entry *l = ggprof_llama_entries(&nl);
+        memcpy(all, g_entries, sizeof(g_entries));
+        for (int i = 0; i < nl && N_ENTRIES + i < (int) (sizeof(all) / sizeof(all[0])); i++) all[N_ENTRIES + i] = l[i];
+        n_all = N_ENTRIES + nl;
+    }
+    *n = n_all;
+    return all;
 }

@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "internal.h"
+#include "reach.h"
 #include "timing.h"
 
 /* llama.h's struct llama_batch (passed by value): unchanged from llama.cpp's first releases to v0.4.0 and after. */
@@ -79,12 +80,27 @@ static int32_t traced(int32_t (*real)(struct llama_context *, ggprof_llama_batch
     return rc;
 }
 
+/* The functions the wrappers forward to: patched where llama.cpp is inside the program (reach.c). */
+static void *_Atomic slot_llama_decode, *_Atomic slot_llama_encode;
+
 GGPROF_API int32_t llama_decode(struct llama_context *ctx, ggprof_llama_batch batch) {
-    REAL(llama_decode);
+    REAL_FROM(slot_llama_decode, llama_decode);
     return traced(real_llama_decode, 0, ctx, batch);
 }
 
 GGPROF_API int32_t llama_encode(struct llama_context *ctx, ggprof_llama_batch batch) {
-    REAL(llama_encode);
+    REAL_FROM(slot_llama_encode, llama_encode);
     return traced(real_llama_encode, 1, ctx, batch);
+}
+
+GGPROF_SELF_ALIAS(llama_decode)
+GGPROF_SELF_ALIAS(llama_encode)
+static const ggprof_entry g_llama_entries[] = {
+    { "llama_decode", GGPROF_SELF(llama_decode), &slot_llama_decode, "llama_decode batches (time per request)" },
+    { "llama_encode", GGPROF_SELF(llama_encode), &slot_llama_encode, "llama_encode batches" },
+};
+
+const ggprof_entry *ggprof_llama_entries(int *n) {
+    *n = (int) (sizeof(g_llama_entries) / sizeof(g_llama_entries[0]));
+    return g_llama_entries;
 }

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "elf_image.h"
 #include "internal.h"
+#include "reach.h"
 
 /* One note for every optional function missing, with what goes without them (each feature said once). */
 static void note_missing(char *names, size_t names_len, char *features, size_t features_len, const char *fn,
@@ -16,20 +18,81 @@ static void note_missing(char *names, size_t names_len, char *features, size_t f
 
 /* Every function the engine needs, from the ggml the program loaded: a missing one turns off the feature it
  * serves (a note names both), or the engine when it serves them all. */
-static bool load_functions(ggprof_ggml *g, void *h) {
-    bool ok = true;
+/* ggml_graph_nodes where an LTO build inlined it away: the field of struct ggml_cgraph (stable since 2024; check_abi
+ * compares it with a probe graph's nodes before any real graph is read). */
+static struct ggml_tensor **layout_graph_nodes(struct ggml_cgraph *gr) {
+    return (struct ggml_tensor **) ((const struct ggml_cgraph_abi *) gr)->nodes;
+}
+
+/* The head of struct ggml_backend_sched (ggml-backend.cpp, unchanged since 2024): two bools, the backend count, the
+ * backends. Read only where both accessors were inlined away; a count outside 1..16 reads as none. */
+struct sched_head {
+    bool           is_reset, is_alloc;
+    int            n_backends;
+    ggml_backend_t backends[1];
+};
+static int layout_sched_n_backends(ggml_backend_sched_t s) {
+    int n = ((const struct sched_head *) s)->n_backends;
+    return n >= 1 && n <= 16 ? n : 0;
+}
+static ggml_backend_t layout_sched_backend(ggml_backend_sched_t s, int i) {
+    return i >= 0 && i < layout_sched_n_backends(s) ? ((const struct sched_head *) s)->backends[i] : NULL;
+}
+
+/* ggml_new_graph where only ggml_new_graph_custom is left: ggml's default size, no gradients. */
+static struct ggml_cgraph *(*g_new_graph_custom)(struct ggml_context *, size_t, bool);
+static struct ggml_cgraph *default_new_graph(struct ggml_context *ctx) { return g_new_graph_custom(ctx, 2048, false); }
+
+static void *find_sym(void *h, const ggprof_elf *e, const char *name) {
+    void *p = h ? dlsym(h, name) : NULL;
+    return p ? p : e ? (void *) ggprof_elf_func(e, name, NULL) : NULL;
+}
+
+static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
+    char missing[160] = "";
+    int  n_missing = 0;
 #define X(ret, name, args, feature)                                                                            \
-    g->name = (ret(*) args) dlsym(h, #name);                                                                   \
-    if (g->name == NULL && feature == GGML_NEEDED) {                                                           \
-        ggprof_note("profiling off: %s not found in %s", #name, g->lib);                                       \
-        ok = false;                                                                                            \
+    g->name = (ret(*) args) find_sym(h, e, #name);                                                             \
+    if (g->name == NULL && feature == GGML_NEEDED && n_missing++ < 4) {                                        \
+        size_t k = strlen(missing);                                                                            \
+        snprintf(missing + k, sizeof(missing) - k, "%s%s", k ? ", " : "", #name);                              \
     }
     GGPROF_GGML_FUNCS(X)
 #undef X
-    if (!ok) return false;
+    if (n_missing) {
+        /* One line for all of them: where ggml is inside a program, LTO may have inlined or dropped many. */
+        const char *base = strrchr(g->lib, '/') ? strrchr(g->lib, '/') + 1 : g->lib;
+        ggprof_note("profiling off: %d function%s the engine needs %s not in %s (%s%s)%s", n_missing,
+                    n_missing == 1 ? "" : "s", n_missing == 1 ? "is" : "are", base, missing,
+                    n_missing > 4 ? ", ..." : "", ggprof_reach_embedded() ? ": inlined or left out by the linker" : "");
+        return false;
+    }
+    /* What an LTO build inlined away, done without (GGML_FROM_LAYOUT in ggml_abi.h); check_abi tests each. */
+    char done_without[256] = "";
+#define WITHOUT(fn, instead)                                                                                   \
+    if (!g->fn) {                                                                                              \
+        g->fn = instead;                                                                                       \
+        size_t k = strlen(done_without);                                                                       \
+        snprintf(done_without + k, sizeof(done_without) - k, "%s%s", k ? ", " : "", #fn);                      \
+    }
+    if (!g->ggml_new_graph && !g->ggml_new_graph_custom) {
+        ggprof_note("profiling off: neither ggml_new_graph nor ggml_new_graph_custom found in %s", g->lib);
+        return false;
+    }
+    g_new_graph_custom = g->ggml_new_graph_custom;
+    WITHOUT(ggml_new_graph, default_new_graph)
+    WITHOUT(ggml_graph_nodes, layout_graph_nodes)
+    WITHOUT(ggml_backend_sched_get_n_backends, layout_sched_n_backends)
+    WITHOUT(ggml_backend_sched_get_backend, layout_sched_backend)
+#undef WITHOUT
+    if (done_without[0]) {
+        ggprof_trace_note("%s has no %s (inlined): read from ggml's structures instead, checked on probes", g->lib,
+                          done_without);
+    }
     char names[512] = "", features[512] = "";
 #define X(ret, name, args, feature)                                                                            \
-    if (g->name == NULL) note_missing(names, sizeof(names), features, sizeof(features), #name, feature);
+    if (g->name == NULL && strcmp(feature ? feature : "", GGML_FROM_LAYOUT) != 0)                              \
+        note_missing(names, sizeof(names), features, sizeof(features), #name, feature);
     GGPROF_GGML_FUNCS(X)
 #undef X
     if (names[0]) ggprof_note("%s has no %s: profiling goes on without %s", g->lib, names, features);
@@ -40,7 +103,7 @@ static bool load_functions(ggprof_ggml *g, void *h) {
  * engine compute one node at a time (serialized timing of non-CPU backends). */
 static bool check_graph_view(ggprof_ggml *g, struct ggml_cgraph *gr) {
     int n = g->ggml_graph_n_nodes(gr);
-    if (!g->ggml_graph_view || n < 2) return false;
+    if (!g->ggml_graph_view || !g->ggml_backend_synchronize || n < 2) return false;
     ggml_cgraph_view_buf v = g->ggml_graph_view(gr, 1, n);
     return v.g.n_nodes == n - 1 && (void *) v.g.nodes == (void *) (g->ggml_graph_nodes(gr) + 1) && v.g.size == 0;
 }
@@ -125,6 +188,10 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     }
     g->ggml_build_forward_expand(gr, add);
     g->ggml_build_forward_expand(gr, rms);
+    if (g->ggml_graph_n_nodes(gr) != 2 || g->ggml_graph_nodes(gr)[0] != add || g->ggml_graph_nodes(gr)[1] != rms) {
+        snprintf(why, why_len, "the probe graph's nodes do not read back (ggml_graph_nodes)");
+        goto out;
+    }
     g->has_compute_flag = (add->flags & GGML_ABI_FLAG_COMPUTE) != 0;
     g->graph_view_ok    = check_graph_view(g, gr);
     if (strcmp(g->ggml_op_name(add->op), "ADD") != 0 || strcmp(g->ggml_op_name(rms->op), "RMS_NORM") != 0 ||
@@ -139,20 +206,43 @@ out:
 }
 
 
+/* The handle of the object at g->lib, and its ELF image: ggml inside a program exports few or none of its
+ * functions. The executable gets no handle: dlsym on it would search the whole global scope, libggprof.so's
+ * wrappers included. */
+static void *open_object(const ggprof_ggml *g, bool is_main, ggprof_elf *e, bool *have_elf) {
+    *have_elf = ggprof_elf_open(e, g->lib, g->bias);
+    return is_main ? NULL : dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
+}
+
+void *ggprof_ggml_sym(const ggprof_ggml *g, const char *name) {
+    char      path[256];
+    uintptr_t bias    = 0;
+    bool      is_main = false, have_elf = false;
+    if (!ggprof_object_of((const void *) g->ggml_init, path, sizeof(path), &bias, &is_main)) return NULL;
+    ggprof_elf e;
+    void *h = open_object(g, is_main, &e, &have_elf);
+    void *p = find_sym(h, have_elf ? &e : NULL, name);
+    if (h) dlclose(h);
+    if (have_elf) ggprof_elf_close(&e);
+    return p;
+}
+
 bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml) {
-    Dl_info info;
-    if (!dladdr(fn_in_ggml, &info) || !info.dli_fname) {
+    bool is_main = false;
+    if (!fn_in_ggml || !ggprof_object_of(fn_in_ggml, g->lib, sizeof(g->lib), &g->bias, &is_main)) {
         ggprof_note("profiling off: cannot locate the ggml library");
         return false;
     }
-    snprintf(g->lib, sizeof(g->lib), "%s", info.dli_fname);
-    void *h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-    if (!h) {
-        ggprof_note("profiling off: cannot reopen %s", info.dli_fname);
+    ggprof_elf e;
+    bool  have_elf = false;
+    void *h = open_object(g, is_main, &e, &have_elf);
+    if (!h && !have_elf) {
+        ggprof_note("profiling off: cannot reopen %s", g->lib);
         return false;
     }
-    bool have_all = load_functions(g, h);
-    dlclose(h); /* the program keeps it loaded: RTLD_NOLOAD took a reference only */
+    bool have_all = load_functions(g, h, have_elf ? &e : NULL);
+    if (h) dlclose(h); /* the program keeps it loaded: RTLD_NOLOAD took a reference only */
+    if (have_elf) ggprof_elf_close(&e);
     if (!have_all) return false;
     char why[160];
     if (!check_abi(g, why, sizeof(why))) {

@@ -18,6 +18,7 @@ typedef struct {
     bool                     is_cpu[GGPROF_MAX_BACKENDS];
     int                      dev_type[GGPROF_MAX_BACKENDS]; /* in ggml 0.23's numbering (schedulers.c) */
     struct ggprof_api_sched *api;   /* the seed's C API, when the program uses it on this scheduler */
+    bool                     iface_hooked; /* its backends' tables hooked (ggml inside the program) */
 } ggprof_sched;
 
 /* Registers a scheduler (its backends are described in the trace); *old_api gets the C API state of an entry it

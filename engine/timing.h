@@ -17,6 +17,9 @@ typedef struct {
     uint64_t start_ns, end_ns;
 } ggprof_split_place;
 
+/* Keeps no split plans from now on (every split walked anew), with a note saying why (printf format, one %s). */
+void ggprof_cpu_plans_off(const char *why_fmt, const char *arg);
+
 /* Installs the tick callback on a CPU backend (once), chaining whatever callback the program sets. */
 void ggprof_cpu_hook_backend(ggml_backend_t backend);
 /* The program's own abort-callback setter, wrapped: remembers its callback and keeps ours in front. */

@@ -100,6 +100,10 @@ struct ggml_init_params {
  * says what a missing one turns off: NULL, the engine (profiling off, the program runs as it would); otherwise
  * that feature only, with a note naming the function and the feature. */
 #define GGML_NEEDED NULL
+/* Absent (inlined away in an LTO build), the engine does without: graph nodes read from struct ggml_cgraph_abi, a
+ * scheduler's backends from struct ggml_backend_sched's head (both checked before use), ggml_new_graph as
+ * ggml_new_graph_custom with ggml's default size. */
+#define GGML_FROM_LAYOUT "(the engine does without)"
 #define GGPROF_GGML_FUNCS(X)                                                                                   \
     X(const char *, ggml_version, (void), "the ggml version")         \
     X(const char *, ggml_commit, (void), "the ggml commit")                                      \
@@ -118,17 +122,18 @@ struct ggml_init_params {
     X(struct ggml_tensor *, ggml_transpose, (struct ggml_context *, struct ggml_tensor *), GGML_NEEDED)      \
     X(struct ggml_tensor *, ggml_relu, (struct ggml_context *, struct ggml_tensor *), GGML_NEEDED)           \
     X(struct ggml_tensor *, ggml_swiglu, (struct ggml_context *, struct ggml_tensor *), "GLU sub-op names")  \
-    X(struct ggml_cgraph *, ggml_new_graph, (struct ggml_context *), GGML_NEEDED)                             \
+    X(struct ggml_cgraph *, ggml_new_graph, (struct ggml_context *), GGML_FROM_LAYOUT)                        \
+    X(struct ggml_cgraph *, ggml_new_graph_custom, (struct ggml_context *, size_t, bool), GGML_FROM_LAYOUT)  \
     X(void, ggml_build_forward_expand, (struct ggml_cgraph *, struct ggml_tensor *), GGML_NEEDED)            \
     X(const char *, ggml_op_name, (int32_t), GGML_NEEDED)                                                     \
-    X(const char *, ggml_unary_op_name, (int32_t), GGML_NEEDED)                                               \
+    X(const char *, ggml_unary_op_name, (int32_t), "unary sub-op names")                                    \
     X(const char *, ggml_glu_op_name, (int32_t), "GLU sub-op names")                                          \
     X(const char *, ggml_type_name, (int32_t), GGML_NEEDED)                                                   \
     X(size_t, ggml_type_size, (int32_t), GGML_NEEDED)                                                         \
     X(int64_t, ggml_blck_size, (int32_t), GGML_NEEDED)                                                        \
     X(size_t, ggml_nbytes, (const struct ggml_tensor *), GGML_NEEDED)                                         \
     X(int, ggml_graph_n_nodes, (struct ggml_cgraph *), GGML_NEEDED)                                           \
-    X(struct ggml_tensor **, ggml_graph_nodes, (struct ggml_cgraph *), GGML_NEEDED)                           \
+    X(struct ggml_tensor **, ggml_graph_nodes, (struct ggml_cgraph *), GGML_FROM_LAYOUT)                      \
     X(const char *, ggml_backend_name, (ggml_backend_t), GGML_NEEDED)                                         \
     X(ggml_backend_dev_t, ggml_backend_get_device, (ggml_backend_t), GGML_NEEDED)                             \
     X(const char *, ggml_backend_dev_name, (ggml_backend_dev_t), GGML_NEEDED)                                 \
@@ -137,10 +142,10 @@ struct ggml_init_params {
     X(ggml_backend_reg_t, ggml_backend_dev_backend_reg, (ggml_backend_dev_t), "abort-callback setters by registry") \
     X(void *, ggml_backend_reg_get_proc_address, (ggml_backend_reg_t, const char *), "abort-callback setters by registry") \
     X(bool, ggml_backend_buffer_is_host, (ggml_backend_buffer_t), GGML_NEEDED)                                \
-    X(int, ggml_backend_sched_get_n_backends, (ggml_backend_sched_t), GGML_NEEDED)                            \
-    X(ggml_backend_t, ggml_backend_sched_get_backend, (ggml_backend_sched_t, int), GGML_NEEDED)               \
+    X(int, ggml_backend_sched_get_n_backends, (ggml_backend_sched_t), GGML_FROM_LAYOUT)                      \
+    X(ggml_backend_t, ggml_backend_sched_get_backend, (ggml_backend_sched_t, int), GGML_FROM_LAYOUT)         \
     X(int, ggml_backend_sched_get_n_splits, (ggml_backend_sched_t), GGML_NEEDED)                              \
-    X(void, ggml_backend_synchronize, (ggml_backend_t), GGML_NEEDED)                                          \
+    X(void, ggml_backend_synchronize, (ggml_backend_t), "node-by-node timing of BLAS and GPU backends")      \
     X(ggml_cgraph_view_buf, ggml_graph_view, (struct ggml_cgraph *, int, int),                                \
       "node-by-node timing of BLAS and GPU backends")
 

@@ -7,6 +7,7 @@ pkgs+=(mesa-vulkan-drivers libvulkan1) # tests/e2e/vulkan.sh: lavapipe, a CPU Vu
 pkgs+=(libvulkan-dev) # kernels/vulkan/: the layer's headers (vulkan/vk_layer.h); tests/e2e/vulkan_timestamps.sh
 pkgs+=(clang libclang-rt-14-dev) # tests/fuzz/: libFuzzer, ASan, UBSan
 pkgs+=(debootstrap) # tests/compat/: Debian sid's llama.cpp-tools in a chroot
+pkgs+=(libcapstone-dev) # engine/patch.c: capstone decodes the entries it patches where ggml is inside a program (libcapstone4 at run time)
 pkgs+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (json.load, the sqlite3 shell), peak memory
 pkgs+=(libxml2-utils) # tests/e2e/hostile_names.sh: xmllint checks the roofline SVG is well-formed
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)

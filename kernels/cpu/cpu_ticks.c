@@ -188,13 +188,7 @@ static set_abort_fn setter_for(ggml_backend_t backend) {
     set_abort_fn set = reg && g->ggml_backend_reg_get_proc_address
                            ? (set_abort_fn) g->ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback")
                            : NULL;
-    if (!set) {
-        void *h = dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
-        if (h) {
-            set = (set_abort_fn) dlsym(h, "ggml_backend_cpu_set_abort_callback");
-            dlclose(h);
-        }
-    }
+    if (!set) set = (set_abort_fn) ggprof_ggml_sym(g, "ggml_backend_cpu_set_abort_callback");
     return set;
 }
 
@@ -384,6 +378,10 @@ static bool same_walk(const split_plan *a, const split_plan *b) {
 
 static __thread split_plan *t_plans; /* MAX_PLANS + 1 */
 static _Atomic bool         g_plans_off;
+
+void ggprof_cpu_plans_off(const char *why_fmt, const char *arg) {
+    if (!atomic_exchange(&g_plans_off, true)) ggprof_trace_note(why_fmt, arg);
+}
 
 /* The plan for this split: kept from an earlier compute while it holds, walked otherwise. */
 static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n,
