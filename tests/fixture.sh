@@ -6,13 +6,16 @@ set -euo pipefail
 
 NLC_VERSION=3.21.1            # npm node-llama-cpp: ships llama.cpp v0.4.0 as a git bundle
 NLC_VULKAN2=3.22.1            # a second prebuilt Vulkan backend (a later ggml-vulkan) for the device-op tests
+LLAMA_NODE_VERSION=1.7.15     # npm @fugood/llama.node: ggml linked into its node addon (no ggml shared library)
 LLAMA_TAG=v0.4.0
 BUILD_KEY=cpu-openblas-rpc-1  # bump when the CMake options change
+STATIC_KEY=static-lto-1       # the static LTO build (step 4c): bump when its CMake options change
 CACHE=${GGPROF_CACHE:-$HOME/.cache/ggprof}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NODE_DIR=$CACHE/node-$NLC_VERSION
 SRC=$CACHE/llama.cpp-$LLAMA_TAG-src
 BUILD=$CACHE/llama.cpp-$LLAMA_TAG-$BUILD_KEY
+STATIC_BUILD=$CACHE/llama.cpp-$LLAMA_TAG-$STATIC_KEY
 MODELS=$CACHE/models-$LLAMA_TAG
 JOBS=${GGPROF_JOBS:-$(nproc)}
 
@@ -43,6 +46,10 @@ npm_project "$NODE_DIR" ggprof-node-fixture "node-llama-cpp@$NLC_VERSION" "@node
 NODE_VK2_DIR=$CACHE/node-$NLC_VULKAN2-vulkan
 npm_project "$NODE_VK2_DIR" ggprof-node-vulkan2 "node-llama-cpp@$NLC_VULKAN2" "@node-llama-cpp/linux-x64@$NLC_VULKAN2" \
     "@node-llama-cpp/linux-x64-vulkan@$NLC_VULKAN2"
+# 2c. @fugood/llama.node with its prebuilt linux-x64 addon: a node program that carries ggml inside its addon.
+LLAMA_NODE_DIR=$CACHE/llama-node-$LLAMA_NODE_VERSION
+npm_project "$LLAMA_NODE_DIR" ggprof-llama-node "@fugood/llama.node@$LLAMA_NODE_VERSION" \
+    "@fugood/node-llama-linux-x64@$LLAMA_NODE_VERSION"
 BUNDLE=$NODE_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle
 [ -f "$BUNDLE" ] || die "missing $BUNDLE (node-llama-cpp@$NLC_VERSION changed layout?)"
 
@@ -76,6 +83,41 @@ BIN=$BUILD/bin
 for t in llama-completion llama-bench test-backend-ops ggml-rpc-server llama-server; do
     [ -x "$BIN/$t" ] || die "build did not produce $BIN/$t"
 done
+# 4c. The same llama.cpp static with LTO (-march=native): programs with ggml inside them, no libggml*.so to interpose.
+if [ ! -f "$STATIC_BUILD/.stamp" ]; then
+    log "building static LTO llama.cpp $LLAMA_TAG in $STATIC_BUILD (about 20 minutes on 2 cores)"
+    cmake -S "$SRC" -B "$STATIC_BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_LTO=ON \
+        -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=ON \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON >&2
+    cmake --build "$STATIC_BUILD" -j "$JOBS" --target llama-completion llama-bench llama-server >&2
+    touch "$STATIC_BUILD/.stamp"
+fi
+STATIC_BIN=$STATIC_BUILD/bin
+STATIC_LIB=$STATIC_BUILD/ggml/src
+for t in llama-completion llama-bench llama-server; do
+    [ -x "$STATIC_BIN/$t" ] || die "static build did not produce $STATIC_BIN/$t"
+done
+# 4d. samples/static_graph.c, whole-program LTO with those archives: ggml without a scheduler. static_graph exports
+# its symbols (-rdynamic, as programs that load plugins do), so LTO keeps ggml's API functions; static_graph-inlined
+# does not, and LTO inlines or drops most of them; static_graph-stripped is that one without .symtab.
+STATIC_SAMPLES=$STATIC_BUILD/ggprof-samples
+STATIC_SAMPLE=$STATIC_SAMPLES/static_graph
+if [ ! -x "$STATIC_SAMPLE" ] || [ ! -x "$STATIC_SAMPLE-inlined" ] || [ ! -x "$STATIC_SAMPLE-stripped" ] \
+    || [ "$ROOT/samples/static_graph.c" -nt "$STATIC_SAMPLE" ] || [ "$STATIC_BUILD/.stamp" -nt "$STATIC_SAMPLE" ]; then
+    log "linking samples/static_graph.c with the static LTO ggml into $STATIC_SAMPLES"
+    mkdir -p "$STATIC_SAMPLES"
+    # the sample alone with -Werror; ggml's own code warns in the LTO link (GCC 12, AVX-512 intrinsics)
+    cc -std=c11 -O3 -DNDEBUG -flto -fno-fat-lto-objects -Wall -Wextra -Werror -I"$SRC/ggml/include" \
+        -c -o "$STATIC_SAMPLES/static_graph.o" "$ROOT/samples/static_graph.c"
+    for v in inlined exported; do
+        cc -O3 -flto="$JOBS" $([ $v = exported ] && echo -rdynamic) -o "$STATIC_SAMPLE-$v.tmp" \
+            "$STATIC_SAMPLES/static_graph.o" "$STATIC_LIB/libggml.a" "$STATIC_LIB/libggml-cpu.a" \
+            "$STATIC_LIB/libggml-base.a" -ldl -lstdc++ -lm -fopenmp -lpthread
+    done
+    strip --strip-all -o "$STATIC_SAMPLE-stripped" "$STATIC_SAMPLE-inlined.tmp"
+    mv "$STATIC_SAMPLE-inlined.tmp" "$STATIC_SAMPLE-inlined"
+    mv "$STATIC_SAMPLE-exported.tmp" "$STATIC_SAMPLE"
+fi
 
 # 5. mkmodel (our C program on the public gguf.h API) and the two random-weight models.
 MKMODEL=$MODELS/mkmodel
@@ -97,3 +139,8 @@ echo "GGUF_DENSE=$DENSE"
 echo "GGUF_MOE=$MOE"
 echo "NODE_PROJECT_DIR=$NODE_DIR"
 echo "NODE_VULKAN2_DIR=$NODE_VK2_DIR"
+echo "STATIC_BIN_DIR=$STATIC_BIN"
+echo "STATIC_SAMPLE=$STATIC_SAMPLE"
+echo "STATIC_SAMPLE_INLINED=$STATIC_SAMPLE-inlined"
+echo "STATIC_SAMPLE_STRIPPED=$STATIC_SAMPLE-stripped"
+echo "LLAMA_NODE_DIR=$LLAMA_NODE_DIR"

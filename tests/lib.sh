@@ -1,7 +1,7 @@
 # Helpers for the end-to-end tests (sourced). Tests assert on structure and invariants, never on durations.
 set -u
 : "${GGPROF:?run through tests/run.sh}"
-T=$(basename "$0" .sh)
+T=${GGPROF_TEST_NAME:-$(basename "$0" .sh)} # a test run again on another build names itself
 OUT="$GGPROF_TEST_OUT/$T"
 mkdir -p "$OUT"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The compatibility matrix: a short generation under `ggprof record` on every real ggml build of
 # tests/compat/builds.sh (node-llama-cpp's prebuilt CPU libraries of eight releases, Debian sid's llama.cpp-tools
-# in a chroot), and the same under GGML_PROFILE. For each: graphs, splits, CPU op records, every CPU split's ticks
+# in a chroot) and of tests/fixture.sh that carry ggml inside (the static LTO llama.cpp, @fugood/llama.node), and
+# the same under GGML_PROFILE. For each: graphs, splits, CPU op records, every CPU split's ticks
 # matched, report and top-ops working. Prints TAP lines and writes the matrix (docs/compatibility.md quotes it)
 # to $OUT/matrix.md. Needs GGUF_DENSE (tests/fixture.sh). usage: tests/compat/matrix.sh [BUILD...]
 . "$(dirname "$0")/../lib.sh"
@@ -113,6 +114,29 @@ run_sid() { # NAME DIR
     row "$n" "Debian $(chroot "$c" dpkg-query -W -f='${Version}' llama.cpp-tools)" "$OUT/$n.db" "$blas" "$prof"
 }
 
+# Builds with ggml inside the program (tests/fixture.sh): the fixture's llama.cpp linked statically with LTO, and
+# @fugood/llama.node, whose node addon links ggml 0.18. How each was reached is in its trace's notes.
+run_inside() { # NAME LLAMA CMD...
+    local n=$1 llama=$2
+    shift 2
+    "$GGPROF" record -o "$OUT/$n.db" -- "$@" > "$OUT/$n.log" 2>&1
+    expect "$n: record exits with the program's status" "$?" 0
+    check_build "$n" "$OUT/$n.db"
+    LD_PRELOAD="$GGPROF_PRELOAD" ASAN_OPTIONS="$WORKLOAD_ASAN" GGML_PROFILE="$OUT/$n.profile.json" "$@" \
+        > "$OUT/$n.profile.log" 2>&1
+    local prof
+    prof=$(profile_ok "$OUT/$n.profile.json")
+    expect "$n: GGML_PROFILE writes a version-3 profile with records" "$prof" yes
+    row "$n" "$llama" "$OUT/$n.db" "not built" "$prof"
+}
+wanted_build() { # NAME: no build named on the command line, or this one
+    [ ${#ARGS[@]} -eq 0 ] && return 0
+    local b
+    for b in "${ARGS[@]}"; do [ "$b" = "$1" ] && return 0; done
+    return 1
+}
+ARGS=("$@")
+
 while read -r name kind dir; do
     case "$kind" in
         nlc) run_nlc "$name" "$dir" ;;
@@ -121,4 +145,12 @@ while read -r name kind dir; do
              else run_sid "$name" "$dir"; fi ;;
     esac
 done <<< "$builds"
+if [ -n "${STATIC_BIN_DIR:-}" ] && wanted_build static-lto; then
+    run_inside static-lto "v0.4.0, static LTO" "$STATIC_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Hello" -n 4 -t 2 \
+        -no-cnv --no-warmup
+fi
+if [ -n "${LLAMA_NODE_DIR:-}" ] && wanted_build llama-node-1.7.15; then
+    run_inside llama-node-1.7.15 "llama.node (ggml inside)" node "$GGPROF_ROOT/tests/e2e/llama_node_run.mjs" \
+        "$LLAMA_NODE_DIR" "$GGUF_DENSE" 4 2
+fi
 sed 's/^/# /' "$matrix"
