@@ -37,7 +37,9 @@ const char ggprof_usage_record[] =
     "the upstream profiler, one record per line), both readable by their owner only (mode 0600, as perf.data).\n"
     "Exits with CMD's exit status (128+N if signal N ended it).\n"
     "Ends with a line per process: the levels that produced records, the CPU splits timed op by op and with\n"
-    "which of ggml's tick rules (docs/how-it-works.md), then what the engine turned off for that ggml, and why.\n"
+    "which of ggml's tick rules (docs/how-it-works.md), then how ggml was reached (through the PLT of its shared\n"
+    "library; or, where ggml is inside the program, static or LTO, the entries patched and the backends' tables),\n"
+    "what the engine turned off for that ggml, and why.\n"
     "\n"
     "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists (a link there is\n"
     "                        replaced too, never followed)\n"
@@ -111,7 +113,9 @@ static int parse_level(const char *s) {
 
 static const char *level_name(int level) { return level == 0 ? "graph" : level == 1 ? "split" : "op"; }
 
-/* libggprof.so beside the binary (build/bin/ggprof -> build/lib/libggprof.so), unless GGPROF_LIB says where. */
+/* libggprof.so in ../lib from ggprof's own file (/proc/self/exe): build/bin/ggprof -> build/lib/libggprof.so, and
+ * installed (make install) PREFIX/lib/ggprof/bin/ggprof -> PREFIX/lib/ggprof/lib/libggprof.so, PREFIX/bin/ggprof
+ * being a link to the former; unless GGPROF_LIB says where. */
 static int find_engine(char *out, size_t len) {
     return ggprof_sibling("GGPROF_LIB", (const void *) find_engine, "../lib/libggprof.so", R_OK, out, len);
 }

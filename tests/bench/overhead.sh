@@ -6,6 +6,7 @@
 # first run after a pause is measurably slower or faster, and a fixed order would put that into the ratio.
 # usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 61 pairs, level op; about 1.2 s per pair here)
 #        RECORD_ARGS="--sample 100" tests/bench/overhead.sh 201   other record options (target there: >= 0.995)
+#        BENCH_BUILD=static tests/bench/overhead.sh 201   the static LTO build's llama-bench (ggml inside it)
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,6 +16,8 @@ TOKENS=${TOKENS:-64}
 make -C "$ROOT" -s all
 eval "$(bash "$ROOT/tests/fixture.sh" | sed 's/^/export /')"
 GGPROF=$ROOT/build/bin/ggprof
+BIN_DIR=$LLAMA_BIN_DIR
+[ "${BENCH_BUILD:-shared}" = static ] && BIN_DIR=$STATIC_BIN_DIR
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -23,9 +26,9 @@ tps() { # prints llama-bench's average tokens/s of one run
 }
 
 plain=() prof=()
-run_plain() { plain+=("$(tps "$LLAMA_BIN_DIR/llama-bench")"); }
+run_plain() { plain+=("$(tps "$BIN_DIR/llama-bench")"); }
 # shellcheck disable=SC2086 # RECORD_ARGS: options, split on spaces
-run_prof() { prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" ${RECORD_ARGS:-} -o "$tmp/bench.db" -- "$LLAMA_BIN_DIR/llama-bench")"); }
+run_prof() { prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" ${RECORD_ARGS:-} -o "$tmp/bench.db" -- "$BIN_DIR/llama-bench")"); }
 for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then run_plain; run_prof; else run_prof; run_plain; fi
     echo "pair $i: plain ${plain[-1]} t/s, profiled ${prof[-1]} t/s" >&2
@@ -45,8 +48,8 @@ quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { p
 geoci=$(printf '%s\n' "${ratios[@]}" | geomean_ci)
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
 dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$([ -n "${RECORD_ARGS:-}" ] && echo 0.995 || echo 0.98)" 'BEGIN {
-    printf "llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", tok, n, l, ra, rec, drop
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$([ -n "${RECORD_ARGS:-}" ] && echo 0.995 || echo 0.98)" 'BEGIN {
+    printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
     printf "tokens/s ratio, profiled / plain, geometric mean of the %d pairs: %s (95%% interval; target >= %s)\n", n, mc, tg
     printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq
     printf "median plain: %.2f t/s   median profiled: %.2f t/s   their ratio: %.3f\n", p, r, r / p }'
