@@ -10,8 +10,12 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "timing.h"
 
 ggprof_engine ggprof_eng;
+const ggprof_cpu_timing *_Atomic ggprof_cpu;
+
+void ggprof_register_cpu_timing(const ggprof_cpu_timing *t) { atomic_store(&ggprof_cpu, t); }
 __thread int  ggprof_busy;
 
 static ggprof_ring     g_ring;
@@ -123,7 +127,7 @@ static void after_fork_child(void) {
 static pthread_once_t g_sink_once = PTHREAD_ONCE_INIT;
 
 static void sink_init(void) {
-    ggprof_busy++;
+    GGPROF_GUARD;
     ggprof_eng.pid   = (int32_t) getpid();
     const char *ring = getenv("GGPROF_RING");
     const char *profile = getenv("GGML_PROFILE");
@@ -151,7 +155,6 @@ static void sink_init(void) {
         pthread_key_create(&g_slot_key, slot_destructor);
         pthread_atfork(NULL, NULL, after_fork_child);
     }
-    ggprof_busy--;
 }
 
 static bool ggprof_sink_ready(void) {
@@ -173,9 +176,12 @@ bool ggprof_device_ready(void) {
 /* Finds ggml and checks it whether or not a sink exists: the seed's C API may turn profiling on later. */
 static void engine_init(void) {
     bool sink = ggprof_sink_ready();
-    ggprof_busy++;
+    GGPROF_GUARD;
     ggprof_ggml *g = &ggprof_eng.g;
-    if (!ggprof_ggml_find(g, atomic_load(&g_base_fn))) goto broken;
+    if (!ggprof_ggml_find(g, atomic_load(&g_base_fn))) {
+        ggprof_eng.broken = true;
+        return;
+    }
     const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */
     ggprof_eng.cpu_fusion = !(fusion && atoi(fusion) == 1);
     g->ok              = true;
@@ -185,11 +191,6 @@ static void engine_init(void) {
         emit_process();
     }
     ggprof_reach_after_find(g);
-    goto done;
-broken:
-    ggprof_eng.broken = true;
-done:
-    ggprof_busy--;
 }
 
 /* Called on every interposed call: a plain load once it is set (a compare-and-swap each time would take the

@@ -40,8 +40,9 @@ static inline void     ggprof_graph_changed(void) {
 
 /* Process-wide engine state. */
 typedef struct {
-    bool     enabled;      /* a ring is attached (or the in-process profile is on) and ggml passed the check */
-    bool     broken;       /* turned off for good, with a note printed once */
+    /* Read by every wrapper, before the set-up's pthread_once too: atomic (loads are plain moves on x86-64). */
+    _Atomic bool enabled;  /* a ring is attached (or the in-process profile is on) and ggml passed the check */
+    _Atomic bool broken;   /* turned off for good, with a note printed once */
     int      level;        /* enum ggprof_level */
     bool     cpu_fusion;   /* the CPU backend fuses RMS_NORM+MUL (GGML_CPU_DISABLE_FUSION unset) */
     bool     serialize_gpu;/* time GPU backends node by node too (record --serialize), not only ACCEL ones */
@@ -129,8 +130,13 @@ uint32_t ggprof_desc_epoch(void);
 void     ggprof_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));       /* stderr and the trace */
 void     ggprof_trace_note(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* the trace only */
 
-/* Thread-local recursion guard: engine code that calls back into ggml never records itself. */
+/* Thread-local recursion guard: engine code that calls back into ggml never records itself. Taken only through
+ * GGPROF_GUARD, which holds it to the end of the enclosing block, however the block is left (heaptrack's
+ * RecursionGuard, as a C cleanup); read as !ggprof_busy. */
 extern __thread int ggprof_busy;
+static inline int  ggprof_guard_take(void) { return ggprof_busy++; }
+static inline void ggprof_guard_drop(int *taken) { (void) taken, ggprof_busy--; }
+#define GGPROF_GUARD int ggprof_guard_ __attribute__((cleanup(ggprof_guard_drop), unused)) = ggprof_guard_take()
 
 /* The scheduler graph this thread computes: 1 recorded, 0 not (outside a capture window, or paused, when it
  * began), -1 none. ggprof_emit keeps or drops the graph's messages by it. */

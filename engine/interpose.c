@@ -15,6 +15,11 @@
 
 static _Atomic uint64_t g_next_graph_id;
 
+/* The CPU timing kernels/cpu registered (timing.h); the wrappers below run only after libggprof.so's constructors. */
+static inline const ggprof_cpu_timing *cpu_timing(void) {
+    return atomic_load_explicit(&ggprof_cpu, memory_order_relaxed);
+}
+
 /* The functions of the wrappers that may be patched where ggml is inside the program (g_entries, at the end). */
 static void *_Atomic slot_ggml_backend_sched_graph_compute_async, *_Atomic slot_ggml_backend_sched_graph_compute,
     *_Atomic slot_ggml_backend_tensor_copy, *_Atomic slot_ggml_backend_tensor_set_async,
@@ -44,6 +49,7 @@ static __thread bool              t_in_split;
  * node being recorded, and where the last was found. */
 static __thread struct ggml_tensor **t_dev_nodes;
 static __thread int                  t_dev_n, t_dev_pos;
+static _Atomic int                   g_dev_splits; /* device splits being recorded now, on any thread */
 /* which of them the backend asked about (a bit per node): the ones it did not were fused (emit_fusions) */
 static __thread uint64_t            *t_dev_called;
 static __thread int                  t_dev_called_cap; /* in words */
@@ -125,12 +131,11 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
         return r;
     }
 
-    ggprof_busy++;
+    GGPROF_GUARD;
     flush_pending(&gc, gc.split_id + 1, -1);
     emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->ggml_backend_sched_get_n_splits(sched), t0, t1);
     ggprof_profile_graph_recorded();
     ggprof_t_graph_on = -1;
-    ggprof_busy--;
     return r;
 }
 
@@ -174,16 +179,18 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
     for (int i = 0; i < n; i++) {
         struct ggml_tensor *t = nodes[i];
         if (!ggprof_node_computed(g, t)) continue;
-        ggprof_busy++;
-        uint32_t id = ggprof_node_id(t);
-        ggprof_busy--;
+        uint32_t id;
+        {
+            GGPROF_GUARD;
+            id = ggprof_node_id(t);
+        }
         ggml_cgraph_view_buf v = g->ggml_graph_view(cgraph, i, i + 1);
         uint64_t t0 = ggprof_now_ns();
         enum ggml_status r = real(backend, (struct ggml_cgraph *) &v.g);
         g->ggml_backend_synchronize(backend);
         uint64_t t1 = ggprof_now_ns();
         if (r != GGML_STATUS_SUCCESS) return r;
-        ggprof_busy++;
+        GGPROF_GUARD;
         ggprof_msg_event e = event_msg(GGPROF_REC_OP, GGPROF_TIMING_SERIALIZED, 0, w->backend_id, t0, t1);
         e.node_id    = id;
         e.sched_id   = w->sched_id;
@@ -193,7 +200,6 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
         e.bytes      = g->ggml_nbytes(t);
         ggprof_emit(&e.h);
         if (api) ggprof_api_event(api, &e);
-        ggprof_busy--;
     }
     return GGML_STATUS_SUCCESS;
 }
@@ -217,7 +223,7 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
     st->t_in    = ggprof_now_ns();
     st->gc      = gc;
     st->backend = backend;
-    ggprof_busy++;
+    GGPROF_GUARD; /* to the end: the rest touches no ggml */
     st->se = gc && gc->se ? gc->se : ggprof_sched_unscheduled(backend);
     ggprof_sched *se = st->se;
     st->nodes      = g->ggml_graph_nodes(cgraph);
@@ -245,12 +251,11 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
     st->serial = level >= GGPROF_LEVEL_OP && id >= 0 && !se->is_cpu[id] && g->graph_view_ok &&
                  (se->dev_type[id] == GGML_ABI_DEV_ACCEL || ggprof_eng.serialize_gpu);
     if (st->ticked) {
-        ggprof_cpu_hook_backend(backend);
+        const ggprof_cpu_timing *cpu = atomic_load_explicit(&ggprof_cpu, memory_order_acquire);
+        cpu->hook_backend(backend);
         /* A split of a scheduler graph lies inside that graph; a graph computed directly is its own. */
-        st->ticked = ggprof_cpu_begin(st->nodes, st->n_nodes, gc ? gc->nodes : st->nodes,
-                                      gc ? gc->n_nodes : st->n_nodes) >= 0;
+        st->ticked = cpu->begin(st->nodes, st->n_nodes, gc ? gc->nodes : st->nodes, gc ? gc->n_nodes : st->n_nodes) >= 0;
     }
-    ggprof_busy--;
     t_place    = (ggprof_place){ w->graph_id, w->sched_id, w->split_id, id, w->node_start, st->n_nodes, -1, 0 };
     t_in_split = true;
     bool device = ggprof_eng.device_nodes && id >= 0 && !se->is_cpu[id] && !st->serial && w->node_start >= 0 &&
@@ -261,7 +266,10 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
         if (b) t_dev_called = b, t_dev_called_cap = words;
         else device = false;
     }
-    if (device) memset(t_dev_called, 0, (size_t) words * sizeof(*t_dev_called));
+    if (device) {
+        memset(t_dev_called, 0, (size_t) words * sizeof(*t_dev_called));
+        atomic_fetch_add_explicit(&g_dev_splits, 1, memory_order_relaxed);
+    }
     t_dev_nodes = device ? st->nodes : NULL;
     t_dev_n     = device ? st->n_nodes : 0;
     t_dev_pos   = 0;
@@ -289,16 +297,17 @@ static void mark_device_node(const struct ggml_tensor *t) {
         t_dev_pos          = i;
         t_place.node_index = t_place.node_start + i;
         t_dev_called[i / 64] |= 1ull << (i % 64);
-        ggprof_busy++;
+        GGPROF_GUARD;
         t_place.node_id = ggprof_node_id(t);
-        ggprof_busy--;
         return;
     }
 }
 
 GGPROF_API bool ggml_is_empty(const struct ggml_tensor *tensor) {
     REAL(ggml_is_empty);
-    if (t_dev_nodes && !ggprof_busy) mark_device_node(tensor);
+    /* ggml-cpu asks about every node on every thread: a plain global read first keeps thread-local storage (a
+     * __tls_get_addr call in a library) out of that path while no device split is being recorded anywhere. */
+    if (atomic_load_explicit(&g_dev_splits, memory_order_relaxed) && t_dev_nodes && !ggprof_busy) mark_device_node(tensor);
     return real_ggml_is_empty(tensor);
 }
 
@@ -337,8 +346,11 @@ static void emit_fusions(const split_tracker *st) {
  * a graph computed directly). */
 static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
     t_in_split = false;
-    ggprof_busy++;
-    if (t_dev_nodes) emit_fusions(st);
+    GGPROF_GUARD;
+    if (t_dev_nodes) {
+        emit_fusions(st);
+        atomic_fetch_sub_explicit(&g_dev_splits, 1, memory_order_relaxed);
+    }
     t_dev_nodes = NULL;
     graph_ctx *gc = st->gc;
     ggprof_split_place *w = &st->where;
@@ -347,7 +359,9 @@ static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
     w->end_ns   = t1;
     int n_ticks = 0, n_expected = 0;
     ggprof_api_sched *api = gc && ggprof_api_enabled(st->se->api) ? st->se->api : NULL;
-    int matched = st->ticked ? ggprof_cpu_end(w, &n_ticks, &n_expected, api ? ggprof_api_cpu_chunk : NULL, api) : -1;
+    int matched = st->ticked ? atomic_load_explicit(&ggprof_cpu, memory_order_acquire)
+                                   ->end(w, &n_ticks, &n_expected, api ? ggprof_api_cpu_chunk : NULL, api)
+                             : -1;
     ggprof_msg_split s;
     memset(&s, 0, sizeof(s));
     s.h             = (ggprof_msg_hdr){ sizeof(s), GGPROF_MSG_SPLIT, 0 };
@@ -365,7 +379,6 @@ static void split_end(split_tracker *st, uint64_t t0, uint64_t t1) {
     s.engine_ns     = (t0 - st->t_in) + (ggprof_now_ns() - t1);
     ggprof_emit(&s.h);
     if (!gc) emit_graph(w->graph_id, 0, st->n_nodes, 1, t0, t1);
-    ggprof_busy--;
 }
 
 typedef enum ggml_status (*compute_fn)(ggml_backend_t, struct ggml_cgraph *);
@@ -503,10 +516,9 @@ GGPROF_API void ggml_backend_tensor_copy(const struct ggml_tensor *src, struct g
     uint64_t t0 = ggprof_now_ns();
     real_ggml_backend_tensor_copy(src, dst);
     uint64_t t1 = ggprof_now_ns();
-    ggprof_busy++;
+    GGPROF_GUARD;
     record_copy(src, copy_dir(buffer_is_host(src->buffer), buffer_is_host(dst->buffer)), t0, t1,
                 ggprof_eng.g.ggml_nbytes(src), 0);
-    ggprof_busy--;
 }
 
 GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor *tensor, const void *data,
@@ -520,10 +532,9 @@ GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggm
     uint64_t t0 = ggprof_now_ns();
     real_ggml_backend_tensor_set_async(backend, tensor, data, offset, size);
     uint64_t t1 = ggprof_now_ns();
-    ggprof_busy++;
+    GGPROF_GUARD;
     /* The source is host memory; only the bytes asked for move (the scheduler's MoE expert copies). */
     record_copy(tensor, copy_dir(true, buffer_is_host(tensor->buffer)), t0, t1, size, offset);
-    ggprof_busy--;
 }
 
 /* The host waiting for a backend that computes asynchronously (GPU, RPC): the response to its requests. */
@@ -536,7 +547,7 @@ GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
     uint64_t t0 = ggprof_now_ns();
     real_ggml_backend_synchronize(backend);
     uint64_t t1 = ggprof_now_ns();
-    ggprof_busy++;
+    GGPROF_GUARD;
     /* CPU and accelerators that compute on the host (BLAS) return at once: no record for them. */
     uint32_t sched_id = 0;
     bool     host     = false;
@@ -548,7 +559,6 @@ GGPROF_API void ggml_backend_synchronize(ggml_backend_t backend) {
         e.split_id = t_graph ? t_graph->split_id : -1;
         ggprof_emit(&e.h);
     }
-    ggprof_busy--;
 }
 
 /* ---- scheduler life ---- */
@@ -559,11 +569,10 @@ GGPROF_API ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends,
     REAL(ggml_backend_sched_new);
     ggml_backend_sched_t s = real_ggml_backend_sched_new(backends, bufts, n_backends, graph_size, parallel, op_offload);
     if (s && ggprof_engine_ready((const void *) real_ggml_backend_sched_new)) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         ggprof_api_sched *old_api = NULL;
         ggprof_sched_register(s, &old_api);
         ggprof_api_free(old_api);
-        ggprof_busy--;
     }
     return s;
 }
@@ -649,7 +658,7 @@ static void wrapped_set_abort_callback(ggml_backend_t backend, ggml_abort_callba
         if (g_setters[i].reg == reg) real = g_setters[i].real;
     }
     pthread_mutex_unlock(&g_setters_lock);
-    if (real) ggprof_cpu_set_abort_callback(real, backend, cb, data);
+    if (real) cpu_timing()->set_abort_callback(real, backend, cb, data);
 }
 
 GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data);
@@ -682,7 +691,7 @@ GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml
     if (ggprof_eng.broken) {
         real_ggml_backend_cpu_set_abort_callback(backend, cb, data);
     } else {
-        ggprof_cpu_set_abort_callback(real_ggml_backend_cpu_set_abort_callback, backend, cb, data);
+        cpu_timing()->set_abort_callback(real_ggml_backend_cpu_set_abort_callback, backend, cb, data);
     }
 }
 
@@ -691,7 +700,7 @@ static __thread bool t_in_ggml_barrier; /* GOMP_barrier below is then ggml_barri
 GGPROF_API void ggml_barrier(struct ggml_threadpool *tp) {
     REAL_FROM(slot_ggml_barrier, ggml_barrier);
     t_in_ggml_barrier = true;
-    ggprof_cpu_barrier(real_ggml_barrier, tp);
+    cpu_timing()->barrier(real_ggml_barrier, tp);
     t_in_ggml_barrier = false;
 }
 
@@ -714,12 +723,12 @@ GGPROF_API void GOMP_barrier(void) {
         return;
     }
     g_real_gomp_barrier = real_GOMP_barrier;
-    ggprof_cpu_barrier(gomp_barrier_call, NULL);
+    cpu_timing()->barrier(gomp_barrier_call, NULL);
 }
 
 GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struct ggml_cplan *cplan) {
     REAL_FROM(slot_ggml_graph_compute, ggml_graph_compute);
-    ggprof_cpu_graph_compute_entry();
+    cpu_timing()->graph_compute_entry();
     return real_ggml_graph_compute(cgraph, cplan);
 }
 
@@ -727,7 +736,7 @@ GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struc
  * on thread 0 that is the end of the kick-off. */
 GGPROF_API int omp_get_thread_num(void) {
     REAL(omp_get_thread_num);
-    ggprof_cpu_thread_start();
+    cpu_timing()->thread_start();
     return real_omp_get_thread_num();
 }
 

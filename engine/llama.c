@@ -74,9 +74,8 @@ static int32_t traced(int32_t (*real)(struct llama_context *, ggprof_llama_batch
     m.duration_ns  = ggprof_now_ns() - m.start_ns;
     ggprof_t_batch = 0;
     m.status       = rc;
-    ggprof_busy++;
+    GGPROF_GUARD;
     ggprof_emit(&m.h);
-    ggprof_busy--;
     return rc;
 }
 

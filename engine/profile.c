@@ -88,7 +88,7 @@ static void profile_flush(bool final) {
         }
         return;
     }
-    ggprof_busy++;
+    GGPROF_GUARD;
     atomic_store(&g_unflushed, 0);
     ggprof_msg_flush m = { { sizeof(m), GGPROF_MSG_FLUSH, 0 }, ++g_flush_seq, final };
     if (ggprof_emit(&m.h) == 0) {
@@ -101,7 +101,6 @@ static void profile_flush(bool final) {
         close(g_ack_fd);
         g_ack_fd = -1;
     }
-    ggprof_busy--;
 }
 
 void ggprof_profile_sched_freed(void) { profile_flush(false); }

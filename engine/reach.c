@@ -168,7 +168,7 @@ void ggprof_reach_after_find(const ggprof_ggml *g) {
     if (g_off[0]) note_list("off in", base, g_off, "; ");
     /* Graph-building calls (ggml_set_name, ggml_init, ...) are direct or inlined here: nothing says when a kept
      * split plan went out of date. */
-    ggprof_cpu_plans_off("split plans off: graph-building calls are direct inside %s, so every CPU split is walked "
+    atomic_load(&ggprof_cpu)->plans_off("split plans off: graph-building calls are direct inside %s, so every CPU split is walked "
                          "anew", base);
 }
 

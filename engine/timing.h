@@ -1,5 +1,6 @@
-/* The timing mechanisms the engine calls around what it interposes. Declared here, implemented in kernels/ (CPU
- * ops: kernels/cpu/cpu_ticks.c), so that kernels/ depends on the engine and never the reverse. */
+/* The timing mechanisms the engine calls around what it interposes, implemented above it in kernels/ (CPU ops:
+ * kernels/cpu/cpu_ticks.c), which registers them here as a table of functions when libggprof.so loads: the engine
+ * never names a symbol of a layer above it (tests/layering.sh checks the objects' symbols). */
 #ifndef GGPROF_TIMING_H
 #define GGPROF_TIMING_H
 
@@ -17,25 +18,30 @@ typedef struct {
     uint64_t start_ns, end_ns;
 } ggprof_split_place;
 
-/* Keeps no split plans from now on (every split walked anew), with a note saying why (printf format, one %s). */
-void ggprof_cpu_plans_off(const char *why_fmt, const char *arg);
+typedef void (*ggprof_set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);
 
-/* Installs the tick callback on a CPU backend (once), chaining whatever callback the program sets. */
-void ggprof_cpu_hook_backend(ggml_backend_t backend);
-/* The program's own abort-callback setter, wrapped: remembers its callback and keeps ours in front. */
-void ggprof_cpu_set_abort_callback(void (*real)(ggml_backend_t, ggml_abort_callback, void *), ggml_backend_t backend,
-                                   ggml_abort_callback cb, void *data);
+/* The CPU backend's op timing. */
+typedef struct {
+    /* Keeps no split plans from now on (every split walked anew), with a note saying why (a format with one %s). */
+    void (*plans_off)(const char *why_fmt, const char *arg);
+    /* Installs the tick callback on a CPU backend (once), chaining whatever callback the program sets. */
+    void (*hook_backend)(ggml_backend_t backend);
+    /* The program's own abort-callback setter, wrapped: remembers its callback and keeps ours in front. */
+    void (*set_abort_callback)(ggprof_set_abort_fn real, ggml_backend_t backend, ggml_abort_callback cb, void *data);
+    /* Around one CPU graph compute on the calling thread (thread 0 of the compute). begin returns the number of
+     * ticks expected; end emits the ops (CPU_OPS messages, each also handed to on_chunk when given) when the
+     * ticks matched and returns 1, 0 when they did not, -1 when no split was active. */
+    int (*begin)(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes);
+    int (*end)(const ggprof_split_place *where, int *n_ticks, int *n_expected,
+               void (*on_chunk)(const ggprof_msg_cpu_ops *m, void *user), void *user);
+    /* Hooks for the interposed CPU-library functions; each is a no-op outside an active CPU compute. */
+    void (*barrier)(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);
+    void (*graph_compute_entry)(void);
+    void (*thread_start)(void);
+} ggprof_cpu_timing;
 
-/* Around one CPU graph compute on the calling thread (thread 0 of the compute). begin returns the number of
- * ticks expected; end emits the ops (CPU_OPS messages, each also handed to on_chunk when given) when the
- * ticks matched and returns 1, 0 when they did not, -1 when no split was active. */
-int  ggprof_cpu_begin(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes);
-int  ggprof_cpu_end(const ggprof_split_place *where, int *n_ticks, int *n_expected,
-                    void (*on_chunk)(const ggprof_msg_cpu_ops *m, void *user), void *user);
-
-/* Hooks for the interposed CPU-library functions; each is a no-op outside an active CPU compute. */
-void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);
-void ggprof_cpu_graph_compute_entry(void);
-void ggprof_cpu_thread_start(void);
+/* The CPU timing registered, NULL before (CPU ops are then not timed: the wrappers only forward). */
+extern const ggprof_cpu_timing *_Atomic ggprof_cpu;
+void ggprof_register_cpu_timing(const ggprof_cpu_timing *t);
 
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layering check: every #include "..." of ggprof's sources resolved as the Makefile's include paths resolve
 # it, each folder's includes checked against the folders it may use, and the folder graph printed (the one
-# docs/how-it-works.md shows). Prints TAP lines. usage: tests/layering.sh [--graph]
+# docs/how-it-works.md shows), then the same for calls: the symbols each built object uses (nm) against the folders
+# that define them. Prints TAP lines. usage: tests/layering.sh [--graph]
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -81,3 +82,54 @@ fi
 cyclic=$(awk '{ print $1, $3 }' <<< "$graph" | tsort 2>&1 > /dev/null | grep -c 'cycle')
 if [ "$cyclic" = 0 ]; then echo "ok - layering: the folder graph has no cycle"; else echo "not ok - layering: the folder graph has a cycle"; fi
 sed 's/^/# /' <<< "$graph"
+
+# Calls, not only includes: no object calls (or reads) a symbol that only a folder above it defines. Each object of
+# the build (OBJ/pic, OBJ/bin: the source path below it names its folder) is read with nm; a symbol is "above" when
+# every object defining it lies in a folder the caller may not include.
+check_symbols() { # OBJ_DIR: prints one "not ok" line per call against the layers, and "ok" when there is none
+    local dir=$1 defs uses n=0
+    defs=$(mktemp) uses=$(mktemp)
+    for o in $(find "$dir" -name '*.o' | sort); do
+        local rel=${o#"$dir"/} f
+        rel=${rel#*/} # below pic/ or bin/
+        f=$(folder_of "${rel%.o}.c")
+        [ -n "$(allowed "$f")" ] || [ "$f" = schema ] || continue
+        nm -g --defined-only "$o" 2> /dev/null | awk -v f="$f" 'NF == 3 { print $3, f }' >> "$defs"
+        nm -u "$o" 2> /dev/null | awk -v f="$f" -v o="$rel" '{ print $NF, f, o }' >> "$uses"
+    done
+    # one pass: the folders defining each symbol, then each use checked against its folder's allowed list
+    local rules
+    rules=$(for f in schema engine kernels/cpu kernels/cuda kernels/opencl kernels/vulkan plugin analyzer collector; do
+        echo "$f $(allowed "$f")"; done)
+    local out
+    out=$(awk -v rules="$rules" '
+        BEGIN { split(rules, lines, "\n"); for (i in lines) { k = split(lines[i], w, " "); for (j = 2; j <= k; j++) may[w[1], w[j]] = 1 } }
+        FNR == NR { if (!index(" " def[$1] " ", " " $2 " ")) def[$1] = def[$1] " " $2; next }
+        ($1 in def) {
+            k = split(def[$1], w, " "); ok = 0
+            for (j = 1; j <= k; j++) if (w[j] == $2 || may[$2, w[j]]) ok = 1
+            if (!ok) printf "not ok - layering: %s (%s) calls %s, which only%s defines\n", $3, $2, $1, def[$1]
+        }' "$defs" "$uses")
+    [ -n "$out" ] && echo "$out"
+    n=$(grep -c '^not ok' <<< "$out")
+    rm -f "$defs" "$uses"
+    [ "$n" = 0 ] && echo "ok - layering: no object calls a folder above its own ($dir)"
+}
+BUILD_DIR=${GGPROF_BUILD:-build}
+if [ -d "$BUILD_DIR/obj/pic" ]; then
+    check_symbols "$BUILD_DIR/obj"
+else
+    echo "not ok - layering: no objects in $BUILD_DIR/obj to check the calls of (run make first)"
+fi
+# The check itself, on a planted call: a schema/ object that calls a function only analyzer/ defines must fail.
+plant=$(mktemp -d)
+mkdir -p "$plant/bin/schema" "$plant/bin/analyzer"
+echo 'int ggprof_planted_above(void) { return 1; }' | cc -x c -c -o "$plant/bin/analyzer/planted_above.o" -
+echo 'int ggprof_planted_above(void); int ggprof_planted_below(void) { return ggprof_planted_above(); }' |
+    cc -x c -c -o "$plant/bin/schema/planted_below.o" -
+if check_symbols "$plant" | grep -q '^not ok - layering: schema/planted_below.o (schema) calls ggprof_planted_above'; then
+    echo "ok - layering: a planted call from schema/ to analyzer/ is caught"
+else
+    echo "not ok - layering: a planted call from schema/ to analyzer/ went unnoticed"
+fi
+rm -rf "$plant"

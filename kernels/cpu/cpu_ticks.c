@@ -177,7 +177,7 @@ static cpu_hook *hook_for(ggml_backend_t backend) {
     return h;
 }
 
-typedef void (*set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);
+typedef ggprof_set_abort_fn set_abort_fn;
 
 /* The backend's abort-callback setter: its registry's proc address, or (releases up to late 2024, whose CPU
  * registry answers no proc address) the CPU backend's exported setter in the ggml library. */
@@ -192,7 +192,7 @@ static set_abort_fn setter_for(ggml_backend_t backend) {
     return set;
 }
 
-void ggprof_cpu_hook_backend(ggml_backend_t backend) {
+static void cpu_hook_backend(ggml_backend_t backend) {
     pthread_mutex_lock(&g_hooks_lock);
     cpu_hook *h = hook_for(backend);
     bool install = h && !h->installed;
@@ -209,7 +209,7 @@ void ggprof_cpu_hook_backend(ggml_backend_t backend) {
     }
 }
 
-void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, ggml_abort_callback cb, void *data) {
+static void cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, ggml_abort_callback cb, void *data) {
     pthread_mutex_lock(&g_hooks_lock);
     cpu_hook *h = (cb == tick_cb) ? NULL : hook_for(backend);
     if (h == NULL) {
@@ -219,7 +219,7 @@ void ggprof_cpu_set_abort_callback(set_abort_fn real, ggml_backend_t backend, gg
     }
     /* The program's callback is remembered either way. The tick goes in front of it only when ops will be
      * timed (a recording at level op, or a tick already installed); otherwise ggml keeps calling the
-     * program's own callback, or none, and ggprof_cpu_hook_backend installs the tick if the C API starts
+     * program's own callback, or none, and cpu_hook_backend installs the tick if the C API starts
      * profiling later. */
     h->app_cb    = cb;
     h->app_data  = data;
@@ -379,7 +379,7 @@ static bool same_walk(const split_plan *a, const split_plan *b) {
 static __thread split_plan *t_plans; /* MAX_PLANS + 1 */
 static _Atomic bool         g_plans_off;
 
-void ggprof_cpu_plans_off(const char *why_fmt, const char *arg) {
+static void cpu_plans_off(const char *why_fmt, const char *arg) {
     if (!atomic_exchange(&g_plans_off, true)) ggprof_trace_note(why_fmt, arg);
 }
 
@@ -454,7 +454,7 @@ static void make_thread_key(void) {
     if (pthread_key_create(&g_thread_key, free_thread_state) != 0) g_thread_key = (pthread_key_t) -1;
 }
 
-int ggprof_cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n) {
+static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n) {
     ggprof_use_counts *uc = &t_uc;
     cpu_split *s = &t_split;
     /* On the heap, not in TLS: 128 KiB of static TLS would go with every thread of every program the library
@@ -575,7 +575,7 @@ static int settle_model(cpu_split *s, split_plan *p, int seen) {
     return 1;
 }
 
-int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, chunk_fn on_chunk, void *user) {
+static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, chunk_fn on_chunk, void *user) {
     cpu_split *s = deactivate();
     if (!s) return -1;
     if (!settle(s, w)) { /* no guessed times: the split is marked instead */
@@ -636,7 +636,7 @@ int ggprof_cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
 
 /* ---- hooks on thread 0 while it computes ---- */
 
-void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp) {
+static void cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp) {
     cpu_split *s = active_split();
     if (!s) {
         real(tp);
@@ -656,12 +656,19 @@ void ggprof_cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_thre
     if (s->n_ticks < s->limit) s->times[s->n_ticks].inop_wait += t1 - t0;
 }
 
-void ggprof_cpu_graph_compute_entry(void) {
+static void cpu_graph_compute_entry(void) {
     cpu_split *s = active_split();
     if (s && !s->gc_entry) s->gc_entry = ggprof_now_ns();
 }
 
-void ggprof_cpu_thread_start(void) {
+static void cpu_thread_start(void) {
     cpu_split *s = active_split();
     if (s && s->gc_entry && !s->t0_start) s->t0_start = ggprof_now_ns();
 }
+
+/* Registered with the engine as libggprof.so loads (timing.h), before any wrapper can need it. */
+static const ggprof_cpu_timing cpu_timing = {
+    cpu_plans_off, cpu_hook_backend, cpu_set_abort_callback, cpu_begin, cpu_end, cpu_barrier, cpu_graph_compute_entry,
+    cpu_thread_start,
+};
+static void __attribute__((constructor(101))) cpu_register(void) { ggprof_register_cpu_timing(&cpu_timing); }

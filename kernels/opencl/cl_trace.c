@@ -453,18 +453,19 @@ GGPROF_API ggcl_int clEnqueueNDRangeKernel(ggcl_command_queue q, ggcl_kernel k, 
     if (!tracing(__builtin_return_address(0))) {
         return real_clEnqueueNDRangeKernel(q, k, dim, offset, global, local, n_wait, wait, event);
     }
-    ggprof_busy++;
-    bool timed = launch_begin(&l, q, k);
-    ggprof_busy--;
+    bool timed;
+    {
+        GGPROF_GUARD;
+        timed = launch_begin(&l, q, k);
+    }
     if (!timed) return real_clEnqueueNDRangeKernel(q, k, dim, offset, global, local, n_wait, wait, event);
     ggcl_event own = NULL, *ev = event ? event : &own;
     uint64_t   h0  = ggprof_now_ns();
     ggcl_int   r   = real_clEnqueueNDRangeKernel(q, k, dim, offset, global, local, n_wait, wait, ev);
     uint64_t   h1  = ggprof_now_ns();
     if (r == GGCL_SUCCESS && *ev) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         launch_end(&l, *ev, event == NULL, h0, h1);
-        ggprof_busy--;
     }
     return r;
 }
@@ -474,18 +475,19 @@ GGPROF_API ggcl_int clEnqueueTask(ggcl_command_queue q, ggcl_kernel k, ggcl_uint
     REAL(clEnqueueTask);
     launch l;
     if (!tracing(__builtin_return_address(0))) return real_clEnqueueTask(q, k, n_wait, wait, event);
-    ggprof_busy++;
-    bool timed = launch_begin(&l, q, k);
-    ggprof_busy--;
+    bool timed;
+    {
+        GGPROF_GUARD;
+        timed = launch_begin(&l, q, k);
+    }
     if (!timed) return real_clEnqueueTask(q, k, n_wait, wait, event);
     ggcl_event own = NULL, *ev = event ? event : &own;
     uint64_t   h0  = ggprof_now_ns();
     ggcl_int   r   = real_clEnqueueTask(q, k, n_wait, wait, ev);
     uint64_t   h1  = ggprof_now_ns();
     if (r == GGCL_SUCCESS && *ev) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         launch_end(&l, *ev, event == NULL, h0, h1);
-        ggprof_busy--;
     }
     return r;
 }
@@ -494,11 +496,10 @@ GGPROF_API ggcl_int clEnqueueTask(ggcl_command_queue q, ggcl_kernel k, ggcl_uint
 
 static ggcl_command_queue queue_created(ggcl_command_queue q) {
     if (q) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         pthread_mutex_lock(&g_lock);
         queue_register(q);
         pthread_mutex_unlock(&g_lock);
-        ggprof_busy--;
     }
     return q;
 }
@@ -579,9 +580,8 @@ GGPROF_API ggcl_int clFinish(ggcl_command_queue q) {
     REAL(clFinish);
     ggcl_int r = real_clFinish(q);
     if (!ggprof_busy && have_pending()) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         harvest(false, true);
-        ggprof_busy--;
     }
     return r;
 }
@@ -590,9 +590,8 @@ GGPROF_API ggcl_int clWaitForEvents(ggcl_uint n, const ggcl_event *events) {
     REAL(clWaitForEvents);
     ggcl_int r = real_clWaitForEvents(n, events);
     if (!ggprof_busy && have_pending()) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         harvest(false, true);
-        ggprof_busy--;
     }
     return r;
 }
@@ -601,9 +600,8 @@ GGPROF_API ggcl_int clReleaseEvent(ggcl_event event) {
     REAL(clReleaseEvent);
     ggcl_int r = real_clReleaseEvent(event); /* ours keeps it alive until harvested */
     if (!ggprof_busy && have_pending()) {
-        ggprof_busy++;
+        GGPROF_GUARD;
         harvest(false, false);
-        ggprof_busy--;
     }
     return r;
 }
@@ -612,7 +610,7 @@ GGPROF_API ggcl_int clReleaseEvent(ggcl_event event) {
 
 static void at_exit(void) {
     if (atomic_load(&g_state) <= 0) return;
-    ggprof_busy++;
+    GGPROF_GUARD;
     harvest(true, false);
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < g_n_devs; i++) {
@@ -639,5 +637,4 @@ static void at_exit(void) {
     /* Later calls (other exit handlers, destructors) pass straight through: the summary above is final. */
     atomic_store(&g_state, -1);
     pthread_mutex_unlock(&g_lock);
-    ggprof_busy--;
 }
