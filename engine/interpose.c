@@ -695,20 +695,21 @@ GGPROF_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend, ggml
     }
 }
 
-static __thread bool t_in_ggml_barrier; /* GOMP_barrier below is then ggml_barrier's own, timed already */
-
 GGPROF_API void ggml_barrier(struct ggml_threadpool *tp) {
     REAL_FROM(slot_ggml_barrier, ggml_barrier);
-    t_in_ggml_barrier = true;
+    if (ggprof_reach_barrier_via_gomp()) {
+        real_ggml_barrier(tp); /* its GOMP_barrier call is timed below */
+        return;
+    }
     cpu_timing()->barrier(real_ggml_barrier, tp);
-    t_in_ggml_barrier = false;
 }
 
 /* In OpenMP builds ggml_barrier is `#pragma omp barrier`: a call to libgomp's GOMP_barrier, a shared library's
  * function that the program reaches through its PLT. Where ggml is inside the program, LTO inlines ggml_barrier
  * into its callers (114 call sites in the fixture's static llama-completion, 1 call left to the function): there
  * the waits are timed here instead, the same waits (ggml_barrier returns early only with one thread, where no
- * GOMP_barrier is called either). Elsewhere, and inside ggml_barrier's wrapper, it only forwards. */
+ * GOMP_barrier is called either). Which of the two times them is decided once, when ggml is found (reach.c): no
+ * thread-local state on this path, which every thread takes at every barrier. */
 static void (*g_real_gomp_barrier)(void);
 static void gomp_barrier_call(struct ggml_threadpool *tp) {
     (void) tp;
@@ -718,7 +719,7 @@ static void gomp_barrier_call(struct ggml_threadpool *tp) {
 GGPROF_API void GOMP_barrier(void);
 GGPROF_API void GOMP_barrier(void) {
     REAL(GOMP_barrier);
-    if (!ggprof_reach_embedded() || t_in_ggml_barrier) {
+    if (!ggprof_reach_barrier_via_gomp()) {
         real_GOMP_barrier();
         return;
     }

@@ -20,6 +20,7 @@ static char            g_summary[1024];
 static char            g_patched[512]; /* the entries patched, comma-separated */
 static char            g_off[768];  /* the entries left unreached, and why, for the trace's notes */
 static bool            g_embedded;
+static bool            g_barrier_gomp; /* set before any barrier can run: at start, or before ggml first computes */
 static uintptr_t       g_cpu_graph_compute; /* the CPU backend's graph_compute, where a symbol table names it */
 static _Atomic long    g_iface_off = -2;    /* where a backend keeps iface.graph_compute: -2 unknown yet, -1 none */
 
@@ -69,12 +70,15 @@ bool ggprof_reach_embeds(const ggprof_elf *e) {
 
 bool ggprof_reach_embedded(void) { return g_embedded; }
 
+bool ggprof_reach_barrier_via_gomp(void) { return g_barrier_gomp; }
+
 
 void ggprof_reach_patch(const ggprof_elf *e, const char *path, const ggprof_entry *entries, int n) {
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     g_embedded = true;
     ggprof_engine_set_ggml((const void *) ggprof_elf_func(e, "ggml_graph_compute", NULL));
     bool llama = ggprof_elf_func(e, "llama_backend_init", NULL) != 0; /* llama.cpp inside too */
+    g_barrier_gomp = ggprof_elf_relocates(e, "GOMP_barrier");
     char patched[512] = "", off[768] = "";
     for (int i = 0; i < n; i++) {
         const ggprof_entry *en = &entries[i];

@@ -39,6 +39,10 @@ void ggprof_reach_patch(const ggprof_elf *e, const char *path, const ggprof_entr
  * when it cannot be told (no ggml_backend_graph_compute_async body to read, no symbol for the CPU's). */
 long ggprof_reach_iface_slot(const void *cpu_backend);
 
+/* Whether CPU barrier waits are timed at libgomp's GOMP_barrier rather than at ggml_barrier: ggml is inside an
+ * object that calls GOMP_barrier through its PLT (an OpenMP build, where LTO inlined ggml_barrier). */
+bool ggprof_reach_barrier_via_gomp(void);
+
 /* Whether ggml is inside an object (not reached through the PLT for everything): split plans cannot rely on the
  * wrapped graph-building calls, and device nodes on ggml_is_empty. */
 bool ggprof_reach_embedded(void);
