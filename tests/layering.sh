@@ -133,3 +133,29 @@ else
     echo "not ok - layering: a planted call from schema/ to analyzer/ went unnoticed"
 fi
 rm -rf "$plant"
+
+# Every source file is named in its folder's README (by its name, its .c/.h partner's, or a pattern the README
+# writes, such as `cmd_<name>.c` or `export_*.c`): the READMEs say what lives where.
+unnamed=0
+for d in schema engine engine/include kernels/cpu kernels/cuda kernels/opencl kernels/vulkan analyzer collector viewer; do
+    readme=$d/README.md
+    [ -f "$readme" ] || readme=$(dirname "$d")/README.md
+    [ -f "$readme" ] || continue
+    # the README's patterns, as shell globs: <word> and * both stand for any name
+    globs=$(grep -o '`[^`]*[*<][^`]*`' "$readme" | tr -d '`' | sed 's/<[^>]*>/*/g')
+    for f in $(git ls-files "$d/*.c" "$d/*.h" "$d/*.js" "$d/*.css" "$d/*.html" | grep -v "^$d/.*/"); do
+        b=$(basename "$f")
+        stem=${b%.*}
+        grep -qF "$b" "$readme" && continue
+        grep -qE "\\b$stem\\.(c|h)\\b" "$readme" && continue
+        hit=0
+        for g in $globs; do
+            # shellcheck disable=SC2254 # the README's pattern is a glob on purpose
+            case "$b" in $g) hit=1 ;; esac
+        done
+        [ "$hit" = 1 ] && continue
+        echo "not ok - layering: $f is not named in $readme"
+        unnamed=$((unnamed + 1))
+    done
+done
+[ "$unnamed" = 0 ] && echo "ok - layering: every source file is named in its folder's README"
