@@ -6,6 +6,7 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "analyzer_commands.h"
 
 const char ggprof_usage_calibrate[] =
     "usage: ggprof calibrate [-o FILE] [-t THREADS] [-s MIB] [-m N]\n"

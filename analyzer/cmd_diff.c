@@ -8,6 +8,7 @@
 #include "progress.h"
 #include "sort.h"
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "output.h"
 #include "trace.h"
 #include "layers.h"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "export.h"
 #include "json_v3.h"
 #include "roofline.h"

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "trace.h"
 
 const char ggprof_usage_query[] =

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "output.h"
 #include "roofline.h"
 #include "testcases.h"

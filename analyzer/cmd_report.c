@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "json_v3.h"
 #include "store.h"
 #include "trace.h"

@@ -7,6 +7,7 @@
 
 #include "sort.h"
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "hash.h"
 #include "layers.h"
 #include "output.h"

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "output.h"
 #include "roofline.h"
 #include "trace.h"
+#include "trace_db.h"
 
 const char ggprof_usage_top_kernels[] =
     "usage: ggprof top-kernels TRACE [-n N] [--format table|csv|json] [--roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16]]...\n"
@@ -57,7 +59,7 @@ int ggprof_cmd_top_kernels(int argc, char **argv) {
     if (rc) return ggprof_fail(rc, "%s", why);
     /* Ties (equal durations, common with coarse clocks) keep the trace's order, so output is reproducible. */
     static const char sql[] =
-        "SELECT e.name, COALESCE(e.extra, CASE WHEN e.fused_node_id > 0 THEN n.op || '+' || f.op END),"
+        "SELECT e.name, " GGPROF_SQL_FUSED_LABEL("e", "n", "f") ","
         " COALESCE((SELECT b.name FROM backends b WHERE b.pid = e.pid AND b.sched_id = e.sched_id"
         "   AND b.id = e.backend_id), (SELECT b.name FROM backends b WHERE b.id = e.backend_id"
         "   ORDER BY b.pid, b.sched_id LIMIT 1), 'unknown'),"

@@ -6,6 +6,7 @@
 
 #include "sort.h"
 #include "cli.h"
+#include "analyzer_commands.h"
 #include "output.h"
 #include "roofline.h"
 #include "trace.h"

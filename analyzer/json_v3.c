@@ -15,6 +15,7 @@
 
 #include "gzout.h"
 #include "progress.h"
+#include "trace_db.h"
 #include "store.h"
 #include "summary.h"
 #include "v3_format.h"
@@ -149,12 +150,9 @@ static int write_records(sqlite3 *db, gzout *o, const node_parts *parts, int64_t
         const node_part *n   = sqlite3_column_type(st, 8) == SQLITE_NULL ? NULL : part_find(parts, pid, sqlite3_column_int64(st, 8));
         const char *extra    = (const char *) col_text(st, 7);
         char fused[512];
-        if (!extra && type == 0 && sqlite3_column_int64(st, 9) > 0 && n && n->op) {
+        if (!extra && type == 0 && sqlite3_column_int64(st, 9) > 0 && n) {
             const node_part *f = part_find(parts, pid, sqlite3_column_int64(st, 9));
-            if (f && f->op) {
-                snprintf(fused, sizeof(fused), "%s+%s", n->op, f->op);
-                extra = fused;
-            }
+            if (f) extra = ggprof_fused_label(fused, sizeof(fused), NULL, n->op, f->op);
         }
         if (!extra && type == 1 && n) extra = n->tensor;
         ggprof_v3_fields f = {

@@ -9,6 +9,7 @@
 
 #include "hash.h"
 #include "progress.h"
+#include "trace_db.h"
 #include "sort.h"
 #include "views.h"
 
@@ -286,10 +287,7 @@ int64_t ggprof_lrec_out_type(const ggprof_layers *l, const ggprof_lrec *r) {
 const char *ggprof_lrec_extra(const ggprof_layers *l, const ggprof_lrec *r, char *buf, size_t len) {
     if (r->extra) return l->names[r->extra];
     const ggprof_lnode *n = ggprof_lrec_node(l, r);
-    if (r->type == 0 && r->fused && n && n->op && l->nodes[r->fused - 1].op) {
-        snprintf(buf, len, "%s+%s", n->op, l->nodes[r->fused - 1].op);
-        return buf;
-    }
+    if (r->type == 0 && r->fused && n) return ggprof_fused_label(buf, len, NULL, n->op, l->nodes[r->fused - 1].op);
     return r->type == 1 ? ggprof_lrec_tensor(l, r) : NULL;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "collector_commands.h"
 #include "export.h"
 #include "json_v3.h"
 #include "progress.h"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "collector_commands.h"
 #include "store.h"
 #include "trace.h"
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "collector_commands.h"
 #include "clock_map.h"
 #include "json_v3.h"
 #include "progress.h"

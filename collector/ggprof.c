@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "analyzer_commands.h"
+#include "collector_commands.h"
 
 static const ggprof_cmd k_cmds[] = {
     { "record", ggprof_cmd_record, "run a command with the engine injected and store its trace", ggprof_usage_record },

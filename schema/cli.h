@@ -55,32 +55,4 @@ typedef struct {
  * argument and what would be accepted. */
 int ggprof_parse_args(int argc, char **argv, ggprof_args *a);
 
-int ggprof_cmd_record(int argc, char **argv);
-int ggprof_cmd_collect(int argc, char **argv);
-int ggprof_cmd_merge(int argc, char **argv);
-int ggprof_cmd_report(int argc, char **argv);
-int ggprof_cmd_query(int argc, char **argv);
-int ggprof_cmd_export(int argc, char **argv);
-int ggprof_cmd_top_ops(int argc, char **argv);
-int ggprof_cmd_top_kernels(int argc, char **argv);
-int ggprof_cmd_inefficiency(int argc, char **argv);
-int ggprof_cmd_calibrate(int argc, char **argv);
-int ggprof_cmd_rollup(int argc, char **argv);
-int ggprof_cmd_diff(int argc, char **argv);
-int ggprof_cmd_replay(int argc, char **argv);
-
-extern const char ggprof_usage_record[];
-extern const char ggprof_usage_collect[];
-extern const char ggprof_usage_merge[];
-extern const char ggprof_usage_report[];
-extern const char ggprof_usage_query[];
-extern const char ggprof_usage_export[];
-extern const char ggprof_usage_top_ops[];
-extern const char ggprof_usage_top_kernels[];
-extern const char ggprof_usage_inefficiency[];
-extern const char ggprof_usage_calibrate[];
-extern const char ggprof_usage_rollup[];
-extern const char ggprof_usage_diff[];
-extern const char ggprof_usage_replay[];
-
 #endif

@@ -54,8 +54,8 @@ static const char k_ddl[] =
     "  ticks_matched, pid, sched_id, node_start, n_ticks, n_expected, engine_ns FROM split_list;\n"
     "CREATE VIEW records AS SELECT e.type AS type, e.name AS name, e.backend_id AS backend_id,\n"
     "  e.split_id AS split_id, e.start_ns AS start_ns, e.duration_ns AS duration_ns, e.bytes AS bytes,\n"
-    "  COALESCE(e.extra, CASE WHEN e.type = 0 AND e.fused_node_id > 0 THEN n.op || '+' || f.op\n"
-    "       WHEN e.type = 1 THEN NULLIF(n.tensor_name, '') END) AS extra,\n"
+    "  COALESCE(" GGPROF_SQL_FUSED_LABEL("e", "n", "f") ",\n"
+    "       CASE WHEN e.type = 1 THEN NULLIF(n.tensor_name, '') END) AS extra,\n"
     "  NULLIF(n.tensor_name, '') AS tensor_name, e.graph_id AS graph_id, e.node_index AS node_index,\n"
     "  e.pid AS pid, e.tid AS tid, COALESCE(n.ne, '[0, 0, 0, 0]') AS ne, COALESCE(n.out_type, -1) AS out_type,\n"
     "  COALESCE(n.n_src, 0) AS n_src, COALESCE(n.ne_src, '[]') AS ne_src, COALESCE(n.nb_src, '[]') AS nb_src,\n"
@@ -117,4 +117,11 @@ int ggprof_windows_store(sqlite3 *db, const ggprof_window *w, int n) {
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+const char *ggprof_fused_label(char *buf, size_t len, const char *extra, const char *op, const char *fused_op) {
+    if (extra && *extra) return extra;
+    if (!op || !fused_op) return NULL;
+    snprintf(buf, len, "%s+%s", op, fused_op);
+    return buf;
 }

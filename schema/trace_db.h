@@ -39,4 +39,11 @@ int ggprof_db_create_schema(sqlite3 *db, char **err);
  * naming what was found and what is accepted. */
 int ggprof_db_check(sqlite3 *db, const char *path, char *why, size_t why_len);
 
+/* The label of a record's op, one rule for every view: its own extra label (a device group's, RMS_NORM+MUL),
+ * else a fused CPU pair's "OP+OP", else NULL. As SQL over an events row E, its node N and its fused node F (the
+ * records view, top-kernels), and as C (the analyzer's passes that read the nodes themselves). */
+#define GGPROF_SQL_FUSED_LABEL(E, N, F)                                                                        \
+    "COALESCE(" E ".extra, CASE WHEN " E ".type = 0 AND " E ".fused_node_id > 0 THEN " N ".op || '+' || " F ".op END)"
+const char *ggprof_fused_label(char *buf, size_t len, const char *extra, const char *op, const char *fused_op);
+
 #endif

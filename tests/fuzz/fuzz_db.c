@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "analyzer_commands.h"
 #include "cli.h"
 #include "json_v3.h"
 #include "trace.h"

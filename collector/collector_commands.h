@@ -1,0 +1,13 @@
+/* The collector's commands, for the command table (ggprof.c): each lives in its cmd_<name>.c with its usage text. */
+#ifndef GGPROF_COLLECTOR_COMMANDS_H
+#define GGPROF_COLLECTOR_COMMANDS_H
+
+int ggprof_cmd_record(int argc, char **argv);
+int ggprof_cmd_collect(int argc, char **argv);
+int ggprof_cmd_merge(int argc, char **argv);
+
+extern const char ggprof_usage_record[];
+extern const char ggprof_usage_collect[];
+extern const char ggprof_usage_merge[];
+
+#endif
