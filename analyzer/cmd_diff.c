@@ -13,6 +13,7 @@
 #include "trace.h"
 #include "layers.h"
 #include "hash.h"
+#include "v3_format.h"
 
 const char ggprof_usage_diff[] =
     "usage: ggprof diff A B [--fail-above PCT] [--min-impact PCT] [--match-backend name|any] [-n N]\n"
@@ -593,7 +594,7 @@ static void print_run_line(FILE *f, const char *label, const run_info *r) {
 
 static void print_run_json(FILE *f, const char *key, const run_info *r) {
     fprintf(f, "\"%s\": {\"trace\": ", key);
-    ggprof_out_json_string(f, r->path);
+    ggprof_json_put(f, r->path, 0);
     fprintf(f, ", \"graphs\": %lld, \"tokens\": %lld, \"op_ms\": %.3f, \"sync_ms\": %.3f, \"copy_ms\": %.3f},\n",
             (long long) r->graphs, (long long) r->tokens, r->ns[0] / 1e6, r->ns[2] / 1e6, r->ns[1] / 1e6);
 }

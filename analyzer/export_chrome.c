@@ -14,45 +14,6 @@
 
 /* ---------------------------------------------------------------- shared with export_html.c */
 
-/* '<', '>' and '&' are escaped too so that the same string can sit inside an HTML <script>; bytes that are
- * not UTF-8 become U+FFFD, since a tensor name is whatever bytes the program gave ggml. */
-void ggprof_export_put_str(FILE *f, const char *s) {
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    const unsigned char *p = (const unsigned char *) s;
-    putc_unlocked('"', f);
-    while (*p) {
-        unsigned c = *p;
-        if (c < 0x80) {
-            if (c == '"' || c == '\\') {
-                putc_unlocked('\\', f);
-                putc_unlocked((int) c, f);
-            } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-                fprintf(f, "\\u%04x", c);
-            } else {
-                putc_unlocked((int) c, f);
-            }
-            p++;
-            continue;
-        }
-        int n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
-        int ok = n > 0;
-        for (int i = 1; ok && i <= n; i++) ok = (p[i] & 0xc0) == 0x80;
-        if (ok && n == 2 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))) ok = 0; /* overlong, surrogate */
-        if (ok && n == 3 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))) ok = 0;
-        if (ok) {
-            fwrite_unlocked(p, 1, (size_t) n + 1, f);
-            p += n + 1;
-        } else {
-            fputs("\\ufffd", f);
-            p++;
-        }
-    }
-    putc_unlocked('"', f);
-}
-
 int ggprof_export_parse_ints(const char *s, int64_t *out, int max) {
     int n = 0;
     if (!s) return 0;
@@ -376,7 +337,7 @@ typedef struct {
 
 static void begin_x(out_t *o, const char *name, const char *cat, const track *k, uint64_t start, uint64_t dur) {
     put_raw(o->f, o->n_events++ ? ",\n{\"ph\":\"X\",\"name\":" : "\n{\"ph\":\"X\",\"name\":");
-    ggprof_export_put_str(o->f, name);
+    ggprof_json_put(o->f, name, GGPROF_JSON_HTML);
     put_raw(o->f, ",\"cat\":\"");
     put_raw(o->f, cat);
     put_raw(o->f, "\",\"pid\":");
@@ -398,7 +359,7 @@ static void arg_key(out_t *o, const char *key, int first) {
 
 static void arg_str(out_t *o, const char *key, const char *v, int first) {
     arg_key(o, key, first);
-    ggprof_export_put_str(o->f, v);
+    ggprof_json_put(o->f, v, GGPROF_JSON_HTML);
 }
 
 static void arg_int(out_t *o, const char *key, int64_t v) {
@@ -486,7 +447,8 @@ static void write_record(out_t *o, const track *k, const ggprof_layers *l, const
     fputs("],\"src_types\":[", o->f);
     for (int s = 0; s < n_src; s++) {
         if (s) putc(',', o->f);
-        ggprof_export_put_str(o->f, type_src[s] < 0 ? "" : type_str(nm, r->pid, type_src[s], b2, sizeof(b2)));
+        ggprof_json_put(o->f, type_src[s] < 0 ? "" : type_str(nm, r->pid, type_src[s], b2, sizeof(b2)),
+                        GGPROF_JSON_HTML);
     }
     fputs("]", o->f);
     arg_int(o, "bytes", r->bytes);
@@ -626,7 +588,7 @@ static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const 
             const char *base = path && strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
             snprintf(buf, sizeof(buf), "%s", base && base[0] ? base : "process");
             fprintf(o->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":", k->pid);
-            ggprof_export_put_str(o->f, buf);
+            ggprof_json_put(o->f, buf, GGPROF_JSON_HTML);
             fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%" PRId64
                           ",\"tid\":0,\"args\":{\"sort_index\":%zu}}",
                     k->pid, i);
@@ -645,7 +607,7 @@ static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const 
         if (k->sub) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (overlap %d)", k->sub + 1);
         fprintf(o->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":",
                 k->pid, k->tid);
-        ggprof_export_put_str(o->f, buf);
+        ggprof_json_put(o->f, buf, GGPROF_JSON_HTML);
         /* Rows of a kind together, a backend's overlap rows right under it. */
         fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
                       ",\"args\":{\"sort_index\":%" PRId64 "}}",

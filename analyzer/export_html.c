@@ -12,6 +12,7 @@
 #include "trace.h"
 #include "wire.h"
 #include "hash.h"
+#include "v3_format.h"
 
 /* Made by the Makefile from viewer/ (see VIEWER_SRC): each NUL-terminated. */
 extern const unsigned char ggprof_viewer_viewer_html[];
@@ -216,7 +217,7 @@ static void sb_str(sbuf *b, const char *s) {
         b->oom = 1;
         return;
     }
-    ggprof_export_put_str(f, s);
+    ggprof_json_put(f, s, GGPROF_JSON_HTML);
     if (fclose(f) != 0) b->oom = 1;
     else sb_put(b, mem, len);
     free(mem);
@@ -532,10 +533,10 @@ static void put_table(FILE *f, const char *key, const intern *t, int split_type)
         if (split_type) { /* "0:MUL_MAT" -> ["MUL_MAT",0] */
             const char *colon = strchr(t->keys[i], ':');
             putc('[', f);
-            ggprof_export_put_str(f, colon ? colon + 1 : t->keys[i]);
+            ggprof_json_put(f, colon ? colon + 1 : t->keys[i], GGPROF_JSON_HTML);
             fprintf(f, ",%d]", atoi(t->keys[i]));
         } else {
-            ggprof_export_put_str(f, t->keys[i]);
+            ggprof_json_put(f, t->keys[i], GGPROF_JSON_HTML);
         }
     }
     putc(']', f);
@@ -549,7 +550,7 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
         snprintf(title, sizeof(title), "%s", (const char *) sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     fputs("{\"format\":\"ggprof-viewer\",\"version\":1,\"title\":", f);
-    ggprof_export_put_str(f, title);
+    ggprof_json_put(f, title, GGPROF_JSON_HTML);
     fprintf(f,
             ",\n\"t0_ns\":\"%" PRIu64 "\",\"span_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"n_records\":%" PRId64
             ",\"n_shown\":%" PRId64 ",\"stride\":%" PRId64,
@@ -562,9 +563,9 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
         for (int n = 0; sqlite3_step(st) == SQLITE_ROW; n++) {
             fprintf(f, "%s[%" PRId64 ",%" PRId64 ",", n ? "," : "", (int64_t) sqlite3_column_int64(st, 0) - (int64_t) m->t0,
                     (int64_t) sqlite3_column_int64(st, 1) - (int64_t) m->t0);
-            ggprof_export_put_str(f, (const char *) sqlite3_column_text(st, 2));
+            ggprof_json_put(f, (const char *) sqlite3_column_text(st, 2), GGPROF_JSON_HTML);
             putc(',', f);
-            ggprof_export_put_str(f, (const char *) sqlite3_column_text(st, 3));
+            ggprof_json_put(f, (const char *) sqlite3_column_text(st, 3), GGPROF_JSON_HTML);
             putc(']', f);
         }
     }

@@ -11,6 +11,7 @@
 
 #include "export.h"
 #include "hash.h"
+#include "v3_format.h"
 
 /* ---------------------------------------------------------------- clocks and ids */
 
@@ -80,7 +81,7 @@ static void put_hex(FILE *f, uint64_t v) { fprintf(f, "\"%016" PRIx64 "\"", v); 
 
 static void attr_str(FILE *f, int *first, const char *key, const char *v) {
     fprintf(f, "%s{\"key\":\"%s\",\"value\":{\"stringValue\":", *first ? "" : ",", key);
-    ggprof_export_put_str(f, v ? v : "");
+    ggprof_json_put(f, v ? v : "", GGPROF_JSON_HTML);
     fputs("}}", f);
     *first = 0;
 }
@@ -140,7 +141,7 @@ static void span_begin(out_t *o, uint64_t trace_hi, uint64_t trace_lo, uint64_t 
         put_hex(o->f, parent);
     }
     fputs(",\"name\":", o->f);
-    ggprof_export_put_str(o->f, name);
+    ggprof_json_put(o->f, name, GGPROF_JSON_HTML);
     /* kind 1: SPAN_KIND_INTERNAL; times: fixed64, decimal strings */
     fprintf(o->f, ",\"kind\":1,\"startTimeUnixNano\":\"%" PRIu64 "\",\"endTimeUnixNano\":\"%" PRIu64 "\",\"attributes\":[",
             (uint64_t) (start_ns + o->offset), (uint64_t) (start_ns + duration_ns + o->offset));

@@ -89,26 +89,6 @@ static const char *table_text(const ggprof_col *col, const ggprof_cell *c, char 
     return ggprof_text_safe(c->s, buf, len);
 }
 
-void ggprof_out_json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default:
-            if (*p < 0x20 || *p == 0x7f) {
-                fprintf(out, "\\u%04x", *p);
-            } else {
-                fputc(*p, out);
-            }
-        }
-    }
-    fputc('"', out);
-}
-
 static void csv_field(FILE *out, const char *s) {
     if (!strpbrk(s, ",\"\r\n")) {
         fputs(s, out);
@@ -147,10 +127,10 @@ static void write_json(const ggprof_table *t, FILE *out) {
         for (size_t c = 0; c < t->n_cols; c++) {
             const ggprof_cell *cell = &t->cells[r * t->n_cols + c];
             if (c) fputs(", ", out);
-            ggprof_out_json_string(out, t->cols[c].key);
+            ggprof_json_put(out, t->cols[c].key, 0);
             fputs(": ", out);
             if (cell->kind == 1) {
-                ggprof_out_json_string(out, cell->s);
+                ggprof_json_put(out, cell->s, 0);
             } else if (is_numeric(cell)) {
                 fputs(cell_text(&t->cols[c], cell, buf, sizeof(buf)), out);
             } else {

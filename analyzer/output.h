@@ -45,11 +45,9 @@ void ggprof_table_real(ggprof_table *t, double v);
 void ggprof_table_null(ggprof_table *t);
 size_t ggprof_table_rows(const ggprof_table *t);
 /* Writes the table in format f; width bounds the text table's lines (80 for a terminal). JSON is an array of
- * objects, one per row, every string escaped. Returns 0, or -1 when out of memory or out fails. */
+ * objects, one per row, every string escaped (ggprof_json_put, schema/v3_format.h). Returns 0, or -1 when out of
+ * memory or out fails. */
 int  ggprof_table_write(const ggprof_table *t, ggprof_format f, FILE *out, int width);
 void ggprof_table_free(ggprof_table *t);
-
-/* Writes s as a JSON string (quoted, escaped); also used by commands that write JSON of their own. */
-void ggprof_out_json_string(FILE *out, const char *s);
 
 #endif

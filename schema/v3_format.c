@@ -7,22 +7,119 @@
 
 static size_t clamp(size_t p, size_t len) { return p < len ? p : len; }
 
-size_t ggprof_json_string(char *buf, size_t len, const char *s) {
-    if (!s) return clamp((size_t) snprintf(buf, len, "null"), len);
-    size_t p = 0;
-    if (p + 1 < len) buf[p++] = '"';
-    for (const unsigned char *c = (const unsigned char *) s; *c && p + 8 < len; c++) {
-        if (*c == '"' || *c == '\\') {
-            buf[p++] = '\\';
-            buf[p++] = (char) *c;
-        } else if (*c < 0x20) {
-            p += (size_t) snprintf(buf + p, len - p, "\\u%04x", *c);
-        } else {
-            buf[p++] = (char) *c;
+/* ---------------------------------------------------------------- JSON strings: the one escaper */
+
+/* What each byte is in a JSON string: 0 written as it is (the hot loop runs over these), or one of these. */
+enum { J_PLAIN, J_END, J_BACKSLASH, J_CONTROL, J_HTML, J_HIGH };
+#define J8(k) k, k, k, k, k, k, k, k
+static const unsigned char k_json_class[256] = {
+    J_END, J_CONTROL, J_CONTROL, J_CONTROL, J_CONTROL, J_CONTROL, J_CONTROL, J_CONTROL, /* 0x00: NUL ends it */
+    J8(J_CONTROL), J8(J_CONTROL), J8(J_CONTROL),                                        /* 0x08-0x1f */
+    0, 0, J_BACKSLASH, 0, 0, 0, J_HTML, 0, J8(0),                                       /* 0x20: '"' '&' */
+    J8(0), 0, 0, 0, 0, J_HTML, 0, J_HTML, 0,                                            /* 0x30: '<' '>' */
+    J8(0), J8(0), J8(0), 0, 0, 0, 0, J_BACKSLASH, 0, 0, 0,                              /* 0x40: '\\' */
+    J8(0), J8(0), J8(0), J8(0),                                                         /* 0x60-0x7f */
+    J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH),
+    J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH),
+};
+#undef J8
+/* The control characters JSON writes in two bytes (as JSON.stringify and Python's json do), by code. */
+static const char k_json_short[32] = { ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r' };
+
+/* The length of the valid UTF-8 sequence at p (its first byte >= 0x80), or 0: a stray continuation byte, a lead
+ * byte of an overlong form (0xc0, 0xc1, 0xe0 0x80-0x9f, 0xf0 0x80-0x8f), of a surrogate (0xed 0xa0-0xbf), of a
+ * code point above U+10FFFF (0xf4 0x90-, 0xf5-0xff), or a sequence cut short (by NUL: the string's end). */
+static inline size_t utf8_len(const unsigned char *p) {
+    unsigned c = p[0];
+    size_t   n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)) return 0;
+    if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)) return 0;
+    return n;
+}
+
+size_t ggprof_json_escape(char *out, size_t cap, const char *s, size_t *used, unsigned flags) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *) s;
+    size_t o = 0;
+    for (;;) {
+        const unsigned char *run = p;
+        while (k_json_class[*p] == J_PLAIN) p++;
+        size_t n = (size_t) (p - run);
+        if (n > cap - o) {
+            memcpy(out + o, run, cap - o);
+            p = run + (cap - o);
+            o = cap;
+            break;
         }
+        memcpy(out + o, run, n);
+        o += n;
+        unsigned c = *p, k = k_json_class[c];
+        if (k == J_END) break;
+        char   e[6];
+        size_t m = 2;
+        if (k == J_HIGH) {
+            size_t u = utf8_len(p);
+            if (u) {
+                if (u > cap - o) break;
+                memcpy(out + o, p, u);
+                o += u;
+                p += u;
+                continue;
+            }
+            memcpy(e, "\\ufffd", 6);
+            m = 6;
+        } else if (k == J_BACKSLASH) {
+            e[0] = '\\', e[1] = (char) c;
+        } else if (k == J_HTML && !(flags & GGPROF_JSON_HTML)) {
+            e[0] = (char) c, m = 1;
+        } else if (c < 0x20 && k_json_short[c]) {
+            e[0] = '\\', e[1] = k_json_short[c];
+        } else {
+            memcpy(e, "\\u00", 4);
+            e[4] = hex[c >> 4], e[5] = hex[c & 15], m = 6;
+        }
+        if (m > cap - o) break;
+        memcpy(out + o, e, m);
+        o += m;
+        p++;
     }
-    if (p + 1 < len) buf[p++] = '"';
-    if (p < len) buf[p] = '\0';
+    *used = (size_t) (p - (const unsigned char *) s);
+    return o;
+}
+
+void ggprof_json_put(FILE *f, const char *s, unsigned flags) {
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    char buf[1024];
+    putc_unlocked('"', f);
+    for (;;) {
+        size_t used, n = ggprof_json_escape(buf, sizeof(buf), s, &used, flags);
+        fwrite_unlocked(buf, 1, n, f);
+        s += used;
+        if (!*s) break;
+    }
+    putc_unlocked('"', f);
+}
+
+size_t ggprof_json_string(char *buf, size_t len, const char *s) {
+    if (!s) {
+        if (len <= 4) return clamp((size_t) snprintf(buf, len, "null"), len);
+        memcpy(buf, "null", 5);
+        return 4;
+    }
+    if (len < 3) {
+        if (len) buf[0] = '\0';
+        return 0;
+    }
+    size_t used, p = 1;
+    buf[0] = '"';
+    p += ggprof_json_escape(buf + 1, len - 3, s, &used, 0);
+    buf[p++] = '"';
+    buf[p]   = '\0';
     return p;
 }
 

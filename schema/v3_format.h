@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The seed's fields; arrays are JSON text ("[1, 2, 3, 4]"), strings may be NULL (written as null). */
 typedef struct {
@@ -29,7 +30,21 @@ size_t ggprof_v3_record_node(char *buf, size_t len, const ggprof_v3_fields *f);
 /* ggprof's keys after the seed's, and the closing brace: `, "graph_id": N|null, ... "wait_ns": N}`. */
 size_t ggprof_v3_record_ggprof_keys(char *buf, size_t len, int has_graph, int64_t graph_id, int node_index, int pid,
                                     int tid, int sched_id, int timing, int64_t wait_ns);
-/* A JSON string (escaped) or null. Returns the length written. */
+/* JSON strings: the one escaper every JSON writer of ggprof uses (the version-3 JSON, the exports, the HTML's data,
+ * every --format json). '"' and '\\' are escaped, control characters too (\n \t \r \b \f, else \u00XX); valid
+ * UTF-8 passes through as it is, and each byte that is not part of a valid UTF-8 sequence (a stray continuation
+ * byte, an overlong form, a surrogate, a code point above U+10FFFF, a sequence cut short) becomes \ufffd: a tensor
+ * name is whatever bytes the program gave ggml, which cuts names at 63 bytes, through a character or not, so the
+ * output is valid UTF-8 JSON whatever the input. With GGPROF_JSON_HTML, '<', '>' and '&' are escaped too
+ * (\u003c, \u003e, \u0026), so that the string can sit inside an HTML <script>. */
+#define GGPROF_JSON_HTML 1u
+/* The escaped inside of the NUL-terminated s (no quotes, no terminator) into out[0..cap), whole escapes and whole
+ * characters only: the bytes written; *used: the bytes of s consumed (s[*used] is NUL once all of it was). */
+size_t ggprof_json_escape(char *out, size_t cap, const char *s, size_t *used, unsigned flags);
+/* s as a JSON string on f, or null for NULL. */
+void ggprof_json_put(FILE *f, const char *s, unsigned flags);
+/* s as a JSON string (without GGPROF_JSON_HTML), or null, NUL-terminated in buf: the length written. What does
+ * not fit is cut at a character's boundary, and the string is still closed. */
 size_t ggprof_json_string(char *buf, size_t len, const char *s);
 /* A name as text for a terminal or a text report: s itself when it holds no control character, else a copy in
  * buf with each one written out ("\n", "\t", "\r", "\x1b"...), so that a name from a trace can neither break

@@ -1,6 +1,7 @@
 # Tensor names are data from a program we did not write: every output that carries them keeps them as data (escaped
 # in HTML, JSON and CSV), never as markup or structure. (The roofline SVG and the text report name ops, not tensors.) The program names a MUL_MAT '</script><img ...>' and a SCALE with a
-# quote, an apostrophe, a comma, a backslash, a newline, a tab and '&amp'.
+# quote, an apostrophe, a comma, a backslash, a newline, a tab and '&amp'; two more SCALEs have names that are not
+# UTF-8 (two stray bytes; 63 bytes ending in a character ggml cut), which every JSON output writes as U+FFFD.
 . "$(dirname "$0")/../lib.sh"
 
 build_ggml_program hostile_names
@@ -75,4 +76,59 @@ for f in csv json; do
     "$GGPROF" top-ops "$e" --format "$f" > "$OUT/evil-top.$f"
     expect "top-ops --format $f: the name kept as data (escaped, not written out)" \
         "$(grep -c 'x1b\[31mRED\\nnl' "$OUT/evil-top.$f"):$(grep -c 'x&amp;' "$OUT/evil-top.$f" | awk '{ print ($1 > 0) }')" "0:1"
+done
+
+# Names that are not UTF-8: "bad\xff\xfe-3", and a 63-byte name that ggml cut inside a euro sign (its last two bytes
+# are the sign's first two). Every JSON output is strict UTF-8 JSON (each byte that is not part of a character
+# written as U+FFFD, the rest of the name kept): record's .json.gz, export --json, --chrome, --otlp (each line), the
+# HTML's data, and --format json of the commands.
+expect "the names reached the trace as ggml kept them" "$(q "$db" "SELECT count(DISTINCT tensor_name) FROM records
+    WHERE tensor_name IN (CAST(X'626164fffe2d33' AS TEXT),
+    'blk.5.a_name_of_64_bytes_that_ggml_cuts_inside_its_euro_sign_' || CAST(X'e282' AS TEXT))")" 2
+"$GGPROF" export "$db" --json "$OUT/u.json" --chrome "$OUT/u.chrome.json" --otlp "$OUT/u.otlp.jsonl" \
+    --html "$OUT/u.html" > /dev/null 2>&1
+expect "export --json, --chrome, --otlp, --html written" "$?" 0
+jsons=("${db%.db}.json.gz" u.json u.chrome.json u.otlp.jsonl u.html)
+for c in top-ops top-kernels inefficiency; do
+    "$GGPROF" "$c" "$db" -n 0 --format json > "$OUT/u.$c.json"
+    expect "$c --format json exits 0" "$?" 0
+    jsons+=("u.$c.json")
+done
+for by in layer "layer --ops" block "block --ops" phase graph request; do
+    f="u.rollup-${by// /}.json"
+    "$GGPROF" rollup "$db" --by $by --format json > "$OUT/$f"
+    expect "rollup --by $by --format json exits 0" "$?" 0
+    jsons+=("$f")
+done
+"$GGPROF" diff "$db" "$db" --format json > "$OUT/u.diff.json"
+expect "diff --format json exits 0" "$?" 0
+jsons+=(u.diff.json)
+# strict_json FILE: "ok N", N the number of the two names found (as U+FFFD where a byte was not UTF-8), else why.
+strict_json() {
+    python3 - "$1" <<'PY' 2>&1 | tail -n 1
+import gzip, json, re, sys
+f = sys.argv[1]
+raw = gzip.open(f).read() if f.endswith(".gz") else open(f, "rb").read()
+text = raw.decode("utf-8")  # strict: a byte that is not UTF-8 raises
+if f.endswith(".html"):
+    m = re.search(r'<script id="ggprof-data" type="application/json">(.*?)</script>', text, re.S)
+    docs = [json.loads(m.group(1))]
+elif f.endswith(".jsonl"):
+    docs = [json.loads(l) for l in text.split("\n") if l.strip()]
+else:
+    docs = [json.loads(text)]
+s = json.dumps(docs, ensure_ascii=False)
+s.encode("utf-8")  # strict again: no lone surrogate came from a \u escape
+names = ["bad\ufffd\ufffd-3", "blk.5.a_name_of_64_bytes_that_ggml_cuts_inside_its_euro_sign_\ufffd\ufffd"]
+found = sum(json.dumps(n, ensure_ascii=False)[1:-1] in s for n in names)
+print("ok", found)
+PY
+}
+for f in "${jsons[@]}"; do
+    case $f in /*) path=$f ;; *) path=$OUT/$f ;; esac
+    r=$(strict_json "$path")
+    expect "$(basename "$f"): strict UTF-8 JSON" "${r%% *}" ok
+    case $f in *.json.gz | u.json | u.chrome.json | u.html | u.top-kernels.json)
+        expect "$(basename "$f"): both names, each byte that is not UTF-8 as U+FFFD" "$r" "ok 2" ;;
+    esac
 done
