@@ -1,5 +1,6 @@
 # ggprof: `make` builds build/bin/ggprof and build/lib/libggprof.so; `make test` runs every test;
-# `make demo` goes from a fresh machine to a printed report of a profiled llama-completion run.
+# `make demo` goes from a fresh machine to a printed report of a profiled llama-completion run;
+# `make install [PREFIX=/usr/local] [DESTDIR=...]` installs what `make` built (below).
 
 .DEFAULT_GOAL := all
 CC      ?= cc
@@ -67,8 +68,29 @@ $(BUILD)/obj/gen/viewer_embed.o: $(VIEWER_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) -c $< -o $@
 
-.PHONY: all test unit demo clean
+.PHONY: all test unit demo clean install uninstall
 all: $(LIB) $(BIN)
+
+# ggprof's version, set here only: the release number, and what git says of the checkout it is built from (the
+# nearest tag and commit, -dirty for uncommitted changes to tracked files; empty outside a git checkout).
+# `ggprof --version` prints both (collector/ggprof.c), with the ring's and the trace database's versions from
+# schema/. git is asked without taking the index lock (others' git commands go on); the stamp changes only when
+# the version does, and never to an empty description (a `sudo make install` whose git refuses the checkout
+# keeps what `make` found), so ggprof is recompiled only then, with what the stamp says.
+GGPROF_VERSION := 0.1.0
+GGPROF_GIT     := $(if $(wildcard .git),$(shell d=$$(git describe --tags --always 2>/dev/null) && [ -n "$$d" ] && \
+                    { git --no-optional-locks status --porcelain -uno 2>/dev/null | grep -q . && d=$$d-dirty; echo $$d; }))
+VERSION_STAMP  := $(BUILD)/gen/version.txt
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@v='$(GGPROF_VERSION) $(GGPROF_GIT)'; old=$$(cat $@ 2>/dev/null); if [ "$$old" != "$$v" ] && \
+	    { [ -n '$(GGPROF_GIT)' ] || [ "$${old%% *}" != '$(GGPROF_VERSION)' ]; }; then echo "$$v" > $@; fi
+$(BUILD)/obj/bin/collector/ggprof.o: collector/ggprof.c $(VERSION_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -MMD -MP $(INC_collector) -DGGPROF_VERSION='"$(GGPROF_VERSION)"' \
+	    -DGGPROF_GIT="\"$$(sed 's/^[^ ]* *//' $(VERSION_STAMP))\"" -c $< -o $@
+.PHONY: FORCE
+FORCE:
 
 # The engine is injected into programs we did not build: hidden visibility keeps everything but the wrappers
 # and the public API out of their symbol namespace, and it never links ggml (a program whose loader cannot
@@ -98,6 +120,7 @@ NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CUPTI_LIB := $(BUILD)/lib/libggprof-cupti.so
 ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
 all: $(CUPTI_LIB)
+PLUGINS += $(CUPTI_LIB)
 endif
 $(BUILD)/obj/cupti/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -120,6 +143,7 @@ VK_LAYER_LIB  := $(BUILD)/lib/libggprof-vulkan.so
 VK_LAYER_JSON := $(BUILD)/lib/vulkan/ggprof_layer.json
 ifneq ($(wildcard /usr/include/vulkan/vk_layer.h),)
 all: $(VK_LAYER_LIB) $(VK_LAYER_JSON)
+PLUGINS += $(VK_LAYER_LIB)
 endif
 # A plugin library links nothing of libggprof.so: it compiles against schema/ alone.
 $(BUILD)/obj/plugin/%.o: %.c
@@ -182,6 +206,27 @@ fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db
 san-rt:
 	@echo $(SAN_RT)
 .PHONY: san-rt
+
+# `make install`: $(BUILD)'s bin/ and lib/ copied as they are into $(PREFIX)/lib/ggprof/, and $(PREFIX)/bin/ggprof a
+# relative link to lib/ggprof/bin/ggprof. Every path between ggprof's files is one relative rule, the same in
+# the build folder and installed: ggprof finds ../lib/libggprof.so from its own file (/proc/self/exe, the link
+# resolved; collector/cmd_record.c), libggprof.so finds ../bin/ggprof for GGML_PROFILE (engine/profile.c) and
+# its plugins beside it, the Vulkan layer's manifest in vulkan/ (kernels/), and the manifest names
+# ../libggprof-vulkan.so. Nothing but the link goes into PREFIX's shared folders (no plugin in PREFIX/lib for
+# ldconfig to list); `make uninstall` removes both. GGPROF_LIB still overrides where record finds libggprof.so.
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+INSTALL     ?= install
+GGPROF_HOME  = $(DESTDIR)$(PREFIX)/lib/ggprof
+install: all
+	$(INSTALL) -d $(GGPROF_HOME)/bin $(GGPROF_HOME)/lib $(DESTDIR)$(PREFIX)/bin
+	$(INSTALL) -m 755 $(BIN) $(GGPROF_HOME)/bin/ggprof
+	$(INSTALL) -m 755 $(LIB) $(PLUGINS) $(GGPROF_HOME)/lib/
+	$(if $(filter $(VK_LAYER_LIB),$(PLUGINS)),$(INSTALL) -D -m 644 $(VK_LAYER_JSON) $(GGPROF_HOME)/lib/vulkan/ggprof_layer.json)
+	ln -sfn ../lib/ggprof/bin/ggprof $(DESTDIR)$(PREFIX)/bin/ggprof
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/ggprof
+	rm -rf $(GGPROF_HOME)
 
 # The two commands of the README: each installs what it needs first (tests/deps.sh, tests/fixture.sh).
 test:

@@ -5,6 +5,37 @@
 #include "cli.h"
 #include "analyzer_commands.h"
 #include "collector_commands.h"
+#include "device_api.h"
+#include "ring.h"
+#include "trace_db.h"
+
+/* ggprof's version is set in one place, the Makefile: GGPROF_VERSION, the release number, and GGPROF_GIT, what
+ * git says of the checkout it was built from (`git describe --tags --always`, and -dirty for uncommitted changes;
+ * empty outside one). */
+#ifndef GGPROF_VERSION
+#define GGPROF_VERSION "unknown"
+#endif
+#ifndef GGPROF_GIT
+#define GGPROF_GIT ""
+#endif
+
+static const char k_usage_version[] =
+    "usage: ggprof version   (or ggprof --version)\n\n"
+    "Prints ggprof's version (the release, and the git checkout it was built from when it was built from one),\n"
+    "then the versions of what its parts must agree on: the ring and its messages between libggprof.so and the\n"
+    "collector (libggprof.so attaches only to a ring of its own version), the trace database it writes\n"
+    "and the oldest one it reads, and the API libggprof.so lends its device plugins.\n";
+
+static int cmd_version(int argc, char **argv) {
+    (void) argv;
+    if (argc > 1) return ggprof_fail(GGPROF_EXIT_USAGE, "takes no arguments; see 'ggprof version --help'");
+    printf("ggprof %s%s%s%s\n", GGPROF_VERSION, *GGPROF_GIT ? " (git " : "", GGPROF_GIT, *GGPROF_GIT ? ")" : "");
+    printf("ring and wire messages: version %d\n", GGPROF_RING_VERSION);
+    printf("trace database: version %d (reads %d to %d)\n", GGPROF_DB_VERSION, GGPROF_DB_VERSION_MIN,
+           GGPROF_DB_VERSION);
+    printf("device plugin API: version %d\n", GGPROF_DEVICE_API_VERSION);
+    return ggprof_close_output(stdout, "stdout") == 0 ? GGPROF_EXIT_OK : GGPROF_EXIT_INTERNAL;
+}
 
 static const ggprof_cmd k_cmds[] = {
     { "record", ggprof_cmd_record, "run a command with the engine injected and store its trace", ggprof_usage_record },
@@ -23,6 +54,8 @@ static const ggprof_cmd k_cmds[] = {
     { "diff", ggprof_cmd_diff, "compare two traces op by op, beyond noise; gate CI with --fail-above", ggprof_usage_diff },
     { "replay", ggprof_cmd_replay, "run the trace's op cases alone in test-backend-ops, beside their in-situ time",
       ggprof_usage_replay },
+    { "version", cmd_version, "ggprof's version, and its ring's and trace database's (also: --version)",
+      k_usage_version },
 };
 #define N_CMDS (sizeof(k_cmds) / sizeof(k_cmds[0]))
 
@@ -38,7 +71,8 @@ static void usage(FILE *out) {
                  "Profiles unmodified ggml programs (llama.cpp, whisper.cpp, node-llama-cpp...) from outside.\n\n"
                  "commands:\n");
     for (size_t i = 0; i < N_CMDS; i++) fprintf(out, "  %-14s %s\n", k_cmds[i].name, k_cmds[i].summary);
-    fprintf(out, "\n'ggprof help COMMAND' or 'ggprof COMMAND --help' shows a command's options.\n");
+    fprintf(out, "\n'ggprof help COMMAND' or 'ggprof COMMAND --help' shows a command's options;\n"
+                 "'ggprof --version' prints the versions.\n");
 }
 
 int main(int argc, char **argv) {
@@ -56,7 +90,7 @@ int main(int argc, char **argv) {
         fputs(c->usage, stdout);
         return GGPROF_EXIT_OK;
     }
-    const ggprof_cmd *c = find(argv[1]);
+    const ggprof_cmd *c = find(strcmp(argv[1], "--version") == 0 ? "version" : argv[1]);
     if (!c) {
         fprintf(stderr, "ggprof: unknown command '%s'; commands are:", argv[1]);
         for (size_t i = 0; i < N_CMDS; i++) fprintf(stderr, " %s", k_cmds[i].name);

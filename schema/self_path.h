@@ -5,18 +5,22 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The folder of the object that holds addr (a function of the caller's own), resolved to an absolute path: its
- * loader path when that is one (a library's always is), else /proc/self/exe (a program started through PATH).
- * 0, or -1 when neither can be read. */
+/* The folder of the object that holds addr (a function of the caller's own), resolved to an absolute path (links
+ * followed: an installed ggprof is PREFIX/bin/ggprof -> ../lib/ggprof/bin/ggprof): a library's loader path, or
+ * for the program itself /proc/self/exe (the loader has no path for it; dladdr would give argv[0], which a
+ * wrapper or `exec -a` sets to anything). 0, or -1 when neither can be read. */
 static inline int ggprof_self_dir(const void *addr, char *out, size_t len) {
-    Dl_info info;
-    char    path[PATH_MAX];
-    if (!dladdr(addr, &info) || !info.dli_fname || !strchr(info.dli_fname, '/') || !realpath(info.dli_fname, path)) {
+    Dl_info          info;
+    struct link_map *map = NULL;
+    char             path[PATH_MAX];
+    if (!dladdr1(addr, &info, (void **) &map, RTLD_DL_LINKMAP) || !map || !map->l_name || !strchr(map->l_name, '/') ||
+        !realpath(map->l_name, path)) {
         ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
         if (n < 0) return -1;
         path[n] = '\0';

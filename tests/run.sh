@@ -2,6 +2,9 @@
 # Runs every test: the unit binaries, then the end-to-end scripts against the fixture (tests/fixture.sh).
 # usage: tests/run.sh [PATTERN...]   (only tests whose name contains one of the PATTERNs)
 # Each test prints TAP-style "ok - NAME" / "not ok - NAME: why" lines; the last line is "N passed, N failed".
+# Run by hand (not by `make test`, which names the build in GGPROF_BUILD), it first brings build/ up to date
+# (make all unit). The fixture (10-25 minutes the first time) is built only when a selected test needs it: the
+# end-to-end scripts, the compatibility matrix and the sanitizer runs do; unit tests, layering and fuzz do not.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -27,6 +30,16 @@ rm -rf "$GGPROF_TEST_OUT"
 mkdir -p "$GGPROF_TEST_OUT"
 log="$GGPROF_TEST_OUT/results.txt"
 : > "$log"
+if [ -n "${GGPROF_GOLDEN_UPDATE:-}" ]; then
+    echo "# GGPROF_GOLDEN_UPDATE is not read: the goldens are rewritten with GGPROF_UPDATE_GOLDEN=1 (tests/README.md)"
+fi
+if [ -z "${GGPROF_BUILD:-}" ]; then
+    echo "# make all unit"
+    if ! make --no-print-directory all unit > "$GGPROF_TEST_OUT/make.log" 2>&1; then
+        echo "not ok - build: make all unit failed ($GGPROF_TEST_OUT/make.log)" | tee -a "$log"
+        tail -n 20 "$GGPROF_TEST_OUT/make.log" | sed 's/^/#   /'
+    fi
+fi
 
 run() { # NAME CMD...: runs one test program, keeps its ok/not ok lines
     local name=$1 out="$GGPROF_TEST_OUT/$1.out" err="$GGPROF_TEST_OUT/$1.stderr"
@@ -53,18 +66,29 @@ wanted layering && run layering bash tests/layering.sh
 # The fuzz targets, briefly (tests/fuzz/).
 wanted fuzz && run fuzz bash tests/fuzz/fuzz.sh
 
-if ! fixture_env=$(bash tests/fixture.sh); then
+# The tests that run on the fixture: the end-to-end scripts, the compatibility matrix, the sanitizer runs.
+e2e=()
+for t in tests/e2e/*.sh; do
+    name=$(basename "$t" .sh)
+    wanted "$name" && e2e+=("$name")
+done
+want_matrix=0 want_san=0
+wanted compat-matrix && want_matrix=1
+[ -z "${GGPROF_SAN:-}" ] && wanted sanitizers && want_san=1
+
+if [ ${#e2e[@]} -eq 0 ] && [ $want_matrix = 0 ] && [ $want_san = 0 ]; then
+    : # nothing selected needs the fixture: do not build it
+elif ! fixture_env=$(bash tests/fixture.sh); then
     echo "not ok - fixture: tests/fixture.sh failed" | tee -a "$log"
 else
     while IFS='=' read -r k v; do [ -n "$k" ] && export "$k=$v"; done <<< "$fixture_env"
-    for t in tests/e2e/*.sh; do
-        name=$(basename "$t" .sh)
-        wanted "$name" && run "e2e-$name" bash "$t"
+    for name in ${e2e[@]+"${e2e[@]}"}; do
+        run "e2e-$name" bash "tests/e2e/$name.sh"
     done
     # Every real ggml build of the compatibility matrix (docs/compatibility.md).
-    wanted compat-matrix && run compat-matrix bash tests/compat/matrix.sh
+    [ $want_matrix = 1 ] && run compat-matrix bash tests/compat/matrix.sh
     # A part of the suite again on sanitized builds (tests/sanitizers.sh); not inside a sanitized run itself.
-    [ -z "${GGPROF_SAN:-}" ] && wanted sanitizers && run sanitizers bash tests/sanitizers.sh
+    [ $want_san = 1 ] && run sanitizers bash tests/sanitizers.sh
 fi
 
 . "$(dirname "$0")/tally.sh"

@@ -3,7 +3,7 @@
 # recordings of the same workload pass --fail-above 10, and one made slower on purpose (-t 1) is flagged,
 # MUL_MAT first. The machine is shared and noisy (a concurrent build made a decode 3-7x slower on 2 cores),
 # so each live comparison records a fresh pair up to 3 times and reports how many it took.
-# GGPROF_GOLDEN_UPDATE=1 rewrites the golden (review the diff before committing it).
+# GGPROF_UPDATE_GOLDEN=1 rewrites the golden (review the diff before committing it).
 . "$(dirname "$0")/../lib.sh"
 
 S="$GGPROF_ROOT/samples/traces"
@@ -13,7 +13,7 @@ sdiff() { (cd "$S" && "$GGPROF" diff "$@"); }
 # The golden: a slower run, its exit status and the line that says why.
 sdiff diff-a.json.gz diff-b.json.gz --fail-above 10 -n 12 > "$OUT/a-b.txt" 2> "$OUT/a-b.err"
 rc=$?
-[ -n "${GGPROF_GOLDEN_UPDATE:-}" ] && cp "$OUT/a-b.txt" "$G/diff-a-b.txt"
+[ "${GGPROF_UPDATE_GOLDEN:-0}" = 1 ] && cp "$OUT/a-b.txt" "$G/diff-a-b.txt"
 expect "sample: output matches tests/golden/diff-a-b.txt" \
     "$(diff -u "$G/diff-a-b.txt" "$OUT/a-b.txt" > "$OUT/a-b.diff" && echo same)" same
 expect "sample: -t 1 after -t 2 trips --fail-above 10 (exit 1)" "$rc" 1

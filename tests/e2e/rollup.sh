@@ -1,6 +1,6 @@
 # ggprof rollup and the roll-up views: goldens on the checked-in samples (samples/traces/rollup-*.json.gz),
 # invariants on them and on a fresh llama-completion recording, the layer and block rules, and bad input.
-# GGPROF_GOLDEN_UPDATE=1 rewrites the goldens (review the diff before committing it).
+# GGPROF_UPDATE_GOLDEN=1 rewrites the goldens (review the diff before committing it).
 . "$(dirname "$0")/../lib.sh"
 
 S="$GGPROF_ROOT/samples/traces"
@@ -21,7 +21,7 @@ rollups() { # SAMPLE
 }
 for s in dense moe; do
     rollups "rollup-$s.json.gz" > "$OUT/rollup-$s.txt" 2>&1
-    [ -n "${GGPROF_GOLDEN_UPDATE:-}" ] && cp "$OUT/rollup-$s.txt" "$G/rollup-$s.txt"
+    [ "${GGPROF_UPDATE_GOLDEN:-0}" = 1 ] && cp "$OUT/rollup-$s.txt" "$G/rollup-$s.txt"
     expect "$s: every roll-up matches tests/golden/rollup-$s.txt" \
         "$(diff -u "$G/rollup-$s.txt" "$OUT/rollup-$s.txt" > "$OUT/rollup-$s.diff" && echo same)" same
 done
