@@ -8,6 +8,7 @@
 
 #include "export.h"
 #include "layers.h"
+#include "roofline.h"
 #include "sort.h"
 #include "trace.h"
 #include "wire.h"
@@ -127,31 +128,19 @@ static void intern_free(intern *t) {
 
 /* ---------------------------------------------------------------- what the viewer is given */
 
-/* The layer of a tensor named as llama.cpp names them: "blk.3.attn_q.weight", or "Qcur-3", "attn_norm-3",
- * also "Kcur-3 (view)" (ggml appends " (view)", " (permuted)", ...). -1 when the name carries none. */
-static int layer_of(const char *name) {
-    if (!name) return -1;
-    const char *b = strstr(name, "blk.");
-    if (b && b[4] >= '0' && b[4] <= '9') {
-        char *end;
-        long v = strtol(b + 4, &end, 10);
-        if (*end == '.' && v < 100000) return (int) v;
-    }
-    const char *end = strstr(name, " (");
-    if (!end) end = name + strlen(name);
-    const char *d = end;
-    while (d > name && d[-1] >= '0' && d[-1] <= '9') d--;
-    if (d == end || d == name || d[-1] != '-' || end - d > 5) return -1;
-    return atoi(d);
-}
+/* What the page shows is computed here, by the code the other views use: a record's layer is layers.c's (what
+ * `rollup --by layer` groups), an op's bytes read and written are the roofline model's for its group
+ * (roofline.c, what `top-ops` divides by the time). The viewer only adds them up and draws them. */
 
 typedef struct {
     int64_t  lane, name, shape, count;
-    uint64_t total, min, max, bytes;
+    uint64_t total, min, max;
+    double   rw;         /* bytes read + written (the roofline model), summed */
+    int      rw_unknown; /* a record whose bytes the model does not know (or not an op): no bandwidth */
 } stat_row;
 
 typedef struct {
-    int64_t  layer, name;
+    int64_t  layer, name, count;
     uint64_t ns;
 } heat_cell;
 
@@ -162,8 +151,6 @@ typedef struct {
     sbuf      col[N_COLS];
     sbuf      lanes, sigs;
     intern    names, tensors, shapes, sig_keys, stat_keys, heat_keys;
-    int      *tensor_layer;
-    size_t    cap_tensor_layer;
     int64_t  *sig_shape; /* signature -> its sources' shapes, the stats' third level */
     size_t    cap_sig_shape;
     int64_t  *sig_bytes; /* signature -> bytes of its first record: an OP's bytes follow from its output */
@@ -187,7 +174,6 @@ static void model_free(model *m) {
     intern_free(&m->sig_keys);
     intern_free(&m->stat_keys);
     intern_free(&m->heat_keys);
-    free(m->tensor_layer);
     free(m->sig_shape);
     free(m->sig_bytes);
     free(m->stats);
@@ -340,13 +326,14 @@ static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
     return v;
 }
 
-/* The signature (op name and type, sources' shapes and types, output) is the record's row of the "sigs" table:
- * [name, shapes, types, output, bytes], so that a record needs only its signature's index. */
+/* The signature (op name and type, sources' shapes and types, output, the model's bytes) is the record's row of
+ * the "sigs" table: [name, shapes, types, output, bytes, bytes read + written (-1: unknown, or not an op)], so
+ * that a record needs only its signature's index. */
 static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *type_src, int64_t out_type, int type,
-                      long name, int64_t pid, const type_names *tn, int64_t bytes) {
+                      long name, int64_t pid, const type_names *tn, int64_t bytes, double rw) {
     char key[4096];
-    snprintf(key, sizeof(key), "%ld|%" PRId64 "|%s|%s|%s|%" PRId64, name, pid, ne_src ? ne_src : "", type_src ? type_src : "",
-             ne ? ne : "", out_type);
+    snprintf(key, sizeof(key), "%ld|%" PRId64 "|%s|%s|%s|%" PRId64 "|%.0f", name, pid, ne_src ? ne_src : "",
+             type_src ? type_src : "", ne ? ne : "", out_type, rw);
     int is_new;
     long i = intern_get(&m->sig_keys, key, &is_new);
     if (i < 0 || !is_new) return i;
@@ -384,12 +371,12 @@ static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *
     sb_str(&m->sigs, ty);
     sb_put(&m->sigs, ",", 1);
     sb_str(&m->sigs, o);
-    snprintf(num, sizeof(num), ",%" PRId64 "]", bytes);
+    snprintf(num, sizeof(num), ",%" PRId64 ",%.0f]", bytes, rw < 0 ? -1.0 : rw);
     sb_put(&m->sigs, num, strlen(num));
     return i;
 }
 
-static void add_stat(model *m, int64_t lane, int64_t name, int64_t shape, uint64_t dur, uint64_t bytes) {
+static void add_stat(model *m, int64_t lane, int64_t name, int64_t shape, uint64_t dur, double rw) {
     char key[64];
     snprintf(key, sizeof(key), "%" PRId64 ":%" PRId64 ":%" PRId64, lane, name, shape);
     int is_new;
@@ -399,11 +386,12 @@ static void add_stat(model *m, int64_t lane, int64_t name, int64_t shape, uint64
     if (m->oom) return;
     stat_row *s = &m->stats[i];
     if (is_new) {
-        *s = (stat_row){ lane, name, shape, 0, 0, dur, dur, 0 };
+        *s = (stat_row){ lane, name, shape, 0, 0, dur, dur, 0, 0 };
     }
     s->count++;
     s->total += dur;
-    s->bytes += bytes;
+    if (rw < 0) s->rw_unknown = 1;
+    else s->rw += rw;
     if (dur < s->min) s->min = dur;
     if (dur > s->max) s->max = dur;
 }
@@ -416,7 +404,8 @@ static void add_heat(model *m, int64_t layer, int64_t name, uint64_t dur) {
     if (i < 0) return;
     m->heat = grow(m->heat, &m->cap_heat, (size_t) i + 1, sizeof(*m->heat), &m->oom);
     if (m->oom) return;
-    if (is_new) m->heat[i] = (heat_cell){ layer, name, 0 };
+    if (is_new) m->heat[i] = (heat_cell){ layer, name, 0, 0 };
+    m->heat[i].count++;
     m->heat[i].ns += dur;
 }
 
@@ -429,8 +418,15 @@ static void finish_lane(model *m, const char *name, int64_t pid, int is_copy, in
     sb_put(&m->lanes, tail, strlen(tail));
 }
 
+/* Bytes one execution of record r reads and writes, as the roofline model costs its group (what top-ops counts);
+ * -1 when the model does not know them, and for what is not an OP record. */
+static double rw_of(const ggprof_rl_groups *g, const ggprof_lrec *r) {
+    const ggprof_rl_group *x = r && r->type == 0 ? ggprof_rl_group_of(g, r->seq) : NULL;
+    return x && x->cost.bytes_known ? x->cost.bytes_read + x->cost.bytes_written : -1;
+}
+
 /* Reads every record once: the sampled ones into columns, all of them into the stats and the heat map. */
-static int build(const ggprof_layers *l, model *m, const type_names *tn) {
+static int build(const ggprof_layers *l, const ggprof_rl_groups *g, model *m, const type_names *tn) {
     size_t n_rows;
     row *rows = rows_of(l, &n_rows);
     if (!rows) return -1;
@@ -481,22 +477,17 @@ static int build(const ggprof_layers *l, model *m, const type_names *tn) {
         snprintf(key, sizeof(key), "%d:%s", type, nm ? nm : "unknown");
         long name = intern_get(&m->names, key, NULL);
         const char *tensor = r ? ggprof_lrec_tensor(l, r) : NULL;
-        int is_new;
-        long tidx = intern_get(&m->tensors, tensor ? tensor : "", &is_new);
+        long tidx = intern_get(&m->tensors, tensor ? tensor : "", NULL);
         if (name < 0 || tidx < 0) break;
-        if (is_new) {
-            m->tensor_layer = grow(m->tensor_layer, &m->cap_tensor_layer, (size_t) tidx + 1, sizeof(int), &m->oom);
-            if (m->oom) break;
-            m->tensor_layer[tidx] = layer_of(tensor);
-        }
+        double rw = rw_of(g, r);
         int64_t sig = r ? sig_of(m, ggprof_lrec_ne(l, r), ggprof_lrec_ne_src(l, r), ggprof_lrec_type_src(l, r),
-                                 ggprof_lrec_out_type(l, r), type, name, pid, tn, (int64_t) bytes)
-                        : sig_of(m, "[0, 0, 0, 0]", "[]", "[]", -1, type, name, pid, tn, 0);
+                                 ggprof_lrec_out_type(l, r), type, name, pid, tn, (int64_t) bytes, rw)
+                        : sig_of(m, "[0, 0, 0, 0]", "[]", "[]", -1, type, name, pid, tn, 0, -1);
         if (sig < 0) break;
         m->total_ns += dur;
         if (start + dur > m->t_end) m->t_end = start + dur;
-        if (type == 0) add_heat(m, m->tensor_layer[tidx], name, dur);
-        add_stat(m, lane, name, m->sig_shape[sig], dur, bytes);
+        if (type == 0) add_heat(m, r->layer, name, dur); /* layers.c's layer: rollup --by layer's */
+        add_stat(m, lane, name, m->sig_shape[sig], dur, rw);
         if (seen++ % m->stride) continue;
         int64_t graph = r ? r->graph_id : x->split->graph_id;
         int64_t g     = graph == GGPROF_LAYERS_NULL ? -1 : graph;
@@ -583,24 +574,29 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
     static const sbuf none;
     for (int c = 0; c < N_COLS; c++) put_col(f, k_col_names[c], c == C_B && !m->bytes_vary ? &none : &m->col[c], c == 0);
     fputs("},\n\"stats\":{", f);
-    static const char *const sk[] = { "lane", "k", "shape", "count", "total", "min", "max", "bytes" };
+    /* rw: bytes read + written under the roofline model, summed; -1 where a record's are unknown or it is no op */
+    static const char *const sk[] = { "lane", "k", "shape", "count", "total", "min", "max", "rw" };
     for (int c = 0; c < 8; c++) {
         fprintf(f, "%s\"%s\":[", c ? ",\n" : "", sk[c]);
         for (size_t i = 0; i < m->stat_keys.n; i++) {
             const stat_row *s = &m->stats[i];
-            int64_t v[8] = { s->lane, s->name, s->shape, s->count, (int64_t) s->total, (int64_t) s->min, (int64_t) s->max,
-                             (int64_t) s->bytes };
+            if (c == 7) {
+                fprintf(f, "%s%.0f", i ? "," : "", s->rw_unknown ? -1.0 : s->rw);
+                continue;
+            }
+            int64_t v[7] = { s->lane, s->name, s->shape, s->count, (int64_t) s->total, (int64_t) s->min, (int64_t) s->max };
             fprintf(f, "%s%" PRId64, i ? "," : "", v[c]);
         }
         fputs("]", f);
     }
+    /* per layer (layers.c's; -1: none) and op: OP records and their time */
     fputs("},\n\"heat\":{", f);
-    static const char *const hk[] = { "layer", "k", "ns" };
-    for (int c = 0; c < 3; c++) {
+    static const char *const hk[] = { "layer", "k", "n", "ns" };
+    for (int c = 0; c < 4; c++) {
         fprintf(f, "%s\"%s\":[", c ? "," : "", hk[c]);
         for (size_t i = 0; i < m->heat_keys.n; i++) {
             const heat_cell *h = &m->heat[i];
-            int64_t v[3] = { h->layer, h->name, (int64_t) h->ns };
+            int64_t v[4] = { h->layer, h->name, h->count, (int64_t) h->ns };
             fprintf(f, "%s%" PRId64, i ? "," : "", v[c]);
         }
         fputs("]", f);
@@ -650,15 +646,24 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
     if (ggprof_layers_load(db, &l, GGPROF_LAYERS_EXPORT, what, why, why_len) != 0) return -1;
+    ggprof_rl_groups g;
+    char gwhy[512];
+    if (ggprof_rl_groups_load_records(db, &g, gwhy, sizeof(gwhy)) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, gwhy);
+        ggprof_layers_free(&l);
+        return -1;
+    }
     int types_ok = types_load(db, &tn) == 0;
-    if (!types_ok || build(&l, &m, &tn) != 0) {
+    if (!types_ok || build(&l, &g, &m, &tn) != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, types_ok ? "out of memory" : sqlite3_errmsg(db));
         free(tn.v);
         model_free(&m);
+        ggprof_rl_groups_free(&g);
         ggprof_layers_free(&l);
         return -1;
     }
     free(tn.v);
+    ggprof_rl_groups_free(&g);
     ggprof_layers_free(&l);
     FILE *f = fopen(path, "w");
     if (!f) {

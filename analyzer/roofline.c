@@ -606,11 +606,14 @@ static void ev_free(ev_table *t) {
     ggprof_index_free(&t->index);
 }
 
-int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {
+/* per_record: also each record's rowid and group (rec_seq, rec_group), in rowid order. */
+static int groups_load(sqlite3 *db, ggprof_rl_groups *g, int per_record, char *why, size_t why_len) {
     memset(g, 0, sizeof(*g));
     ev_table t = { 0 };
     sqlite3_stmt *st = NULL;
     int rc = 0, step;
+    size_t cap_rec = 0;
+    uint32_t *ev_to_g = NULL; /* per_record: event group -> group */
     /* 1. Every op record, once, in file order. */
     if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, backend_id, node_id, fused_node_id, name, extra, duration_ns, rowid"
                                " FROM events WHERE type = 0 ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
@@ -629,6 +632,23 @@ int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t wh
         }
         uint64_t d = (uint64_t) sqlite3_column_int64(st, 7);
         if (x->count++ == 0) x->first_seq = sqlite3_column_int64(st, 8);
+        if (per_record) { /* the event group for now; made the group's index below */
+            if (g->n_rec == cap_rec) {
+                size_t ncap = cap_rec ? cap_rec * 2 : 4096;
+                int64_t *seq = realloc(g->rec_seq, ncap * sizeof(*seq));
+                if (seq) g->rec_seq = seq;
+                uint32_t *grp = seq ? realloc(g->rec_group, ncap * sizeof(*grp)) : NULL;
+                if (!grp) {
+                    snprintf(why, why_len, "out of memory");
+                    rc = -1;
+                    break;
+                }
+                g->rec_group = grp;
+                cap_rec      = ncap;
+            }
+            g->rec_seq[g->n_rec]     = sqlite3_column_int64(st, 8);
+            g->rec_group[g->n_rec++] = (uint32_t) (x - t.v);
+        }
         x->total_ns += d;
         if (d < x->min_ns) x->min_ns = d;
         if (d > x->max_ns) x->max_ns = d;
@@ -652,6 +672,10 @@ int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t wh
     pid_types *types = NULL;
     size_t n_types = 0, cap = 0;
     struct key { size_t src; char *fused; } *keys = NULL; /* per group: its first event group, its label */
+    if (rc == 0 && per_record && t.n && !(ev_to_g = malloc(t.n * sizeof(*ev_to_g)))) {
+        snprintf(why, why_len, "out of memory");
+        rc = -1;
+    }
     for (size_t i = 0; rc == 0 && i < t.n; i++) {
         ev_group *e = &t.v[i];
         bool has_node = false;
@@ -679,6 +703,7 @@ int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t wh
             if (f->pid == e->pid && f->sched_id == e->sched_id && f->backend_id == e->backend_id && f->node_id == e->node_id &&
                 str_eq(f->name, e->name) && str_eq(keys[j].fused, fused)) {
                 x = &g->v[j];
+                if (ev_to_g) ev_to_g[i] = (uint32_t) j;
                 break;
             }
         }
@@ -707,6 +732,7 @@ int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t wh
             cap  = ncap;
         }
         keys[g->n] = (struct key) { i, fused };
+        if (ev_to_g) ev_to_g[i] = (uint32_t) g->n;
         x = &g->v[g->n];
         memset(x, 0, sizeof(*x));
         x->pid = e->pid;
@@ -763,12 +789,36 @@ int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t wh
         }
         sqlite3_finalize(st);
     }
+    if (rc == 0 && per_record) {
+        for (size_t k = 0; k < g->n_rec; k++) g->rec_group[k] = ev_to_g[g->rec_group[k]];
+    }
+    free(ev_to_g);
     if (rc) ggprof_rl_groups_free(g);
     return rc;
 }
 
+int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {
+    return groups_load(db, g, 0, why, why_len);
+}
+
+int ggprof_rl_groups_load_records(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {
+    return groups_load(db, g, 1, why, why_len);
+}
+
+const ggprof_rl_group *ggprof_rl_group_of(const ggprof_rl_groups *g, int64_t seq) {
+    size_t lo = 0, hi = g->n_rec;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->rec_seq[mid] < seq) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < g->n_rec && g->rec_seq[lo] == seq ? &g->v[g->rec_group[lo]] : NULL;
+}
+
 void ggprof_rl_groups_free(ggprof_rl_groups *g) {
     free(g->v);
+    free(g->rec_seq);
+    free(g->rec_group);
     memset(g, 0, sizeof(*g));
 }
 

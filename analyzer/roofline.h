@@ -107,11 +107,21 @@ typedef struct {
     size_t           n;
     uint64_t         op_ns, all_ns; /* time of OP records; of every record (OP, COPY, SYNC) */
     int              types_from_trace; /* 1 when the trace named its types (a database), 0 built-in ids only */
+    /* ggprof_rl_groups_load_records only (else NULL, 0): each OP record's events rowid, ascending, and its group
+     * (an index into v). */
+    int64_t         *rec_seq;
+    uint32_t        *rec_group;
+    size_t           n_rec;
 } ggprof_rl_groups;
 
 /* Reads every OP record of db, grouped by node description and backend, and costs each group.
  * Returns 0, or -1 with the SQL error in why. */
 int  ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len);
+/* The same, and which group each OP record is in (rec_seq, rec_group): for a view that shows records one by one
+ * with the cost top-ops gives their group (export --html). */
+int  ggprof_rl_groups_load_records(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len);
+/* The group of the OP record whose events rowid is seq (ggprof_rl_groups_load_records), or NULL. */
+const ggprof_rl_group *ggprof_rl_group_of(const ggprof_rl_groups *g, int64_t seq);
 void ggprof_rl_groups_free(ggprof_rl_groups *g);
 
 /* Fills node from a record's stored fields (the JSON arrays of the records view). A sub-op without a name (a

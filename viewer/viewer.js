@@ -37,7 +37,7 @@
   const sig = decode(C.s, N);
   const start = decode(C.t, N); // the gap after the previous record of the lane
   marks.decoded = performance.now();
-  // sigs[s] = [name index, shapes index, types, output, bytes]
+  // sigs[s] = [name index, shapes index, types, output, bytes, bytes read + written (the roofline model; -1: none)]
   const sigKind = new Float64Array(D.sigs.length), sigBytes = new Float64Array(D.sigs.length);
   D.sigs.forEach((g, k) => { sigKind[k] = g[0]; sigBytes[k] = g[4]; });
   const kind = new Float64Array(N);
@@ -111,11 +111,11 @@
     if (b < 1073741824) return (b / 1048576).toFixed(2) + ' MiB';
     return (b / 1073741824).toFixed(2) + ' GiB';
   }
-  // bytes per nanosecond is GB/s
-  function fmtBw(b, ns) {
-    if (!b || !ns) return '';
-    const g = b / ns;
-    return g >= 1000 ? (g / 1000).toFixed(2) + ' TB/s' : g >= 1 ? g.toFixed(2) + ' GB/s' : (g * 1000).toFixed(2) + ' MB/s';
+  // Bandwidth is the roofline model's, as top-ops shows it: bytes the op reads and writes (computed by ggprof,
+  // analyzer/roofline.c) over its time, in GB/s (bytes per nanosecond). rw < 0: the model has no bytes for it.
+  function fmtGBs(rw, ns) {
+    if (rw < 0 || !ns) return '';
+    return (rw / ns).toFixed(2);
   }
 
   // ---------------------------------------------------------------- search
@@ -397,8 +397,11 @@
     row(body, rtype[kind[i]] === 1 ? 'shape' : 'source shapes', D.shapes[sg[1]]);
     row(body, rtype[kind[i]] === 1 ? 'type' : 'source types', sg[2]);
     row(body, 'output', sg[3]);
-    row(body, 'bytes', bytes[i] ? fmtBytes(bytes[i]) + ' (' + bytes[i] + ')' : '');
-    row(body, 'bandwidth', fmtBw(bytes[i], dur[i]));
+    const op = rtype[kind[i]] === 0;
+    row(body, op ? 'output bytes' : 'bytes', bytes[i] ? fmtBytes(bytes[i]) + ' (' + bytes[i] + ')' : '');
+    row(body, 'bytes read+written', sg[5] >= 0 ? fmtBytes(sg[5]) + ' (' + sg[5] + ')' : '');
+    const gbs = fmtGBs(sg[5], dur[i]);
+    row(body, 'bandwidth', gbs ? gbs + ' GB/s (bytes read+written)' : '');
     const where = rtype[kind[i]] === 3 ? ', split ' + node[i] : node[i] >= 0 ? ', node ' + node[i] : '';
     row(body, 'graph', graph[i] >= 0 ? String(graph[i]) + where : '');
     if (p.n > 1) row(body, 'nearby', p.n + ' records within 2 px: this one is under the pointer, or the longest');
@@ -474,10 +477,10 @@
     const S = D.stats, total = D.total_ns || 1;
     const ops = new Map();
     const acc = (n, i) => {
-      n.count += S.count[i]; n.total += S.total[i]; n.bytes += S.bytes[i];
+      n.count += S.count[i]; n.total += S.total[i]; n.rw = n.rw < 0 || S.rw[i] < 0 ? -1 : n.rw + S.rw[i];
       n.min = Math.min(n.min, S.min[i]); n.max = Math.max(n.max, S.max[i]);
     };
-    const mk = (label, level) => ({ label, level, count: 0, total: 0, bytes: 0, min: Infinity, max: 0, kids: new Map(), tr: null, open: false, built: false });
+    const mk = (label, level) => ({ label, level, count: 0, total: 0, rw: 0, min: Infinity, max: 0, kids: new Map(), tr: null, open: false, built: false });
     for (let i = 0; i < S.k.length; i++) {
       const k = S.k[i];
       if (!ops.has(k)) { const n = mk(names[k], 0); n.k = k; ops.set(k, n); }
@@ -510,7 +513,7 @@
       first.append(document.createTextNode(n.label));
       tr.append(first);
       const cells = [(100 * n.total / total).toFixed(1) + '%', String(n.count), (n.total / 1e6).toFixed(3),
-        (n.total / n.count / 1e3).toFixed(2), (n.min / 1e3).toFixed(2), (n.max / 1e3).toFixed(2), fmtBw(n.bytes, n.total)];
+        (n.total / n.count / 1e3).toFixed(2), (n.min / 1e3).toFixed(2), (n.max / 1e3).toFixed(2), fmtGBs(n.rw, n.total)];
       for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.append(td); }
       n.tr = tr;
       n.tw = tw;
@@ -537,14 +540,17 @@
   }
 
   // ---------------------------------------------------------------- heat map: layer x op
+  // The cells come computed: each OP record's layer is ggprof's (analyzer/layers.c, what `rollup --by layer`
+  // groups); -1 is no layer.
   function buildHeat() {
     const H = D.heat, el = $('heat');
     if (!H.ns.length) { el.textContent = 'No OP records.'; return; }
-    const byOp = new Map(), layers = new Set(), cell = new Map();
+    const byOp = new Map(), layers = new Set(), cell = new Map(), count = new Map();
     for (let i = 0; i < H.ns.length; i++) {
       byOp.set(H.k[i], (byOp.get(H.k[i]) || 0) + H.ns[i]);
       layers.add(H.layer[i]);
       cell.set(H.layer[i] + ':' + H.k[i], H.ns[i]);
+      count.set(H.layer[i] + ':' + H.k[i], H.n[i]);
     }
     const ops = Array.from(byOp.keys()).sort((a, b) => byOp.get(b) - byOp.get(a));
     const rows = Array.from(layers).sort((a, b) => (a < 0) - (b < 0) || a - b);
@@ -575,7 +581,8 @@
           td.style.background = 'rgba(214, 69, 45, ' + a.toFixed(3) + ')';
           if (a > 0.6) td.style.color = '#fff';
           td.textContent = (v / 1e6).toFixed(2);
-          td.title = 'layer ' + (l < 0 ? '(none)' : l) + ', ' + names[k] + ': ' + fmtDur(v);
+          const c = count.get(l + ':' + k);
+          td.title = 'layer ' + (l < 0 ? '(none)' : l) + ', ' + names[k] + ': ' + fmtDur(v) + ' in ' + c + (c === 1 ? ' record' : ' records');
         } else {
           td.className = 'empty';
           td.textContent = '·';
