@@ -31,6 +31,16 @@ if [ -n "${GGPROF_SAN_RT:-}" ]; then
     WORKLOAD_ASAN="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
 
+# record_completion MODEL DB [BIN_DIR]: llama-completion recorded as the CPU tests record it, on the dense or the
+# MoE model (a fixed prompt, 12 tokens, 2 threads, no warm-up, seed 1); its output in DB's .log. Returns record's
+# status (llama-completion's).
+record_completion() {
+    local gguf=$GGUF_DENSE
+    [ "$1" = moe ] && gguf=$GGUF_MOE
+    "$GGPROF" record -o "$2" -- "${3:-$LLAMA_BIN_DIR}/llama-completion" -m "$gguf" -p "The quick brown fox" -n 12 \
+        -t 2 --no-warmup -no-cnv -s 1 > "${2%.db}.log" 2>&1
+}
+
 # The structural invariants of a CPU trace (see docs/trace-database.md).
 check_cpu_trace() { # DB LABEL
     local db=$1 l=$2

@@ -15,11 +15,8 @@ patched() { # DB NAME: 1 when NAME was patched
 
 # ---- static LTO llama-completion, dense and MoE: the invariants of tests/e2e/llama_cpu.sh
 for model in dense moe; do
-    gguf=$GGUF_DENSE
-    [ "$model" = moe ] && gguf=$GGUF_MOE
     db=$OUT/static-$model.db
-    "$GGPROF" record -o "$db" -- "$STATIC_BIN_DIR/llama-completion" -m "$gguf" -p "The quick brown fox" -n 12 \
-        -t 2 --no-warmup -no-cnv -s 1 > "$OUT/static-$model.log" 2>&1
+    record_completion "$model" "$db" "$STATIC_BIN_DIR"
     expect "static $model: record exits with llama-completion's status" "$?" 0
     check_cpu_trace "$db" "static $model"
     check_json "${db%.db}.json.gz" "$db" "static $model"

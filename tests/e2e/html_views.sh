@@ -114,11 +114,8 @@ load_kv() { # FILE: its KEY=VALUE lines into KV
 }
 
 for model in dense moe; do
-    gguf=$GGUF_DENSE
-    [ "$model" = moe ] && gguf=$GGUF_MOE
     db="$OUT/$model.db"
-    "$GGPROF" record -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$gguf" -p "The quick brown fox" -n 12 \
-        -t 2 --no-warmup -no-cnv -s 1 > "$OUT/$model.log" 2>&1
+    record_completion "$model" "$db"
     expect "$model: record exits 0" "$?" 0
     "$GGPROF" export "$db" --html "$OUT/$model.html" 2> "$OUT/$model.export.err"
     expect "$model: export --html exits 0" "$?" 0

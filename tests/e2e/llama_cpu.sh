@@ -3,11 +3,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 for model in dense moe; do
-    gguf=$GGUF_DENSE
-    [ "$model" = moe ] && gguf=$GGUF_MOE
     db="$OUT/$model.db"
-    "$GGPROF" record -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$gguf" -p "The quick brown fox" -n 12 \
-        -t 2 --no-warmup -no-cnv -s 1 > "$OUT/$model.log" 2>&1
+    record_completion "$model" "$db"
     expect "$model: record exits with llama-completion's status" "$?" 0
     check_cpu_trace "$db" "$model"
     check_json "$OUT/$model.json.gz" "$db" "$model"
