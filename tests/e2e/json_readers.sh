@@ -1,5 +1,5 @@
 # The version-3 JSON has two readers: a fast one for records of the layout writers produce, and cJSON for any
-# other (analyzer/json_v3.c). With GGPROF_JSON_CHECK=1 every record is read by both and compared: here on every
+# other (analyzer/json_v3_read.c). With GGPROF_JSON_CHECK=1 every record is read by both and compared: here on every
 # sample trace, on layouts the fast reader must hand over (escapes, fractions, nested values, repeated keys) or
 # take (keys reordered, spaces removed), and on a 100,000-record file.
 # The .json.gz export (gzip members written by worker threads) is read back by gzip, Python, Node and ggprof.
