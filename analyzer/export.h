@@ -17,10 +17,8 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
 int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len);
 /* --html-max-records N: keep one record in every ceil(total/N) on the HTML timeline; 0 keeps all. */
 void ggprof_export_html_set_max_records(long long n);
-/* Shared by those two (export_chrome.c): the integers of a JSON array such as "[[512, 6, 1, 1], [7, 1, 1, 1]]",
- * in order (at most max; returns how many). Their strings, and OTLP's, are schema/v3_format.h's ggprof_json_put
- * with GGPROF_JSON_HTML. */
-int ggprof_export_parse_ints(const char *s, int64_t *out, int max);
+/* Their strings, and OTLP's, are schema/v3_format.h's ggprof_json_put with GGPROF_JSON_HTML; their shapes,
+ * schema/trace_db.h's ggprof_db_ints. */
 
 /* OpenTelemetry (OTLP/JSON): one ExportTraceServiceRequest per line, llama_decode batches and graphs as spans. */
 int ggprof_export_otlp(sqlite3 *db, const char *path, char *why, size_t why_len);

@@ -9,25 +9,9 @@
 #include "sort.h"
 #include "export.h"
 #include "layers.h"
+#include "trace_db.h"
 #include "v3_format.h"
 #include "wire.h"
-
-/* ---------------------------------------------------------------- shared with export_html.c */
-
-int ggprof_export_parse_ints(const char *s, int64_t *out, int max) {
-    int n = 0;
-    if (!s) return 0;
-    for (const char *p = s; *p; p++) {
-        if ((*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9')) {
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (n < max) out[n] = v;
-            n++;
-            p = end - 1;
-        }
-    }
-    return n < max ? n : max;
-}
 
 /* ---------------------------------------------------------------- lookups */
 
@@ -256,9 +240,9 @@ static int copies_load(const ggprof_layers *l, copies *c) {
         r->split     = e->split_id;
         r->start     = (uint64_t) e->start_ns;
         r->end       = r->start + (uint64_t) e->duration_ns;
-        ggprof_export_parse_ints(ggprof_lrec_ne_src(l, e), r->ne, 4);
+        ggprof_db_ints(ggprof_lrec_ne_src(l, e), r->ne, 4);
         int64_t t[1] = { -1 };
-        ggprof_export_parse_ints(ggprof_lrec_type_src(l, e), t, 1);
+        ggprof_db_ints(ggprof_lrec_type_src(l, e), t, 1);
         r->type = t[0];
     }
     c->by_key = malloc((c->n ? c->n : 1) * sizeof(*c->by_key));
@@ -432,9 +416,9 @@ static void write_record(out_t *o, const track *k, const ggprof_layers *l, const
     const ggprof_lnode *n = ggprof_lrec_node(l, r);
     if (n && n->sub_op_name && n->sub_op_name[0]) arg_str(o, "sub_op", n->sub_op_name, 0);
     int64_t ne[4] = { 0 }, ne_src[GGPROF_MAX_SRC][4], type_src[GGPROF_MAX_SRC];
-    ggprof_export_parse_ints(ggprof_lrec_ne(l, r), ne, 4);
-    int n_src = ggprof_export_parse_ints(ggprof_lrec_ne_src(l, r), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
-    int n_typ = ggprof_export_parse_ints(ggprof_lrec_type_src(l, r), type_src, GGPROF_MAX_SRC);
+    ggprof_db_ints(ggprof_lrec_ne(l, r), ne, 4);
+    int n_src = ggprof_db_ints(ggprof_lrec_ne_src(l, r), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
+    int n_typ = ggprof_db_ints(ggprof_lrec_type_src(l, r), type_src, GGPROF_MAX_SRC);
     for (int s = n_typ; s < GGPROF_MAX_SRC; s++) type_src[s] = -1;
     fputs(",\"shape\":", o->f);
     put_ints(o->f, ne, 4);

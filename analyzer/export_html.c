@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace_db.h"
 #include "export.h"
 #include "layers.h"
 #include "roofline.h"
@@ -338,8 +339,8 @@ static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *
     long i = intern_get(&m->sig_keys, key, &is_new);
     if (i < 0 || !is_new) return i;
     int64_t shapes[GGPROF_MAX_SRC][4], types[GGPROF_MAX_SRC], out[4] = { 0 };
-    int n_src = ggprof_export_parse_ints(ne_src, &shapes[0][0], GGPROF_MAX_SRC * 4) / 4;
-    int n_typ = ggprof_export_parse_ints(type_src, types, GGPROF_MAX_SRC);
+    int n_src = ggprof_db_ints(ne_src, &shapes[0][0], GGPROF_MAX_SRC * 4) / 4;
+    int n_typ = ggprof_db_ints(type_src, types, GGPROF_MAX_SRC);
     if (type == 1 && n_src > 1) n_src = 1; /* a copy: the tensor copied */
     char sh[1024] = "", ty[512] = "", o[160] = "", one[96], b[32];
     size_t ps = 0, pt = 0;
@@ -352,7 +353,7 @@ static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *
                                     s < n_typ && types[s] >= 0 ? type_str(tn, pid, types[s], b, sizeof(b)) : "?");
     }
     if (type == 0) {
-        ggprof_export_parse_ints(ne, out, 4);
+        ggprof_db_ints(ne, out, 4);
         ggprof_fmt_ne(one, sizeof(one), out);
         snprintf(o, sizeof(o), "%s %s", one, out_type >= 0 ? type_str(tn, pid, out_type, b, sizeof(b)) : "");
     }

@@ -1,5 +1,6 @@
 /* The roofline model of ggml ops: the bytes each op reads and writes and the FLOPs it does, by type and shape. */
 #include "roofline.h"
+#include "trace_db.h"
 
 
 #include <math.h>
@@ -256,18 +257,6 @@ void ggprof_rl_cost_of(const ggprof_rl_node *n, const ggprof_rl_types *t, ggprof
 
 /* ---------------------------------------------------------------- a node from the trace's columns */
 
-static int ints_of(const char *s, int64_t *out, int max) {
-    int n = 0;
-    for (const char *p = s; p && *p && n < max; p++) {
-        if ((*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9')) {
-            char *end;
-            out[n++] = strtoll(p, &end, 10);
-            p        = end - 1;
-        }
-    }
-    return n;
-}
-
 void ggprof_rl_node_from_text(ggprof_rl_node *n, const char *op, const char *fused, const char *sub_op,
                               int sub_op_id, const char *ne, int out_type, int n_src, const char *ne_src, const char *type_src,
                               const char *op_params) {
@@ -275,14 +264,14 @@ void ggprof_rl_node_from_text(ggprof_rl_node *n, const char *op, const char *fus
     snprintf(n->op, sizeof(n->op), "%s", op ? op : "");
     snprintf(n->fused, sizeof(n->fused), "%s", fused ? fused : "");
     snprintf(n->sub_op, sizeof(n->sub_op), "%s", sub_op && *sub_op ? sub_op : sub_op_0_23(n->op, sub_op_id));
-    ints_of(ne, n->ne, 4);
+    ggprof_db_ints(ne, n->ne, 4);
     n->out_type = out_type;
     n->n_src    = n_src < 0 ? 0 : n_src > GGPROF_RL_MAX_SRC ? GGPROF_RL_MAX_SRC : n_src;
-    ints_of(ne_src, &n->ne_src[0][0], GGPROF_RL_MAX_SRC * 4);
+    ggprof_db_ints(ne_src, &n->ne_src[0][0], GGPROF_RL_MAX_SRC * 4);
     int64_t v[GGPROF_RL_MAX_SRC > 16 ? GGPROF_RL_MAX_SRC : 16];
     for (int i = 0; i < GGPROF_RL_MAX_SRC; i++) n->type_src[i] = -1;
-    int nt = ints_of(type_src, v, GGPROF_RL_MAX_SRC);
+    int nt = ggprof_db_ints(type_src, v, GGPROF_RL_MAX_SRC);
     for (int i = 0; i < nt; i++) n->type_src[i] = (int) v[i];
-    int np = ints_of(op_params, v, 16);
+    int np = ggprof_db_ints(op_params, v, 16);
     for (int i = 0; i < np; i++) n->op_params[i] = (int32_t) v[i];
 }

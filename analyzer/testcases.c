@@ -1,5 +1,6 @@
 /* The distinct op cases of a trace, grouped as test-export-graph-ops groups them: op, output type and shape, op
  * params, sources' types, shapes and strides (the backend too, for the seed's trailing column). */
+#include "trace_db.h"
 #include "testcases.h"
 
 #include <ctype.h>
@@ -82,7 +83,7 @@ static int add_row(ggprof_cases *c, sqlite3_stmt *st, index_types it) {
     double  ns    = sqlite3_column_double(st, 13);
     char    what[96];
     int64_t ne[4] = { 0, 0, 0, 0 };
-    ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 2), ne, 4);
+    ggprof_db_ints((const char *) sqlite3_column_text(st, 2), ne, 4);
     if (fused) {
         snprintf(what, sizeof(what), "%s+%s %lldx%lldx%lldx%lld", op ? op : "?", fused, (long long) ne[0],
                  (long long) ne[1], (long long) ne[2], (long long) ne[3]);
@@ -99,16 +100,16 @@ static int add_row(ggprof_cases *c, sqlite3_stmt *st, index_types it) {
     memset(k, 0, sizeof(*k));
     k->op_id    = sqlite3_column_int(st, 0);
     k->out_type = sqlite3_column_int(st, 1);
-    ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 2), k->ne, 4);
+    ggprof_db_ints((const char *) sqlite3_column_text(st, 2), k->ne, 4);
     int64_t tmp[GGPROF_MAX_SRC * 4];
-    int np = ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 3), tmp, GGPROF_N_OP_PARAMS);
+    int np = ggprof_db_ints((const char *) sqlite3_column_text(st, 3), tmp, GGPROF_N_OP_PARAMS);
     for (int i = 0; i < np; i++) k->op_params[i] = (int32_t) tmp[i];
     k->n_src = sqlite3_column_int(st, 4);
     if (k->n_src < 0 || k->n_src > GGPROF_MAX_SRC) k->n_src = 0;
-    int nt = ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 5), tmp, GGPROF_MAX_SRC);
+    int nt = ggprof_db_ints((const char *) sqlite3_column_text(st, 5), tmp, GGPROF_MAX_SRC);
     for (int i = 0; i < nt; i++) k->type_src[i] = (int32_t) tmp[i];
-    ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 6), &k->ne_src[0][0], GGPROF_MAX_SRC * 4);
-    ggprof_export_parse_ints((const char *) sqlite3_column_text(st, 7), &k->nb_src[0][0], GGPROF_MAX_SRC * 4);
+    ggprof_db_ints((const char *) sqlite3_column_text(st, 6), &k->ne_src[0][0], GGPROF_MAX_SRC * 4);
+    ggprof_db_ints((const char *) sqlite3_column_text(st, 7), &k->nb_src[0][0], GGPROF_MAX_SRC * 4);
     copy_name(k->op, sizeof(k->op), op);
     copy_name(k->name, sizeof(k->name), (const char *) sqlite3_column_text(st, 9));
     copy_name(k->backend, sizeof(k->backend), (const char *) sqlite3_column_text(st, 10));

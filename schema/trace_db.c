@@ -125,3 +125,15 @@ const char *ggprof_fused_label(char *buf, size_t len, const char *extra, const c
     snprintf(buf, len, "%s+%s", op, fused_op);
     return buf;
 }
+
+int ggprof_db_ints(const char *s, int64_t *out, int max) {
+    int n = 0;
+    for (const char *p = s; p && *p && n < max; p++) {
+        if ((*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9')) {
+            char *end;
+            out[n++] = strtoll(p, &end, 10);
+            p        = end - 1;
+        }
+    }
+    return n;
+}

@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Readers accept versions MIN..CURRENT; a writer always writes CURRENT. */
 #define GGPROF_DB_VERSION     3 /* 2: nodes.op_id, the replay table; 3: windows, batches, graph_list.batch_id */
@@ -45,5 +46,9 @@ int ggprof_db_check(sqlite3 *db, const char *path, char *why, size_t why_len);
 #define GGPROF_SQL_FUSED_LABEL(E, N, F)                                                                        \
     "COALESCE(" E ".extra, CASE WHEN " E ".type = 0 AND " E ".fused_node_id > 0 THEN " N ".op || '+' || " F ".op END)"
 const char *ggprof_fused_label(char *buf, size_t len, const char *extra, const char *op, const char *fused_op);
+
+/* The integers of a shape column the database keeps as JSON text (ne, ne_src, type_src, op_params), in order and
+ * flattened ("[[4, 5, 1, 1], [4, 1, 1, 1]]" gives 4 5 1 1 4 1 1 1): at most max of them into out; returns how many. */
+int ggprof_db_ints(const char *s, int64_t *out, int max);
 
 #endif
