@@ -26,6 +26,7 @@ typedef struct {
     bool has_compute_flag; /* graphs flag the nodes to compute (GGML_TENSOR_FLAG_COMPUTE, ggml 2025 on) */
     char lib[256]; /* path of libggml-base, or of the program or library that has ggml inside */
     uintptr_t bias; /* where lib is loaded */
+    bool lib_is_main; /* lib is the executable (dlsym cannot be asked about it) */
 } ggprof_ggml;
 
 /* Moves with every wrapped ggml call that can change a graph's nodes or their metadata: building, renaming,

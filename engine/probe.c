@@ -16,8 +16,6 @@ static void note_missing(char *names, size_t names_len, char *features, size_t f
     if (!strstr(features, feature)) snprintf(features + f, features_len - f, "%s%s", f ? ", " : "", feature);
 }
 
-/* Every function the engine needs, from the ggml the program loaded: a missing one turns off the feature it
- * serves (a note names both), or the engine when it serves them all. */
 /* ggml_graph_nodes where an LTO build inlined it away: the field of struct ggml_cgraph (stable since 2024; check_abi
  * compares it with a probe graph's nodes before any real graph is read). */
 static struct ggml_tensor **layout_graph_nodes(struct ggml_cgraph *gr) {
@@ -48,6 +46,8 @@ static void *find_sym(void *h, const ggprof_elf *e, const char *name) {
     return p ? p : e ? (void *) ggprof_elf_func(e, name, NULL) : NULL;
 }
 
+/* Every function the engine needs, from the ggml the program loaded: a missing one turns off the feature it
+ * serves (a note names both), or the engine when it serves them all. */
 static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
     char missing[160] = "";
     int  n_missing = 0;
@@ -209,18 +209,15 @@ out:
 /* The handle of the object at g->lib, and its ELF image: ggml inside a program exports few or none of its
  * functions. The executable gets no handle: dlsym on it would search the whole global scope, libggprof.so's
  * wrappers included. */
-static void *open_object(const ggprof_ggml *g, bool is_main, ggprof_elf *e, bool *have_elf) {
+static void *open_object(const ggprof_ggml *g, ggprof_elf *e, bool *have_elf) {
     *have_elf = ggprof_elf_open(e, g->lib, g->bias);
-    return is_main ? NULL : dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
+    return g->lib_is_main ? NULL : dlopen(g->lib, RTLD_NOLOAD | RTLD_LAZY);
 }
 
 void *ggprof_ggml_sym(const ggprof_ggml *g, const char *name) {
-    char      path[256];
-    uintptr_t bias    = 0;
-    bool      is_main = false, have_elf = false;
-    if (!ggprof_object_of((const void *) g->ggml_init, path, sizeof(path), &bias, &is_main)) return NULL;
+    bool       have_elf = false;
     ggprof_elf e;
-    void *h = open_object(g, is_main, &e, &have_elf);
+    void *h = open_object(g, &e, &have_elf);
     void *p = find_sym(h, have_elf ? &e : NULL, name);
     if (h) dlclose(h);
     if (have_elf) ggprof_elf_close(&e);
@@ -228,14 +225,13 @@ void *ggprof_ggml_sym(const ggprof_ggml *g, const char *name) {
 }
 
 bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml) {
-    bool is_main = false;
-    if (!fn_in_ggml || !ggprof_object_of(fn_in_ggml, g->lib, sizeof(g->lib), &g->bias, &is_main)) {
+    if (!fn_in_ggml || !ggprof_object_of(fn_in_ggml, g->lib, sizeof(g->lib), &g->bias, &g->lib_is_main)) {
         ggprof_note("profiling off: cannot locate the ggml library");
         return false;
     }
     ggprof_elf e;
     bool  have_elf = false;
-    void *h = open_object(g, is_main, &e, &have_elf);
+    void *h = open_object(g, &e, &have_elf);
     if (!h && !have_elf) {
         ggprof_note("profiling off: cannot reopen %s", g->lib);
         return false;
