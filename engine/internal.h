@@ -25,6 +25,11 @@ bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml);
 struct ggprof_entry_s;
 const struct ggprof_entry_s *ggprof_interpose_entries(int *n);
 const struct ggprof_entry_s *ggprof_llama_entries(int *n);
+const struct ggprof_entry_s *ggprof_memory_entries(int *n);
+
+/* memory.c: the devices' memory after the first scheduler graph, and at the end (the first scheduler freed, or exit). */
+void ggprof_memory_after_graph(void);
+void ggprof_memory_at_end(void);
 
 /* reach.c: once ggml is found, patches what a library with ggml inside calls directly (a Node addon loaded after
  * start), decides whether split plans can be kept, and notes how ggml is reached. */

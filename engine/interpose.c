@@ -134,6 +134,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     GGPROF_GUARD;
     flush_pending(&gc, gc.split_id + 1, -1);
     emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->ggml_backend_sched_get_n_splits(sched), t0, t1);
+    ggprof_memory_after_graph();
     ggprof_profile_graph_recorded();
     ggprof_t_graph_on = -1;
     return r;
@@ -581,6 +582,7 @@ GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     REAL(ggml_backend_sched_free);
     if (ggprof_engine_ready((const void *) real_ggml_backend_sched_free)) {
         ggprof_api_free(ggprof_sched_forget(sched));
+        ggprof_memory_at_end();
         /* GGML_PROFILE writes its profile when a scheduler is freed (or at exit, whichever comes first). */
         ggprof_profile_sched_freed();
     }
@@ -628,8 +630,7 @@ CHANGES_GRAPHS_VOID(ggml_graph_clear, (struct ggml_cgraph *g), (g))
 CHANGES_GRAPHS_VOID(ggml_graph_cpy, (struct ggml_cgraph *src, struct ggml_cgraph *dst), (src, dst))
 CHANGES_GRAPHS_VOID(ggml_backend_sched_reset, (ggml_backend_sched_t sched), (sched))
 CHANGES_GRAPHS_VOID(ggml_backend_sched_split_graph, (ggml_backend_sched_t sched, struct ggml_cgraph *g), (sched, g))
-CHANGES_GRAPHS(bool, ggml_backend_sched_alloc_graph, (ggml_backend_sched_t sched, struct ggml_cgraph *g), (sched, g))
-CHANGES_GRAPHS(bool, ggml_backend_sched_reserve, (ggml_backend_sched_t sched, struct ggml_cgraph *g), (sched, g))
+/* ggml_backend_sched_alloc_graph and ggml_backend_sched_reserve change graphs too: memory.c wraps them. */
 CHANGES_GRAPHS_VOID(ggml_backend_sched_set_tensor_backend,
                     (ggml_backend_sched_t sched, struct ggml_tensor *t, ggml_backend_t b), (sched, t, b))
 
@@ -785,14 +786,17 @@ static const ggprof_entry g_entries[] = {
 
 /* Both lists, made once (at start or when ggml is first found: one thread at a time). */
 const ggprof_entry *ggprof_interpose_entries(int *n) {
-    static ggprof_entry all[N_ENTRIES + 4];
+    static ggprof_entry all[N_ENTRIES + 16];
     static int          n_all;
     if (!n_all) {
-        int nl = 0;
-        const ggprof_entry *l = ggprof_llama_entries(&nl);
+        const ggprof_entry *(*const more[])(int *) = { ggprof_llama_entries, ggprof_memory_entries };
         memcpy(all, g_entries, sizeof(g_entries));
-        for (int i = 0; i < nl && N_ENTRIES + i < (int) (sizeof(all) / sizeof(all[0])); i++) all[N_ENTRIES + i] = l[i];
-        n_all = N_ENTRIES + nl;
+        n_all = N_ENTRIES;
+        for (size_t m = 0; m < sizeof(more) / sizeof(more[0]); m++) {
+            int                 nl = 0;
+            const ggprof_entry *l  = more[m](&nl);
+            for (int i = 0; i < nl && n_all < (int) (sizeof(all) / sizeof(all[0])); i++) all[n_all++] = l[i];
+        }
     }
     *n = n_all;
     return all;

@@ -45,6 +45,7 @@ static inline const struct ggml_tensor_links *ggml_abi_links(const struct ggml_t
 #define GGML_ABI_TENSOR_MAX   (GGML_ABI_LINKS_OFFSET + 8 + sizeof(struct ggml_tensor_links) + 8)
 
 /* Flags and constants that are part of the published ggml.h contract (GGML_TENSOR_FLAG_COMPUTE since 2025). */
+#define GGML_ABI_FLAG_INPUT   1
 #define GGML_ABI_FLAG_OUTPUT  2
 #define GGML_ABI_FLAG_COMPUTE 16
 #define GGML_ABI_TYPE_F32     0
@@ -55,6 +56,7 @@ struct ggml_cgraph;
 struct ggml_context;
 struct ggml_cplan;
 struct ggml_threadpool;
+struct ggml_gallocr;
 typedef struct ggml_backend        *ggml_backend_t;
 typedef struct ggml_backend_sched  *ggml_backend_sched_t;
 typedef struct ggml_backend_reg    *ggml_backend_reg_t;
@@ -147,6 +149,17 @@ struct ggml_init_params {
     X(int, ggml_backend_sched_get_n_splits, (ggml_backend_sched_t), GGML_NEEDED)                              \
     X(void, ggml_backend_synchronize, (ggml_backend_t), "node-by-node timing of BLAS and GPU backends")      \
     X(ggml_cgraph_view_buf, ggml_graph_view, (struct ggml_cgraph *, int, int),                                \
-      "node-by-node timing of BLAS and GPU backends")
+      "node-by-node timing of BLAS and GPU backends")                                                          \
+    X(size_t, ggml_backend_buffer_get_size, (ggml_backend_buffer_t), "memory records")                         \
+    X(void *, ggml_backend_buffer_get_base, (ggml_backend_buffer_t), "memory records")                         \
+    X(size_t, ggml_backend_buffer_get_alignment, (ggml_backend_buffer_t), "memory records")                    \
+    X(int, ggml_backend_buffer_get_usage, (ggml_backend_buffer_t), "memory records")                           \
+    X(ggml_backend_buffer_type_t, ggml_backend_buffer_get_type, (ggml_backend_buffer_t), "memory records")     \
+    X(const char *, ggml_backend_buft_name, (ggml_backend_buffer_type_t), "memory records")                    \
+    X(ggml_backend_dev_t, ggml_backend_buft_get_device, (ggml_backend_buffer_type_t), "buffers' devices")      \
+    X(size_t, ggml_backend_buffer_get_alloc_size, (ggml_backend_buffer_t, const struct ggml_tensor *),         \
+      "tensor placement")                                                                                      \
+    X(bool, ggml_gallocr_alloc_graph, (struct ggml_gallocr *, struct ggml_cgraph *), "tensor placement")      \
+    X(void, ggml_backend_dev_memory, (ggml_backend_dev_t, size_t *, size_t *), "device memory")
 
 #endif

@@ -12,7 +12,8 @@
 #include <stdbool.h>
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
-       ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_COUNT };
+       ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_USAGE, ST_BUF_FREE, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
+       ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -29,7 +30,19 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_BATCH]   = "INSERT INTO batches VALUES(?,?,?,?,?,?,?,?,?,?)",
     [ST_BATCH_SEQ] = "INSERT INTO batch_seqs VALUES(?,?,?,?,?,?,?)",
     [ST_FUSION] = "INSERT OR REPLACE INTO temp.dev_fusion VALUES(?,?,?,?,?,?,?)",
+    [ST_BUF_ALLOC] = "INSERT INTO buffer_list VALUES(?,?,?,?,?,?,?,?,?,?,?,NULL)",
+    [ST_BUF_USAGE] = "UPDATE buffer_list SET usage = ?3, size = ?4 WHERE pid = ?1 AND buffer_id = ?2",
+    [ST_BUF_FREE] = "UPDATE buffer_list SET free_ns = ?3 WHERE pid = ?1 AND buffer_id = ?2",
+    [ST_DEVMEM] = "INSERT INTO device_memory VALUES(?,?,?,?,?,?,?)",
+    [ST_PLAN] = "INSERT OR REPLACE INTO plan_list VALUES(?,?,?,?,?,?)",
+    [ST_PLACEMENT] = "INSERT INTO placements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
 };
+
+/* A buffer the program holds now: its handle (the buffer's address, reused after a free) names it until then. */
+typedef struct {
+    int32_t  pid;
+    uint64_t handle, id;
+} live_buffer;
 
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
 typedef struct {
@@ -48,6 +61,9 @@ struct ggprof_store {
     ggprof_msg_event dev;
     int32_t          dev_pid, dev_tid;
     bool             dev_open;
+    live_buffer     *bufs;
+    size_t           n_bufs, cap_bufs;
+    uint64_t         next_buffer_id;
 };
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
@@ -508,6 +524,115 @@ static void msg_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_
     store_cpu_ops(s, pid, tid, (const void *) m);
 }
 
+static live_buffer *live_find(ggprof_store *s, int32_t pid, uint64_t handle) {
+    for (size_t i = s->n_bufs; i-- > 0;) {
+        if (s->bufs[i].pid == pid && s->bufs[i].handle == handle) return &s->bufs[i];
+    }
+    return NULL;
+}
+
+static void buffer_ended(ggprof_store *s, int32_t pid, live_buffer *b, uint64_t t_ns) {
+    sqlite3_stmt *st = s->st[ST_BUF_FREE];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64) b->id);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64) t_ns);
+    run(s, st);
+    *b = s->bufs[--s->n_bufs];
+}
+
+static void msg_buffer(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_buffer *b  = (const void *) m;
+    live_buffer             *lb = live_find(s, pid, b->handle);
+    if (b->event == GGPROF_BUF_FREE) {
+        if (lb) buffer_ended(s, pid, lb, b->t_ns);
+        return;
+    }
+    if (b->event == GGPROF_BUF_USAGE && lb) {
+        sqlite3_stmt *st = s->st[ST_BUF_USAGE];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64) lb->id);
+        sqlite3_bind_int(st, 3, (int) b->usage);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64) b->size);
+        run(s, st);
+        return;
+    }
+    /* An allocation at a handle still held: its free was not seen (a program freeing through a path we do not
+     * wrap); the old buffer ends here. A usage for a buffer never seen allocated records it from now on. */
+    if (lb) buffer_ended(s, pid, lb, b->t_ns);
+    if (s->n_bufs == s->cap_bufs) {
+        size_t       cap = s->cap_bufs ? 2 * s->cap_bufs : 64;
+        live_buffer *v   = realloc(s->bufs, cap * sizeof(*v));
+        if (!v) return;
+        s->bufs = v, s->cap_bufs = cap;
+    }
+    lb  = &s->bufs[s->n_bufs++];
+    *lb = (live_buffer){ pid, b->handle, ++s->next_buffer_id };
+    sqlite3_stmt *st = s->st[ST_BUF_ALLOC];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64) lb->id);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64) b->handle);
+    bind_text(st, 4, b->buft, sizeof(b->buft));
+    bind_text(st, 5, b->device, sizeof(b->device));
+    sqlite3_bind_int(st, 6, (int) b->is_host);
+    sqlite3_bind_int(st, 7, (int) b->source);
+    sqlite3_bind_int(st, 8, (int) b->usage);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64) b->size);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64) b->alignment);
+    sqlite3_bind_int64(st, 11, (sqlite3_int64) b->t_ns);
+    run(s, st);
+}
+
+static void msg_devmem(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    static const char *const moments[] = { "start", "first_graph", "end" };
+    const ggprof_msg_devmem *d = (const void *) m;
+    if (d->moment >= sizeof(moments) / sizeof(moments[0])) return;
+    sqlite3_stmt *st = s->st[ST_DEVMEM];
+    sqlite3_bind_int(st, 1, pid);
+    bind_text(st, 2, d->device, sizeof(d->device));
+    sqlite3_bind_int(st, 3, d->dev_type);
+    sqlite3_bind_text(st, 4, moments[d->moment], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64) d->t_ns);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64) d->free);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64) d->total);
+    run(s, st);
+}
+
+static void msg_placement(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_placement *p = (const void *) m;
+    if (p->first_entry == 0) {
+        sqlite3_stmt *st = s->st[ST_PLAN];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, p->plan);
+        sqlite3_bind_int64(st, 3, p->sched_id);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64) p->t_ns);
+        sqlite3_bind_int(st, 5, p->n_nodes);
+        sqlite3_bind_int64(st, 6, p->n_total);
+        run(s, st);
+    }
+    sqlite3_stmt *st = s->st[ST_PLACEMENT];
+    for (uint32_t i = 0; i < p->n; i++) {
+        const ggprof_placement *e  = &p->e[i];
+        const live_buffer      *lb = e->handle ? live_find(s, pid, e->handle) : NULL;
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, p->plan);
+        sqlite3_bind_int64(st, 3, p->first_entry + i);
+        sqlite3_bind_int64(st, 4, e->node_id);
+        sqlite3_bind_int(st, 5, e->node_index);
+        sqlite3_bind_int(st, 6, e->first);
+        sqlite3_bind_int(st, 7, e->last);
+        sqlite3_bind_int(st, 8, e->root);
+        sqlite3_bind_int(st, 9, (int) e->flags);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64) e->handle);
+        bind_id(st, 11, lb ? lb->id : 0, 0);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64) e->offset);
+        sqlite3_bind_int64(st, 13, (sqlite3_int64) e->size);
+        run(s, st);
+    }
+}
+
 typedef void (*store_fn)(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m);
 static const store_fn k_store[] = {
     [GGPROF_MSG_PROCESS] = msg_process,
@@ -523,6 +648,9 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_NOTE] = msg_note,
     [GGPROF_MSG_NODE] = msg_node,
     [GGPROF_MSG_CPU_OPS] = msg_cpu_ops,
+    [GGPROF_MSG_BUFFER] = msg_buffer,
+    [GGPROF_MSG_DEVMEM] = msg_devmem,
+    [GGPROF_MSG_PLACEMENT] = msg_placement,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -534,7 +662,8 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_EVENT] = sizeof(ggprof_msg_event),     [GGPROF_MSG_NOTE] = sizeof(ggprof_msg_note),
     [GGPROF_MSG_CPU_OPS] = sizeof(ggprof_msg_cpu_ops), [GGPROF_MSG_KERNEL] = sizeof(ggprof_msg_kernel),
     [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region), [GGPROF_MSG_BATCH] = sizeof(ggprof_msg_batch),
-    [GGPROF_MSG_FUSION] = sizeof(ggprof_msg_fusion),
+    [GGPROF_MSG_FUSION] = sizeof(ggprof_msg_fusion), [GGPROF_MSG_BUFFER] = sizeof(ggprof_msg_buffer),
+    [GGPROF_MSG_DEVMEM] = sizeof(ggprof_msg_devmem), [GGPROF_MSG_PLACEMENT] = sizeof(ggprof_msg_placement),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -542,6 +671,10 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
     if (m->kind >= sizeof(k_store) / sizeof(k_store[0]) || !k_store[m->kind] || m->size < k_min_size[m->kind]) return;
     if (m->kind == GGPROF_MSG_CPU_OPS &&
         ((const ggprof_msg_cpu_ops *) m)->n_ops > (m->size - sizeof(ggprof_msg_cpu_ops)) / sizeof(ggprof_cpu_op)) {
+        return;
+    }
+    if (m->kind == GGPROF_MSG_PLACEMENT &&
+        ((const ggprof_msg_placement *) m)->n > (m->size - sizeof(ggprof_msg_placement)) / sizeof(ggprof_placement)) {
         return;
     }
     k_store[m->kind](s, pid, tid, m);
@@ -572,6 +705,7 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
     int      full = s->counts.full;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
     free(s->names);
+    free(s->bufs);
     free(s);
     char *err = NULL;
     if (!full && sqlite3_exec(db, "COMMIT", NULL, NULL, &err) != SQLITE_OK) {
@@ -606,10 +740,20 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
                  " that does not ask ggml_is_empty about its nodes)' END) FROM kernel_list WHERE graph_id IS NOT NULL AND"
                  " (node_index < 0 OR node_id = 0) GROUP BY pid, api;",
                  NULL, NULL, NULL);
+    /* Placements read before their buffer's allocation was (another thread's slot drained later) find it by handle
+     * and time. */
+    sqlite3_exec(db,
+                 "UPDATE placements SET buffer_id = (SELECT b.buffer_id FROM buffer_list b JOIN plan_list pl"
+                 " ON pl.pid = b.pid AND pl.plan_id = placements.plan_id WHERE b.pid = placements.pid"
+                 " AND b.handle = placements.handle AND b.alloc_ns <= pl.t_ns AND (b.free_ns IS NULL OR b.free_ns >= pl.t_ns)"
+                 " ORDER BY b.alloc_ns DESC LIMIT 1) WHERE buffer_id IS NULL AND handle != 0",
+                 NULL, NULL, NULL);
     /* The indexes only speed readers up: a disk too full for them leaves a trace that reads without them. */
     if (sqlite3_exec(db,
                      "CREATE INDEX events_graph ON events(pid, graph_id, split_id);"
-                     "CREATE INDEX splits_graph ON split_list(pid, graph_id);",
+                     "CREATE INDEX splits_graph ON split_list(pid, graph_id);"
+                     "CREATE INDEX placements_buffer ON placements(pid, buffer_id);"
+                     "CREATE INDEX placements_plan ON placements(pid, plan_id, idx);",
                      NULL, NULL, &err) != SQLITE_OK && sqlite3_errcode(db) != SQLITE_FULL &&
         sqlite3_errcode(db) != SQLITE_IOERR) {
         snprintf(why, why_len, "cannot finish the trace database: %s", err ? err : "?");

@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 /* Readers accept versions MIN..CURRENT; a writer always writes CURRENT. */
-#define GGPROF_DB_VERSION     3 /* 2: nodes.op_id, the replay table; 3: windows, batches, graph_list.batch_id */
+#define GGPROF_DB_VERSION     4 /* 2: nodes.op_id, the replay table; 3: windows, batches, graph_list.batch_id;
+                                 * 4: memory (buffer_list, device_memory, plan_list, placements) */
 #define GGPROF_DB_VERSION_MIN 1
 #define GGPROF_DB_FORMAT      "ggprof-trace"
 

@@ -67,6 +67,9 @@ enum ggprof_msg_kind {
     GGPROF_MSG_REGION  = 12, /* a named stretch of a thread's time (ggprof_region_begin/end) */
     GGPROF_MSG_BATCH   = 13, /* one llama_decode call: its batch's tokens and sequences */
     GGPROF_MSG_FUSION  = 14, /* device nodes a backend computed as one (ggml-vulkan's RMS_NORM+MUL) */
+    GGPROF_MSG_BUFFER  = 15, /* a backend buffer allocated, given a usage, or freed */
+    GGPROF_MSG_DEVMEM  = 16, /* a device's free and total memory, as its backend reports it */
+    GGPROF_MSG_PLACEMENT = 17, /* where a graph's tensors lie in the buffers, as ggml-alloc planned them */
 };
 
 typedef struct {
@@ -259,6 +262,69 @@ typedef struct {
     uint32_t node_id[GGPROF_MAX_FUSED];
 } ggprof_msg_fusion;
 
+/* A backend buffer's life (engine/memory.c): allocated from a buffer type, or made over memory the program already
+ * has (mmapped weights: ggml_backend_cpu_buffer_from_ptr, ggml_backend_dev_buffer_from_host_ptr); its usage set
+ * (llama.cpp marks its weights, ggml-alloc its compute buffers); freed. A handle names a buffer until it is freed. */
+enum ggprof_buffer_event { GGPROF_BUF_ALLOC = 0, GGPROF_BUF_USAGE = 1, GGPROF_BUF_FREE = 2 };
+enum ggprof_buffer_source { GGPROF_BUF_FROM_BUFT = 0, GGPROF_BUF_FROM_HOST_PTR = 1 };
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t event;     /* enum ggprof_buffer_event */
+    uint32_t usage;     /* ggml's enum ggml_backend_buffer_usage: 0 any, 1 weights, 2 compute */
+    uint32_t source;    /* enum ggprof_buffer_source */
+    uint32_t is_host;
+    uint64_t handle;    /* the buffer's address in the program */
+    uint64_t size, alignment;
+    uint64_t t_ns;
+    char     buft[GGPROF_MAX_NAME];   /* its buffer type's name: CPU, CPU_Mapped, Vulkan0, RPC0[host:port] */
+    char     device[GGPROF_MAX_NAME]; /* its buffer type's device, "" when it has none */
+} ggprof_msg_buffer;
+
+/* A device's memory as ggml_backend_dev_memory reports it, at three moments. */
+enum ggprof_devmem_moment { GGPROF_DEVMEM_START = 0, GGPROF_DEVMEM_FIRST_GRAPH = 1, GGPROF_DEVMEM_END = 2 };
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t moment;    /* enum ggprof_devmem_moment */
+    int32_t  dev_type;  /* ggml_backend_dev_type, as the recorded ggml numbers it */
+    uint64_t t_ns;
+    uint64_t free, total;
+    char     device[GGPROF_MAX_NAME];
+} ggprof_msg_devmem;
+
+/* One tensor of a placement: where ggml-alloc put it, and the steps of the graph it is alive in, by ggml-alloc's
+ * rule (allocated at its node, or before the first node for leafs and inputs; freed after its last consumer, its
+ * views' consumers included; outputs never). Views hold no memory of their own: root names the entry that does. */
+#define GGPROF_PL_LEAF     1u  /* not a node of the graph: a source (weights, inputs, the KV cache) */
+#define GGPROF_PL_INPUT    2u  /* flagged input (GGML_TENSOR_FLAG_INPUT) */
+#define GGPROF_PL_OUTPUT   4u  /* flagged output: never freed */
+#define GGPROF_PL_VIEW     8u  /* a view: its memory is root's */
+#define GGPROF_PL_COMPUTED 16u /* a node the backend computes (writes) */
+#define GGPROF_PL_PLANNED  32u /* placed by this plan (ggml-alloc gave it its memory), not there before */
+typedef struct {
+    uint32_t node_id;     /* its description (MSG_NODE) */
+    int32_t  node_index;  /* in the graph; -1: a leaf */
+    int32_t  first, last; /* alive from step first to step last (-1: before the first node) */
+    int32_t  root;        /* the entry whose memory it is: itself, or its view source */
+    uint32_t flags;       /* GGPROF_PL_* */
+    uint64_t handle;      /* its buffer (MSG_BUFFER handle), 0: none */
+    uint64_t offset;      /* from the buffer's base */
+    uint64_t size;        /* ggml_backend_buffer_get_alloc_size: what ggml-alloc reserved for it, before alignment */
+} ggprof_placement;
+
+/* A placement: the plan ggml-alloc made for a graph when it reserved its buffers (ggml_gallocr_reserve_n: a
+ * scheduler's reserve, or a graph that no longer fits), read once per plan, never per token. Large plans come in
+ * chunks: first_entry is the first entry's index, n_total the plan's size. */
+#define GGPROF_PLACEMENT_CHUNK 1024
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t plan;        /* per process, from 1 */
+    uint32_t sched_id;    /* 0: a graph allocator used without a scheduler */
+    uint32_t first_entry, n, n_total;
+    int32_t  n_nodes;
+    uint64_t t_ns;
+    ggprof_placement e[];
+} ggprof_msg_placement;
+
 enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_VULKAN = 3 };
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
@@ -285,6 +351,10 @@ GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 64);
 GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
 GGPROF_WIRE_SIZE(ggprof_msg_fusion, 136);
 GGPROF_WIRE_SIZE(ggprof_cpu_op, 32);
+GGPROF_WIRE_SIZE(ggprof_msg_buffer, 184);
+GGPROF_WIRE_SIZE(ggprof_msg_devmem, 104);
+GGPROF_WIRE_SIZE(ggprof_placement, 48);
+GGPROF_WIRE_SIZE(ggprof_msg_placement, 40);
 _Static_assert(sizeof(ggprof_msg_cpu_ops) % _Alignof(ggprof_cpu_op) == 0, "ops[] starts aligned");
 
 /* One interval of a CPU_OPS message: an op (type OP) or a wait (type SYNC, sync naming its kind). */
