@@ -1,4 +1,5 @@
 /* ggprof diff: two traces aligned op by op, each change judged against the spread of its repetitions. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "sort.h"
 #include "cli.h"
 #include "analyzer_commands.h"
+#include "memory.h"
 #include "output.h"
 #include "trace.h"
 #include "layers.h"
@@ -748,6 +750,81 @@ static int diff_rank(diff_run *d, const diff_opts *o, int s) {
     return diff_only(d, o, m->n);
 }
 
+/* Memory A and B held at their peaks, per backend (buffer type) and kind, summed over processes; and their compute
+ * buffers' peaks, paired by backend in order (ggprof memory's numbers, memory.c). Nothing for traces without memory. */
+static int64_t mem_at(const ggprof_mem *m, const char *backend, int kind) {
+    int64_t v = 0;
+    for (size_t i = 0; i < m->n_backends; i++) {
+        if (strcmp(m->backends[i].name, backend) == 0) v += m->backends[i].at_peak[kind];
+    }
+    return v;
+}
+
+static const ggprof_mpeak *mem_peak(const ggprof_mem *m, const char *backend, int nth) {
+    for (size_t i = 0; i < m->n_peaks; i++) {
+        if (strcmp(m->peaks[i].buf->name, backend) == 0 && nth-- == 0) return &m->peaks[i];
+    }
+    return NULL;
+}
+
+static void diff_memory(FILE *f, const diff_run *d, ggprof_format fmt) {
+    ggprof_mem m[2];
+    char       why[256];
+    int        ok = ggprof_mem_load(d->run[0].db, &m[0], why, sizeof(why)) == 0;
+    if (ok && ggprof_mem_load(d->run[1].db, &m[1], why, sizeof(why)) != 0) {
+        ggprof_mem_free(&m[0]);
+        ok = 0;
+    }
+    if (!ok) return;
+    if (m[0].present || m[1].present) {
+        int first = 1;
+        if (fmt == GGPROF_FMT_TABLE) {
+            fprintf(f, "\nmemory at each run's peak, MiB (ggprof memory)\n  %-24s %-8s %10s %10s %10s\n", "backend",
+                    "kind", "A", "B", "change");
+        } else {
+            fputs(",\n\"memory\": [", f);
+        }
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; i < m[k].n_backends; i++) {
+                const char *name = m[k].backends[i].name;
+                int seen = 0; /* each backend once: from A, or from B when A has none */
+                for (size_t j = 0; j < i && !seen; j++) seen = strcmp(m[k].backends[j].name, name) == 0;
+                for (size_t j = 0; k == 1 && j < m[0].n_backends && !seen; j++) seen = strcmp(m[0].backends[j].name, name) == 0;
+                if (seen) continue;
+                for (int kind = 0; kind < GGPROF_MEM_KINDS; kind++) {
+                    int64_t a = mem_at(&m[0], name, kind), b = mem_at(&m[1], name, kind);
+                    if (!a && !b) continue;
+                    char esc[160];
+                    if (fmt == GGPROF_FMT_TABLE) {
+                        fprintf(f, "  %-24s %-8s %10.2f %10.2f %+10.2f\n", ggprof_text_safe(name, esc, sizeof(esc)),
+                                ggprof_mem_kind_names[kind], GGPROF_MIB(a), GGPROF_MIB(b), GGPROF_MIB(b - a));
+                        continue;
+                    }
+                    fprintf(f, "%s\n{\"backend\": ", first ? "" : ",");
+                    ggprof_json_put(f, name, 0);
+                    fprintf(f, ", \"kind\": \"%s\", \"a_bytes\": %" PRId64 ", \"b_bytes\": %" PRId64 "}",
+                            ggprof_mem_kind_names[kind], a, b);
+                    first = 0;
+                }
+                for (int nth = 0;; nth++) {
+                    const ggprof_mpeak *pa = mem_peak(&m[0], name, nth), *pb = mem_peak(&m[1], name, nth);
+                    if (!pa && !pb) break;
+                    if (fmt != GGPROF_FMT_TABLE) continue;
+                    char e1[160], e2[160];
+                    fprintf(f, "  %s compute peak: A %s%.2f MiB at %s %s, B %.2f MiB at %s %s\n",
+                            ggprof_text_safe(name, e1, sizeof(e1)), "", pa ? GGPROF_MIB(pa->extent) : 0.0,
+                            pa ? pa->step_op : "-", pa ? ggprof_text_safe(pa->step_tensor, e2, sizeof(e2)) : "",
+                            pb ? GGPROF_MIB(pb->extent) : 0.0, pb ? pb->step_op : "-",
+                            pb ? ggprof_text_safe(pb->step_tensor, e1, sizeof(e1)) : "");
+                }
+            }
+        }
+        if (fmt != GGPROF_FMT_TABLE) fputs("]", f);
+    }
+    ggprof_mem_free(&m[0]);
+    ggprof_mem_free(&m[1]);
+}
+
 static int diff_print(const diff_run *d, const diff_opts *o) {
     FILE *f = stdout;
     int n_show = o->fail_above >= 0 ? d->n_out : d->n_out - 1; /* the flagged section is the last */
@@ -759,6 +836,7 @@ static int diff_print(const diff_run *d, const diff_opts *o) {
             fprintf(f, "\n%s\n", d->out[s].title);
             if (d->out[s].n) werr |= write_section(&d->out[s], o->fmt, f);
         }
+        diff_memory(f, d, o->fmt);
     } else if (o->fmt == GGPROF_FMT_CSV) {
         /* One CSV: the rows of every section under one header, a "section" column first. */
         ggprof_col cols[N_COLS + 1] = { k_section_col };
@@ -782,6 +860,7 @@ static int diff_print(const diff_run *d, const diff_opts *o) {
             werr |= write_section(&d->out[s], o->fmt, f);
             if (s + 1 < n_show) fputs(",\n", f);
         }
+        diff_memory(f, d, o->fmt);
         fputs("}\n", f);
     }
     if (werr || fflush(f) != 0 || ferror(f)) return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write the output");

@@ -7,6 +7,8 @@
 #include "cli.h"
 #include "analyzer_commands.h"
 #include "json_v3.h"
+#include "memory.h"
+#include "output.h"
 #include "store.h"
 #include "trace.h"
 #include "v3_format.h"
@@ -265,6 +267,23 @@ static const char *no_op_cause(sqlite3 *db) {
     return cause;
 }
 
+/* What the program held in ggml's buffers: `ggprof memory`'s table and lines, computed by the same code. */
+static void print_memory(sqlite3 *db) {
+    ggprof_mem m;
+    char       why[256];
+    if (ggprof_mem_load(db, &m, why, sizeof(why)) != 0 || !m.present) {
+        if (m.present) printf("memory: %s\n", why);
+        return;
+    }
+    printf("\nMemory held in ggml's backend buffers at each process's peak, MiB ('ggprof memory' for the tensors):\n");
+    ggprof_table t;
+    ggprof_mem_backends_table(&t, &m);
+    ggprof_table_write(&t, GGPROF_FMT_TABLE, stdout, 80);
+    ggprof_table_free(&t);
+    ggprof_mem_print_summary(stdout, &m, "  ");
+    ggprof_mem_free(&m);
+}
+
 int ggprof_cmd_report(int argc, char **argv) {
     const char *trace = NULL;
     ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
@@ -305,6 +324,7 @@ int ggprof_cmd_report(int argc, char **argv) {
         ggprof_print_backends(stdout, &s);
     }
     print_devices(db);
+    print_memory(db);
     print_health(db);
     ggprof_op_stats_free(&s);
     sqlite3_close(db);

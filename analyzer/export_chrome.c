@@ -9,6 +9,7 @@
 #include "sort.h"
 #include "export.h"
 #include "layers.h"
+#include "memory.h"
 #include "trace_db.h"
 #include "v3_format.h"
 #include "wire.h"
@@ -554,6 +555,49 @@ static int write_flows(out_t *o, const copies *cp) {
     return n;
 }
 
+/* A counter per process and backend: the bytes of each kind it holds, after each allocation and free (what
+ * `ggprof memory --timeline` lists). What was held before the trace's first record shows at its start. */
+static int write_memory(sqlite3 *db, out_t *o) {
+    ggprof_mem m;
+    char       why[256];
+    if (ggprof_mem_load(db, &m, why, sizeof(why)) != 0) return -1;
+    int64_t(*held)[GGPROF_MEM_KINDS] = calloc(m.n_backends + 1, sizeof(*held));
+    if (!held) {
+        ggprof_mem_free(&m);
+        return -1;
+    }
+    for (size_t i = 0; i < m.n_events; i++) {
+        const ggprof_mevent *e = &m.events[i];
+        size_t b = 0;
+        while (b < m.n_backends && !(m.backends[b].pid == e->buf->pid && strcmp(m.backends[b].name, e->buf->name) == 0)) b++;
+        if (b == m.n_backends) continue;
+        held[b][e->buf->kind] += e->delta;
+        /* several changes at one instant, or before the trace's start: only the last state is drawn */
+        if (i + 1 < m.n_events && m.events[i + 1].buf->pid == e->buf->pid &&
+            strcmp(m.events[i + 1].buf->name, e->buf->name) == 0 &&
+            (m.events[i + 1].t_ns == e->t_ns || (uint64_t) m.events[i + 1].t_ns <= o->t0)) {
+            continue;
+        }
+        char name[96];
+        snprintf(name, sizeof(name), "memory %s", e->buf->name);
+        put_raw(o->f, o->n_events++ ? ",\n{\"ph\":\"C\",\"name\":" : "\n{\"ph\":\"C\",\"name\":");
+        ggprof_json_put(o->f, name, GGPROF_JSON_HTML);
+        put_raw(o->f, ",\"cat\":\"memory\",\"pid\":");
+        put_i64(o->f, e->buf->pid);
+        put_raw(o->f, ",\"tid\":0,\"ts\":");
+        put_us(o->f, (uint64_t) e->t_ns > o->t0 ? (uint64_t) e->t_ns - o->t0 : 0);
+        put_raw(o->f, ",\"args\":{");
+        for (int k = 0; k < GGPROF_MEM_KINDS; k++) {
+            arg_key(o, ggprof_mem_kind_names[k], k == 0);
+            put_i64(o->f, held[b][k]);
+        }
+        put_raw(o->f, "}}");
+    }
+    free(held);
+    ggprof_mem_free(&m);
+    return 0;
+}
+
 static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const tracks *tr, const names *nm) {
     sqlite3_stmt *exe = NULL;
     sqlite3_prepare_v2(db, "SELECT exe FROM processes WHERE pid = ?", -1, &exe, NULL);
@@ -634,6 +678,7 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
     int rc = write_backends(&l, &o, &tr, &cp, &nm);
     if (rc == 0) rc = write_copies(&l, &o, &tr, &cp, &nm);
     if (rc == 0) rc = write_graphs(db, &o, &tr);
+    if (rc == 0) rc = write_memory(db, &o);
     if (rc == 0) {
         if (o.n_events) write_flows(&o, &cp);
         write_metadata(db, &l, &o, &tr, &nm);

@@ -9,6 +9,7 @@
 #include "trace_db.h"
 #include "export.h"
 #include "layers.h"
+#include "memory.h"
 #include "roofline.h"
 #include "sort.h"
 #include "trace.h"
@@ -534,6 +535,46 @@ static void put_table(FILE *f, const char *key, const intern *t, int split_type)
     putc(']', f);
 }
 
+/* A memory track per process and backend: what it holds after each change (`ggprof memory --timeline`, from t0: what
+ * was held before shows at 0), and its process's peak, which the viewer marks. */
+static void put_memory(FILE *f, sqlite3 *db, uint64_t t0) {
+    ggprof_mem mem;
+    char       why[256];
+    fputs(",\n\"memory\":[", f);
+    if (ggprof_mem_load(db, &mem, why, sizeof(why)) != 0) mem.n_backends = 0;
+    for (size_t b = 0; b < mem.n_backends; b++) {
+        const ggprof_mbackend *bk = &mem.backends[b];
+        const ggprof_mproc    *p  = NULL;
+        for (size_t i = 0; i < mem.n_procs && !p; i++) {
+            if (mem.procs[i].pid == bk->pid) p = &mem.procs[i];
+        }
+        char name[160];
+        snprintf(name, sizeof(name), "memory %s (pid %d)", bk->name, (int) bk->pid);
+        fprintf(f, "%s{\"name\":", b ? ",\n" : "");
+        ggprof_json_put(f, name, GGPROF_JSON_HTML);
+        int64_t at_peak = 0;
+        for (int k = 0; k < GGPROF_MEM_KINDS; k++) at_peak += bk->at_peak[k];
+        fprintf(f, ",\"max\":%" PRId64 ",\"at_peak\":%" PRId64 ",\"peak_t\":%" PRId64 ",\"t\":[", bk->max_held, at_peak,
+                p && (uint64_t) p->peak_ns > t0 ? p->peak_ns - (int64_t) t0 : 0);
+        int n = 0;
+        for (size_t i = 0; i < mem.n_events; i++) {
+            const ggprof_mevent *e = &mem.events[i];
+            if (e->buf->pid != bk->pid || strcmp(e->buf->name, bk->name) != 0) continue;
+            fprintf(f, "%s%" PRId64, n++ ? "," : "", (uint64_t) e->t_ns > t0 ? e->t_ns - (int64_t) t0 : 0);
+        }
+        fputs("],\"v\":[", f);
+        n = 0;
+        for (size_t i = 0; i < mem.n_events; i++) {
+            const ggprof_mevent *e = &mem.events[i];
+            if (e->buf->pid != bk->pid || strcmp(e->buf->name, bk->name) != 0) continue;
+            fprintf(f, "%s%" PRId64, n++ ? "," : "", e->held_backend);
+        }
+        fputs("]}", f);
+    }
+    fputs("]", f);
+    ggprof_mem_free(&mem);
+}
+
 static void put_data(FILE *f, sqlite3 *db, const model *m) {
     sqlite3_stmt *st = NULL;
     char title[512] = "ggprof trace";
@@ -602,7 +643,9 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
         }
         fputs("]", f);
     }
-    fputs("}}", f);
+    fputs("}", f);
+    put_memory(f, db, m->t0);
+    fputs("}", f);
 }
 
 /* viewer.html names where the rest goes: <!--ggprof:css-->, <!--ggprof:data-->, <!--ggprof:js-->. */

@@ -45,6 +45,8 @@ static const ggprof_cmd k_cmds[] = {
     { "query", ggprof_cmd_query, "run SQL on a trace database", ggprof_usage_query },
     { "export", ggprof_cmd_export, "write a trace as JSON v3, text report, ...", ggprof_usage_export },
     { "top-ops", ggprof_cmd_top_ops, "ops by total time, with achieved GB/s, GFLOP/s and roof%", ggprof_usage_top_ops },
+    { "memory", ggprof_cmd_memory, "memory held per backend and kind, compute buffers' peaks and the tensors there",
+      ggprof_usage_memory },
     { "top-kernels", ggprof_cmd_top_kernels, "the longest single op executions, with their graph nodes",
       ggprof_usage_top_kernels },
     { "inefficiency", ggprof_cmd_inefficiency, "op and shape groups ranked by time per output byte",

@@ -138,7 +138,10 @@
   }
 
   // ---------------------------------------------------------------- view
-  const GUTTER = 150, AXIS_H = 22, LANE_H = 26, LANE_GAP = 6;
+  const GUTTER = 150, AXIS_H = 22, LANE_H = 26, LANE_GAP = 6, MEM_H = 40;
+  // memory tracks (ggprof memory): bytes a backend of a process holds over time, under the op lanes
+  const mems = D.memory || [];
+  const memTop = () => AXIS_H + lanes.length * (LANE_H + LANE_GAP);
   const tl = $('timeline'), mm = $('minimap');
   const ctx = tl.getContext('2d'), mctx = mm.getContext('2d');
   let v0 = -span * 0.01, v1 = span * 1.01;
@@ -171,7 +174,7 @@
   function resize() {
     dpr = window.devicePixelRatio || 1;
     const w = tl.parentElement.clientWidth;
-    const h = AXIS_H + lanes.length * (LANE_H + LANE_GAP) + 4;
+    const h = memTop() + mems.length * (MEM_H + LANE_GAP) + 4;
     tl.style.height = h + 'px';
     tl.width = Math.round(w * dpr);
     tl.height = Math.round(h * dpr);
@@ -219,6 +222,7 @@
       ctx.fillText(fmtDur(t), x + 3, AXIS_H - 8);
     }
     for (let li = 0; li < lanes.length; li++) drawLane(lanes[li], AXIS_H + li * (LANE_H + LANE_GAP), npp);
+    for (let mi = 0; mi < mems.length; mi++) drawMem(mems[mi], memTop() + mi * (MEM_H + LANE_GAP), npp);
     drawWindows(W, H, npp);
     // lane labels over the gutter
     ctx.globalAlpha = 1;
@@ -229,6 +233,13 @@
     for (let li = 0; li < lanes.length; li++) {
       const y = AXIS_H + li * (LANE_H + LANE_GAP);
       ctx.fillText(clip(lanes[li].name, GUTTER - 12, 6.6), 6, y + LANE_H / 2 + 4);
+    }
+    for (let mi = 0; mi < mems.length; mi++) {
+      const y = memTop() + mi * (MEM_H + LANE_GAP);
+      ctx.fillText(clip(mems[mi].name, GUTTER - 12, 6.6), 6, y + 14);
+      ctx.fillStyle = '#555';
+      ctx.fillText(fmtBytes(mems[mi].max) + ' max', 6, y + 30);
+      ctx.fillStyle = '#1d232a';
     }
     drawMinimapView();
   }
@@ -253,6 +264,29 @@
   function clip(s, px, charW) {
     const n = Math.floor(px / charW);
     return s.length <= n ? s : n > 1 ? s.slice(0, n - 1) + '…' : '';
+  }
+
+  // A step chart of what the backend holds, scaled to its most; the process's peak as a red line.
+  const PEAK_COLOUR = '#d1242f';
+  function drawMem(M, y, npp) {
+    ctx.fillStyle = '#f3f5f7';
+    ctx.fillRect(GUTTER, y, plotW, MEM_H);
+    const top = Math.max(M.max, 1), xOf = (t) => Math.min(Math.max((t - v0) / npp, 0), plotW);
+    ctx.fillStyle = '#6f42c1';
+    ctx.globalAlpha = 0.55;
+    for (let i = 0; i < M.t.length; i++) {
+      const a = xOf(M.t[i]), b = i + 1 < M.t.length ? xOf(M.t[i + 1]) : plotW;
+      const h = (M.v[i] / top) * (MEM_H - 2);
+      if (b > a && h > 0) ctx.fillRect(GUTTER + a, y + MEM_H - h, b - a, h);
+    }
+    ctx.globalAlpha = 1;
+    if (M.peak_t >= v0 && M.peak_t <= v1) {
+      const x = Math.round(GUTTER + (M.peak_t - v0) / npp);
+      ctx.fillStyle = PEAK_COLOUR;
+      ctx.fillRect(x - 1, y, 3, MEM_H);
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.fillText('peak ' + fmtBytes(M.at_peak), Math.min(x + 4, GUTTER + plotW - 90), y + 11);
+    }
   }
 
   function drawLane(L, y, npp) {
@@ -663,6 +697,14 @@
       return { v0: a, v1: b, longest: best };
     },
     tensor: (i) => D.tensors[tensor[i]],
+    // memory tracks: their names, and the colour drawn where track m marks its process's peak
+    memory: mems.map((M) => ({ name: M.name, max: M.max, atPeak: M.at_peak, peakT: M.peak_t })),
+    memPeakPixel: (m) => {
+      const M = mems[m], npp = (v1 - v0) / plotW;
+      const x = Math.round(GUTTER + (M.peak_t - v0) / npp), y = memTop() + m * (MEM_H + LANE_GAP) + MEM_H - 3;
+      const d = ctx.getImageData(x * dpr, y * dpr, 1, 1).data;
+      return [d[0], d[1], d[2]];
+    },
     plotWidth: () => plotW,
     draw: draw,
     nRecords: D.n_records,
