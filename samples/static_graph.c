@@ -1,6 +1,8 @@
 /* static_graph: ggml graphs computed on the CPU backend without a scheduler (ggml_backend_graph_compute), the
  * program the static-linking tests build with ggml inside itself (static archives, LTO).
- * usage: static_graph [-n GRAPHS] [-t THREADS] [--exit-status K]; prints a checksum and "graphs: N", exits K (0). */
+ * usage: static_graph [-n GRAPHS] [-t THREADS] [--exit-status K] [--gallocr]; prints a checksum and "graphs: N", exits
+ * K (0). --gallocr: the graph's tensors get their memory from a graph allocator (ggml_gallocr, as stable-diffusion.cpp
+ * does), the inputs from a buffer of their own; without it every tensor lies in one buffer. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ static int fail(const char *what) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: static_graph [-n GRAPHS] [-t THREADS] [--exit-status K]\n");
+    fprintf(stderr, "usage: static_graph [-n GRAPHS] [-t THREADS] [--exit-status K] [--gallocr]\n");
     return 2;
 }
 
@@ -41,8 +43,12 @@ static int parse_int(const char *s, int min, int *out) {
 }
 
 int main(int argc, char **argv) {
-    int graphs = 10, threads = 2, exit_status = 0;
+    int graphs = 10, threads = 2, exit_status = 0, use_gallocr = 0;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--gallocr") == 0) {
+            use_gallocr = 1;
+            continue;
+        }
         if (i + 1 >= argc) return usage();
         if (strcmp(argv[i], "-n") == 0) {
             if (parse_int(argv[++i], 0, &graphs) != 0) return usage();
@@ -73,6 +79,8 @@ int main(int argc, char **argv) {
     ggml_set_name(b, "b");
     ggml_set_name(g, "g");
     ggml_set_input(x);
+    ggml_backend_buffer_t buf = use_gallocr ? ggml_backend_alloc_ctx_tensors(ctx, backend) : NULL;
+    if (use_gallocr && !buf) return fail("ggml_backend_alloc_ctx_tensors failed");
 
     struct ggml_tensor *h1 = ggml_mul_mat(ctx, w1, x);
     ggml_set_name(h1, "h1");
@@ -90,8 +98,13 @@ int main(int argc, char **argv) {
     struct ggml_cgraph *gf = ggml_new_graph(ctx);
     ggml_build_forward_expand(gf, out);
 
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
-    if (!buf) return fail("ggml_backend_alloc_ctx_tensors failed");
+    ggml_gallocr_t galloc = NULL;
+    if (use_gallocr) {
+        galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+        if (!galloc || !ggml_gallocr_alloc_graph(galloc, gf)) return fail("ggml_gallocr_alloc_graph failed");
+    } else if (!(buf = ggml_backend_alloc_ctx_tensors(ctx, backend))) {
+        return fail("ggml_backend_alloc_ctx_tensors failed");
+    }
     float *data = malloc(sizeof(float) * N * N);
     if (!data) return fail("out of memory");
     struct ggml_tensor *inputs[] = { x, w1, w2, b, g };
@@ -112,6 +125,7 @@ int main(int argc, char **argv) {
     printf("graphs: %d\n", graphs);
 
     free(data);
+    ggml_gallocr_free(galloc);
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
     ggml_backend_free(backend);

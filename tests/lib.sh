@@ -92,3 +92,22 @@ build_ggml_program() { # NAME [SOURCE]
         -Wl,-rpath,"$LLAMA_BIN_DIR" 2> "$OUT/cc.log"
     expect "the program builds against ggml" "$?" 0
 }
+
+# The buffer sizes llama.cpp printed (model, KV, compute and output buffers, after its last model load: v0.4.0 first
+# sizes them in a fitting pass) against what `ggprof memory` says each backend held at the peak, per buffer type and
+# kind, to the 0.01 MiB llama.cpp prints. LABEL: "...: N buffers as llama.cpp printed them".
+check_memory_vs_log() { # DB LOG LABEL [MIN_BUFFERS]
+    local db=$1 log=$2 l=$3
+    awk '/load_tensors: loading model tensors/ { n = split("", m) }
+         / MiB$/ && /buffer size =/ && !/~llama_context/ {
+             k = /model buffer/ ? "weights" : / KV buffer/ ? "kv" : /compute buffer/ ? "compute" : /output buffer/ ? "other" : ""
+             if (k != "" && $(NF - 1) + 0 > 0) m[$(NF - 6) "|" k] = sprintf("%.2f", $(NF - 1))
+         }
+         END { for (x in m) print x "|" m[x] }' "$log" | sort > "$db.log-sizes"
+    "$GGPROF" memory "$db" --format csv | awk -F, 'NR > 1 {
+             split("weights kv compute other", kinds, " ")
+             for (i = 1; i <= 4; i++) if ($(9 + i) > 0) printf "%s|%s|%.2f\n", $2, kinds[i], $(9 + i) / 1048576
+         }' | sort > "$db.ggprof-sizes"
+    expect_ge "$l: buffers llama.cpp printed" "$(wc -l < "$db.log-sizes")" "${4:-3}"
+    expect "$l: per buffer type and kind, as llama.cpp printed them" "$(diff "$db.log-sizes" "$db.ggprof-sizes" | tr '\n' ' ')" ""
+}

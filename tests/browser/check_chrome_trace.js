@@ -23,7 +23,8 @@ const isInt = (v) => Number.isInteger(v);
 const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 const key = (e) => e.pid + ':' + e.tid;
 const bad = { x_fields: 0, x_negative: 0, ns_not_exact: 0, not_monotonic: 0, bad_nesting: 0, unknown_phase: 0,
-  m_fields: 0, op_args: 0, copy_args: 0 };
+  m_fields: 0, op_args: 0, copy_args: 0, c_fields: 0, c_not_monotonic: 0 };
+const counters = new Map(); // counter events (memory): per pid and name, the last ts and the values' keys
 const byCat = {}, tracks = new Map(), lastTs = new Map(), stacks = new Map();
 const threadNames = new Map(), processNames = new Set();
 let fractional = 0;
@@ -64,6 +65,13 @@ for (const e of ev) {
     if (!isInt(e.pid) || typeof e.name !== 'string' || typeof e.args !== 'object') { bad.m_fields++; continue; }
     if (e.name === 'process_name' && typeof e.args.name === 'string' && e.args.name) processNames.add(e.pid);
     if (e.name === 'thread_name' && typeof e.args.name === 'string' && e.args.name) threadNames.set(key(e), e.args.name);
+  } else if (e.ph === 'C') {
+    // a counter: a name, a process, a time, and numbers only in args (Perfetto draws one track per arg)
+    if (typeof e.name !== 'string' || !e.name || !isInt(e.pid) || !isNum(e.ts) || e.ts < 0 || typeof e.args !== 'object' ||
+        !Object.values(e.args).length || !Object.values(e.args).every(isNum)) { bad.c_fields++; continue; }
+    const k = e.pid + ':' + e.name, last = counters.get(k);
+    if (last && e.ts < last.ts) bad.c_not_monotonic++;
+    counters.set(k, { ts: e.ts, args: e.args, max: Math.max(last ? last.max : 0, Object.values(e.args).reduce((a, b) => a + b, 0)) });
   } else if (e.ph === 's' || e.ph === 'f') {
     if (!flows.has(e.id)) flows.set(e.id, []);
     flows.get(e.id).push(e);
@@ -75,6 +83,9 @@ for (const [k, v] of Object.entries(bad)) say(k, v);
 say('x_events', Object.values(byCat).reduce((a, b) => a + b, 0));
 say('x_fractional_ts', fractional);
 for (const c of ['op', 'sync', 'copy', 'split', 'graph']) say('cat_' + c, byCat[c] || 0);
+say('counters', Array.from(counters.keys()).map((k) => k.split(':').slice(1).join(':')).sort().join('|'));
+// the most each counter's kinds reached together at one instant is what `ggprof memory` says a backend held at most
+say('counter_max', Array.from(counters.entries()).map(([k, c]) => k.split(':').slice(1).join(':') + '=' + c.max).sort().join('|'));
 let unnamedTracks = 0, unnamedPids = 0;
 for (const k of tracks.keys()) {
   if (!threadNames.has(k)) unnamedTracks++;

@@ -44,6 +44,14 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
     await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 120000 });
     say('records_shown', await page.evaluate(() => window.ggprof.records));
     say('lanes', await page.evaluate(() => window.ggprof.lanes.join('|')));
+    // memory tracks (ggprof memory): names, and the colour at each one's peak mark (red when it is drawn)
+    say('memory_tracks', await page.evaluate(() => window.ggprof.memory.map((m) => m.name + ':' + m.max).join('|')));
+    say('memory_peak_pixels', await page.evaluate(() => {
+      const g = window.ggprof, v = g.view();
+      g.setView(v.v0, v.v1);
+      g.draw();
+      return g.memory.map((m, i) => g.memPeakPixel(i).join(',')).join('|');
+    }));
 
     // How long a redraw of the whole trace and of a zoomed view takes (every record is visited when zoomed out).
     const frame = await page.evaluate(() => {

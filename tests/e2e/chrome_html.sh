@@ -20,7 +20,7 @@ check_chrome() { # JSON DB LABEL: the format's rules, and one slice per record
     node "$BR/check_chrome_trace.js" "$json" > "$json.check" 2> "$json.check.err"
     load_kv "$json.check"
     expect "$l: chrome: valid JSON with traceEvents" "${KV[valid_json]:-}${KV[has_trace_events]:-}" 11
-    for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args copy_args \
+    for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args copy_args c_fields c_not_monotonic \
         tracks_without_name tracks_without_process_name flow_malformed flow_unbound flow_op_before_copy_end; do
         expect "$l: chrome: $k" "${KV[$k]:-missing}" 0
     done
@@ -40,6 +40,11 @@ expect "dense: record exits 0" "$?" 0
 "$GGPROF" export "$db" --chrome "$OUT/dense.trace.json" --html "$OUT/dense.html" 2> "$OUT/export.err"
 expect "dense: export --chrome --html exits 0" "$?" 0
 check_chrome "$OUT/dense.trace.json" "$db" dense
+# memory counters: one per backend of the process, each reaching what `ggprof memory` says the backend held at most
+mem_max=$("$GGPROF" memory "$db" --format json | node -e '
+    const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    console.log(r.map((b) => "memory " + b.backend + "=" + b.max_held_bytes).sort().join("|"));')
+expect "dense: chrome: a memory counter per backend, at its most what ggprof memory says" "${KV[counter_max]:-}" "$mem_max"
 expect "dense: chrome: a row for the CPU backend and one for graphs" "${KV[track_names]:-}" "CPU|graphs"
 
 # ---------------------------------------------------------------- the same model with two layers on an RPC backend
@@ -135,6 +140,11 @@ browse() { # HTML LABEL
         "${KV[tooltip_tensor]:-}${KV[tooltip_fields]:-}${KV[tooltip_gbs]:-}" 151
 }
 browse "$OUT/dense.html" dense
+expect "dense: html: a memory track per backend (ggprof memory's)" \
+    "$(echo "${KV[memory_tracks]:-}" | tr '|' '\n' | sed 's/ (pid [0-9]*)//' | sort | tr '\n' '|')" \
+    "$(echo "$mem_max" | tr '|' '\n' | sed 's/=/:/' | sort | tr '\n' '|')"
+expect "dense: html: each memory track's peak drawn (the red mark)" \
+    "$(echo "${KV[memory_peak_pixels]:-}" | tr '|' '\n' | grep -cv '^209,36,47$')" 0
 expect "dense: the page shows the records" "${KV[records_shown]:-}" "$n"
 expect "dense: zoom preset 1 ms shows 1 ms" "${KV[preset_1ms_width_ns]:-}" 1000000
 expect "dense: zoom preset 100 us shows 100 us, same centre" "${KV[preset_100us_width_ns]:-}:${KV[preset_keeps_centre]:-}" 100000:1

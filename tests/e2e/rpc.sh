@@ -12,11 +12,15 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 timeout 120 "$GGPROF" record -o "$OUT/client.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Hello world" \
-    -n 6 -t 2 --no-warmup -no-cnv --rpc "127.0.0.1:$p1,127.0.0.1:$p2" -ngl 99 > "$OUT/client.log" 2>&1
+    -n 6 -t 2 --no-warmup -no-cnv --rpc "127.0.0.1:$p1,127.0.0.1:$p2" -ngl 99 -v > "$OUT/client.log" 2>&1
 expect "the client runs to the end" "$?" 0
 pkill -TERM -f "bin/ggml-rpc-server -p ($p1|$p2) "
 wait
 c="$OUT/client.db"
+# memory: the buffers on each RPC device as the client sees them, as llama.cpp printed them
+check_memory_vs_log "$c" "$OUT/client.log" "client: memory"
+expect "client: memory: model, KV and compute buffers on both RPC devices" \
+    "$(q "$c" "SELECT count(DISTINCT name) FROM buffers WHERE name LIKE 'RPC%' AND kind IN ('weights', 'kv', 'compute') AND size > 0")" 2
 rpc_splits() { q "$c" "SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid AND b.sched_id = s.sched_id
     AND b.id = s.backend_id WHERE b.name LIKE 'RPC%:$1]'"; }
 for p in $p1 $p2; do
