@@ -5,20 +5,20 @@
 
 /* A request is a sequence's batches from a prompt on: it begins where the sequence's positions start again (at 0,
  * or at or before where they were), when llama.cpp placed the positions, with a batch of several tokens after the
- * sequence generated (or after the warm-up), and after the sequence was idle GGPROF_REQUEST_IDLE_NS. Its prompt is
+ * sequence generated (or a prompt after the warm-up), and after the sequence was idle GGPROF_REQUEST_IDLE_NS. Its prompt is
  * its batches up to the first of one token; the rest is generation, one token decoded a batch. */
-/* llama.cpp's warm-up (common_init_from_params): the process's first llama_decode, its BOS and EOS (or one of them)
- * at positions llama.cpp placed, then the memory cleared; a real prompt that long is never followed by another
- * prompt batch (prompt chunks are n_batch tokens but the last). */
+/* llama.cpp's warm-up (common_init_from_params; llama-server v0.4.0 decodes it twice): from the process's first
+ * llama_decode, batches of its BOS and EOS (or one of them) at positions llama.cpp placed, then the memory cleared,
+ * nothing generated. */
 static int warmup_shape(const ggprof_request *q) {
-    return q->first_batch == 1 && q->placed && q->n_batches == 1 && q->gen_decodes == 0 && q->prompt_tokens <= 2;
+    return q->first_batch == 1 && q->placed && q->gen_decodes == 0 && q->max_tokens <= 2;
 }
 
 int ggprof_request_continues(const ggprof_request *q, const ggprof_request_batch *b) {
     if (q->pid != b->pid || q->seq != b->seq) return 0;
     if (b->pos_min >= 0 && q->last_pos >= 0 && b->pos_min <= q->last_pos) return 0;
     if (b->pos_min == 0) return 0;
-    if (b->pos_min < 0 && b->n_tokens > 1 && (q->generating || warmup_shape(q))) return 0;
+    if (b->pos_min < 0 && b->n_tokens > 1 && (q->generating || (warmup_shape(q) && b->n_tokens > 2))) return 0;
     if (b->start_ns > q->last_end_ns && (uint64_t) (b->start_ns - q->last_end_ns) > GGPROF_REQUEST_IDLE_NS) return 0;
     return 1;
 }
@@ -47,6 +47,7 @@ void ggprof_request_add(ggprof_request *q, const ggprof_request_batch *b) {
         }
     }
     q->n_batches++;
+    if (b->n_tokens > q->max_tokens) q->max_tokens = b->n_tokens;
     q->last_pos    = b->pos_max;
     q->last_end_ns = b->start_ns + b->duration_ns;
 }

@@ -20,7 +20,7 @@ typedef struct {
 /* A request: a sequence's batches from a prompt on. */
 typedef struct {
     int64_t pid, seq, first_batch, first_ns, last_end_ns;
-    int64_t n_batches, prompt_tokens, prompt_ns, gen_decodes, gen_ns, seqs_sum, alone_n, alone_ns, shared_n, shared_ns;
+    int64_t n_batches, max_tokens, prompt_tokens, prompt_ns, gen_decodes, gen_ns, seqs_sum, alone_n, alone_ns, shared_n, shared_ns;
     int     last_out;   /* its last prompt batch asked for an output: the first generated token comes from it */
     int     generating;
     int     placed;     /* its first batch's positions were placed by llama.cpp (pos -1) */
@@ -36,8 +36,8 @@ int  ggprof_request_continues(const ggprof_request *q, const ggprof_request_batc
 void ggprof_request_begin(ggprof_request *q, const ggprof_request_batch *b);
 void ggprof_request_add(ggprof_request *q, const ggprof_request_batch *b);
 /* Whether the program answered q: not the model warm-up of llama.cpp's common_init_from_params (llama-server,
- * llama-completion without --no-warmup): the process's first llama_decode, BOS and EOS at positions llama.cpp
- * placed, with nothing decoded after it (the memory is cleared). The program's own request count leaves it out. */
+ * llama-completion without --no-warmup): from the process's first llama_decode, batches of BOS and EOS at
+ * positions llama.cpp placed, with nothing generated (the memory is cleared after). The program's own request count leaves it out. */
 int  ggprof_request_answered(const ggprof_request *q);
 
 #endif
