@@ -168,7 +168,7 @@ $(CORE): $(filter-out $(BUILD)/obj/bin/collector/ggprof.o,$(GGPROF_OBJ))
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(INC_collector) -Itests/unit -Ikernels/cuda -o $@ $< $(CORE) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC_collector) -Icollector -Itests/unit -Ikernels/cuda -o $@ $< $(CORE) $(LIBS)
 
 # The tick models are the engine's, tested on their own (they need nothing of the engine but ggml_abi.h).
 $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_model.c kernels/cpu/tick_model.h
