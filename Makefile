@@ -43,7 +43,7 @@ ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 # Vulkan dispatch timing: the hook that enables ggprof's Vulkan layer (below) when a program is recorded.
 ENGINE_SRC += kernels/vulkan/vk_hook.c
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c schema/store.c
-GGPROF_SRC += schema/cli.c schema/progress.c
+GGPROF_SRC += schema/cli.c schema/progress.c schema/requests.c
 
 LIB     := $(BUILD)/lib/libggprof.so
 BIN     := $(BUILD)/bin/ggprof
@@ -107,7 +107,7 @@ $(LIB): $(ENGINE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 
-LIBS    := -lsqlite3 -lz -lcjson -lm -lpthread
+LIBS    := -lsqlite3 -lz -lcjson -lm -lpthread -lmicrohttpd
 $(BIN): $(GGPROF_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
@@ -168,7 +168,7 @@ $(CORE): $(filter-out $(BUILD)/obj/bin/collector/ggprof.o,$(GGPROF_OBJ))
 
 $(BUILD)/tests/%: tests/unit/%.c $(CORE)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(INC_collector) -Itests/unit -Ikernels/cuda -o $@ $< $(CORE) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC_collector) -Icollector -Itests/unit -Ikernels/cuda -o $@ $< $(CORE) $(LIBS)
 
 # The tick models are the engine's, tested on their own (they need nothing of the engine but ggml_abi.h).
 $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_model.c kernels/cpu/tick_model.h

@@ -11,6 +11,7 @@
 #include "hash.h"
 #include "layers.h"
 #include "output.h"
+#include "requests.h"
 #include "trace.h"
 #include "views.h"
 
@@ -421,24 +422,16 @@ static const ggprof_col k_request_cols[] = {
     { "alone", "alone_ms_per_token", "%.3f", 0 }, { "shared", "shared_ms_per_token", "%.3f", 0 },
 };
 
-/* One request of one sequence, as its batches make it up. */
-typedef struct {
-    int64_t pid, seq, first_ns;
-    int64_t prompt_tokens, prompt_ns, gen_decodes, gen_ns, seqs_sum, alone_n, alone_ns, shared_n, shared_ns;
-    int     last_out;    /* its last prompt batch asked for an output: the first generated token comes from it */
-    int     generating;
-    int64_t last_pos;    /* -1: positions unknown (llama.cpp placed them) */
-    int     open;
-} request;
-
-static void request_row(ggprof_table *t, const request *q, int64_t n, int64_t t0) {
-    ggprof_table_int(t, n);
+/* A row per request the program answered (n counts them). */
+static void request_row(ggprof_table *t, const ggprof_request *q, int64_t *n, int64_t t0) {
+    if (!ggprof_request_answered(q)) return;
+    ggprof_table_int(t, ++*n);
     ggprof_table_int(t, q->pid);
     ggprof_table_int(t, q->seq);
     ggprof_table_real(t, (double) (q->first_ns - t0) / 1e9);
     ggprof_table_int(t, q->prompt_tokens);
     ggprof_table_real(t, (double) q->prompt_ns / 1e6);
-    ggprof_table_int(t, q->gen_decodes + (q->last_out ? 1 : 0));
+    ggprof_table_int(t, ggprof_request_generated(q));
     ggprof_table_real(t, (double) q->gen_ns / 1e6);
     ggprof_table_real(t, q->gen_decodes ? (double) q->gen_ns / (double) q->gen_decodes / 1e6 : NAN);
     ggprof_table_real(t, q->gen_decodes ? (double) q->seqs_sum / (double) q->gen_decodes : NAN);
@@ -446,15 +439,12 @@ static void request_row(ggprof_table *t, const request *q, int64_t n, int64_t t0
     ggprof_table_real(t, q->shared_n ? (double) q->shared_ns / (double) q->shared_n / 1e6 : NAN);
 }
 
-/* A request is a sequence's batches from a prompt on: it begins where the sequence's positions start again (at 0,
- * or at or before where they were) or, when llama.cpp placed the positions, with a batch of several tokens after
- * the sequence generated. Its prompt is its batches up to the first of one token; the rest is generation, one
- * token decoded a batch, plus the first generated token, sampled from the prompt's output. Times are the
- * batches' whole llama_decode wall time (a batch shared with other sequences counts for each). */
+/* The requests of schema/requests.c's rule, the ones the program answered. Times are the batches' whole llama_decode
+ * wall time (a batch shared with other sequences counts for each). */
 static int run_requests(sqlite3 *db, ggprof_table *t, char *why, size_t why_len) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT b.pid, s.seq_id, b.start_ns, b.duration_ns, b.n_seqs, s.n_tokens, s.pos_min,"
-                               " s.pos_max, s.n_outputs FROM batches b JOIN batch_seqs s ON s.pid = b.pid AND"
+                               " s.pos_max, s.n_outputs, b.batch_id FROM batches b JOIN batch_seqs s ON s.pid = b.pid AND"
                                " s.batch_id = b.batch_id WHERE b.status = 0 ORDER BY b.pid, s.seq_id, b.batch_id",
                            -1, &st, NULL) != SQLITE_OK) {
         snprintf(why, why_len, "this trace has no llama_decode batches (it was recorded by an older ggprof): %s",
@@ -468,40 +458,25 @@ static int run_requests(sqlite3 *db, ggprof_table *t, char *why, size_t why_len)
         t0 = sqlite3_column_int64(first, 0);
     }
     sqlite3_finalize(first);
-    request q = { 0 };
+    ggprof_request q;
+    int open = 0;
     int64_t n = 0;
     int step;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t pid = sqlite3_column_int64(st, 0), seq = sqlite3_column_int64(st, 1), start = sqlite3_column_int64(st, 2);
-        int64_t dur = sqlite3_column_int64(st, 3), n_seqs = sqlite3_column_int64(st, 4), tokens = sqlite3_column_int64(st, 5);
-        int64_t pos_min = sqlite3_column_int64(st, 6), pos_max = sqlite3_column_int64(st, 7);
-        int out = sqlite3_column_int64(st, 8) > 0;
-        int same = q.open && q.pid == pid && q.seq == seq;
-        if (same && pos_min >= 0 && q.last_pos >= 0 && pos_min <= q.last_pos) same = 0;
-        if (same && pos_min == 0) same = 0;
-        if (same && pos_min < 0 && tokens > 1 && q.generating) same = 0;
-        if (!same) {
-            if (q.open) request_row(t, &q, ++n, t0);
-            q = (request) { .pid = pid, .seq = seq, .first_ns = start, .last_pos = -1, .open = 1 };
+        ggprof_request_batch b = {
+            sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 9),
+            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4),
+            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
+            sqlite3_column_int(st, 8) };
+        if (open && ggprof_request_continues(&q, &b)) {
+            ggprof_request_add(&q, &b);
+            continue;
         }
-        if (!q.generating && (tokens > 1 || q.prompt_tokens == 0)) {
-            q.prompt_tokens += tokens;
-            q.prompt_ns += dur;
-            q.last_out = out;
-        } else {
-            q.generating = 1;
-            q.gen_decodes += tokens;
-            q.gen_ns += dur;
-            q.seqs_sum += n_seqs;
-            if (n_seqs > 1) {
-                q.shared_n++, q.shared_ns += dur;
-            } else {
-                q.alone_n++, q.alone_ns += dur;
-            }
-        }
-        q.last_pos = pos_max;
+        if (open) request_row(t, &q, &n, t0);
+        ggprof_request_begin(&q, &b);
+        open = 1;
     }
-    if (q.open) request_row(t, &q, ++n, t0);
+    if (open) request_row(t, &q, &n, t0);
     sqlite3_finalize(st);
     if (step != SQLITE_DONE) {
         snprintf(why, why_len, "%s", sqlite3_errmsg(db));

@@ -19,6 +19,8 @@
 #include "collector_commands.h"
 #include "clock_map.h"
 #include "json_v3.h"
+#include "live.h"
+#include "metrics_http.h"
 #include "progress.h"
 #include "ring.h"
 #include "self_path.h"
@@ -195,7 +197,9 @@ typedef struct {
     const char *out, *level_str;
     int         level, quiet, serialize, alternate, start_paused;
     long        ring_kib, sample, max_mb;
-    const char *snapshot_str;
+    const char *snapshot_str, *metrics_str;
+    ggprof_live           *live;    /* --metrics: the live aggregates and their HTTP server */
+    ggprof_metrics_server *metrics;
     double      snapshot_every;
     char        snapshot[PATH_MAX];
     pid_t       snapshot_child;
@@ -354,6 +358,7 @@ static long snapshot_tick(record_run *r) {
         r->snapshots_seen = g_snapshots;
         if (due) r->next_snapshot = now + (uint64_t) (r->snapshot_every * 1e9);
         while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
+    if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 1);
         pid_t c = fork();
         if (c == 0) snapshot_write(r);
         if (c > 0) {
@@ -378,6 +383,7 @@ static int record_parse(record_run *r, int argc, char **argv) {
         { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL },
         { "--max-mb", NULL, GGPROF_OPT_COUNT, &r->max_mb, NULL },
         { "--snapshot-every", NULL, GGPROF_OPT_STRING, &r->snapshot_str, NULL },
+        { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL },
         { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0 };
@@ -407,6 +413,22 @@ static int record_parse(record_run *r, int argc, char **argv) {
     return 0;
 }
 
+static void tap_live(int32_t pid, const void *bytes, size_t n, void *user) { ggprof_live_chunk(user, pid, bytes, n); }
+
+/* --metrics: the live aggregates, fed by every drain, and the server that shows them; listening before CMD starts,
+ * so that an address already taken is a mistake reported before anything runs. */
+static int record_metrics_start(record_run *r) {
+    char bound[300], why[512];
+    if (!(r->live = ggprof_live_new())) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    int rc = ggprof_metrics_listen(&r->metrics, r->metrics_str, r->live, bound, sizeof(bound), why, sizeof(why));
+    if (rc != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    r->spill.tap      = tap_live;
+    r->spill.tap_user = r->live;
+    /* Printed even with -q: a test or a script that asked for port 0 reads it here. */
+    fprintf(stderr, "ggprof: record: metrics at http://%s/metrics\n", bound);
+    return 0;
+}
+
 /* The engine, the output (a bad -o is a user mistake, reported before anything runs), the store, the ring. */
 static int record_prepare(record_run *r) {
     if (find_engine(r->engine, sizeof(r->engine)) != 0) {
@@ -424,6 +446,8 @@ static int record_prepare(record_run *r) {
     if (r->max_mb > 0 && ggprof_spill_bound(&r->spill, r->spill_path, (uint64_t) r->max_mb << 20) != 0) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s.0': %s", r->spill_path, strerror(errno));
     }
+    int mrc = r->metrics_str ? record_metrics_start(r) : 0;
+    if (mrc) return mrc;
     snapshot_path_for(r->out, r->snapshot, sizeof(r->snapshot));
     /* A file (or a link: replaced, never followed) at OUT makes way for the new trace; anything else is a mistake. */
     struct stat st;
@@ -540,7 +564,11 @@ static int record_drain(record_run *r) {
         if (w == r->child || (w < 0 && errno != EINTR)) break;
         long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
         if (snap >= 0 && (due < 0 || snap < due)) due = snap;
-        if (ggprof_ring_pace(&pacer, &r->ring, r->ring.file->slot_cap / 4, 200, &ms)) ggprof_spill_drain(&r->spill, &r->ring);
+        /* --metrics: every wake-up drains, at least 4 a second, so that a scrape is at most that late */
+        if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.file->slot_cap / 4, r->live ? 250 : 200, &ms)) {
+            ggprof_spill_drain(&r->spill, &r->ring);
+            if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
+        }
         if (due >= 0 && due < ms) ms = due;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }
@@ -553,6 +581,7 @@ static int record_drain(record_run *r) {
     r->child = g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
     while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
+    if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 1);
     if (ggprof_spill_replay(&r->spill, r->store, true) != 0) ggprof_err("internal: cannot read back '%s'", r->spill_path);
     r->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
     return 0;
@@ -658,6 +687,9 @@ static int record_finish(record_run *r) {
 
 /* Undoes what the phases set up, whichever failed: the spill, the ring, a store never finished (and its output). */
 static void record_cleanup(record_run *r) {
+    ggprof_metrics_stop(r->metrics);
+    r->spill.tap = NULL;
+    ggprof_live_free(r->live);
     if (r->spill_open) {
         ggprof_spill_close(&r->spill);
         unlink(r->spill_path);

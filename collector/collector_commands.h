@@ -5,9 +5,11 @@
 int ggprof_cmd_record(int argc, char **argv);
 int ggprof_cmd_collect(int argc, char **argv);
 int ggprof_cmd_merge(int argc, char **argv);
+int ggprof_cmd_top(int argc, char **argv);
 
 extern const char ggprof_usage_record[];
 extern const char ggprof_usage_collect[];
 extern const char ggprof_usage_merge[];
+extern const char ggprof_usage_top[];
 
 #endif

@@ -39,6 +39,7 @@ static int cmd_version(int argc, char **argv) {
 
 static const ggprof_cmd k_cmds[] = {
     { "record", ggprof_cmd_record, "run a command with the engine injected and store its trace", ggprof_usage_record },
+    { "top", ggprof_cmd_top, "live table of a running 'record --metrics': ops, tokens/s, requests, busy", ggprof_usage_top },
     { "collect", ggprof_cmd_collect, "(internal) the collector GGML_PROFILE starts", ggprof_usage_collect },
     { "merge", ggprof_cmd_merge, "put traces of a client and its RPC servers on one timeline", ggprof_usage_merge },
     { "report", ggprof_cmd_report, "print the per-op and per-backend summary of a trace", ggprof_usage_report },

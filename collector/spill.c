@@ -201,7 +201,9 @@ void ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const voi
 }
 
 static void on_chunk(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user) {
-    ggprof_spill_chunk(user, slot, bytes, n);
+    ggprof_spill *s = user;
+    ggprof_spill_chunk(s, slot, bytes, n);
+    if (s->tap) s->tap(slot->pid, bytes, n, s->tap_user);
 }
 
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring) { return ggprof_ring_drain_raw(ring, on_chunk, s); }

@@ -34,6 +34,9 @@ typedef struct {
     ggprof_spill_seg seg[GGPROF_SPILL_MAX_SEGS]; /* seg[first..first+n_segs), ring indices */
     int              first, n_segs, next_name, rotate;
     uint64_t         dropped_bytes, dropped_segs, dropped_graphs;
+    /* record --metrics: each drained run of messages is also shown to tap (the live aggregates, live.h) */
+    void (*tap)(int32_t pid, const void *bytes, size_t n, void *user);
+    void *tap_user;
 } ggprof_spill;
 
 /* Creates (or takes over) the spill file, locked, mode 0600: 0, -2 when another collector holds it, -3 when it

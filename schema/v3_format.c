@@ -39,6 +39,8 @@ static inline size_t utf8_len(const unsigned char *p) {
     return n;
 }
 
+size_t ggprof_utf8_len(const char *p) { return utf8_len((const unsigned char *) p); }
+
 size_t ggprof_json_escape(char *out, size_t cap, const char *s, size_t *used, unsigned flags) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *) s;

@@ -41,6 +41,9 @@ size_t ggprof_v3_record_ggprof_keys(char *buf, size_t len, int has_graph, int64_
 /* The escaped inside of the NUL-terminated s (no quotes, no terminator) into out[0..cap), whole escapes and whole
  * characters only: the bytes written; *used: the bytes of s consumed (s[*used] is NUL once all of it was). */
 size_t ggprof_json_escape(char *out, size_t cap, const char *s, size_t *used, unsigned flags);
+/* The length of the valid UTF-8 sequence at p (its first byte >= 0x80), or 0 where no valid one begins: the reading
+ * of UTF-8 every text format's escaper shares (JSON above, the Prometheus exposition of record --metrics). */
+size_t ggprof_utf8_len(const char *p);
 /* s as a JSON string on f, or null for NULL. */
 void ggprof_json_put(FILE *f, const char *s, unsigned flags);
 /* s as a JSON string (without GGPROF_JSON_HTML), or null, NUL-terminated in buf: the length written. What does

@@ -11,6 +11,8 @@ pkgs+=(libcapstone-dev) # engine/patch.c: capstone decodes the entries it patche
 pkgs+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (json.load, the sqlite3 shell), peak memory
 pkgs+=(libxml2-utils) # tests/e2e/hostile_names.sh: xmllint checks the roofline SVG is well-formed
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
+pkgs+=(libmicrohttpd-dev) # collector/metrics_http.c: record --metrics serves HTTP (libmicrohttpd12 at run time)
+pkgs+=(prometheus tmux) # tests/e2e/metrics.sh: a real Prometheus scraping record --metrics, promtool; ggprof top in tmux
 command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do

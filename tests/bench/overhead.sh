@@ -6,6 +6,7 @@
 # first run after a pause is measurably slower or faster, and a fixed order would put that into the ratio.
 # usage: tests/bench/overhead.sh [PAIRS] [LEVEL]     (default 61 pairs, level op; about 1.2 s per pair here)
 #        RECORD_ARGS="--sample 100" tests/bench/overhead.sh 201   other record options (target there: >= 0.995)
+#        RECORD_ARGS="--metrics 127.0.0.1:0" tests/bench/overhead.sh 201   with the live metrics (docs/metrics.md)
 #        BENCH_BUILD=static tests/bench/overhead.sh 201   the static LTO build's llama-bench (ggml inside it)
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
@@ -48,7 +49,7 @@ quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { p
 geoci=$(printf '%s\n' "${ratios[@]}" | geomean_ci)
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
 dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$([ -n "${RECORD_ARGS:-}" ] && echo 0.995 || echo 0.98)" 'BEGIN {
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$(case "${RECORD_ARGS:-}" in *--sample*) echo 0.995 ;; *) echo 0.98 ;; esac)" 'BEGIN {
     printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
     printf "tokens/s ratio, profiled / plain, geometric mean of the %d pairs: %s (95%% interval; target >= %s)\n", n, mc, tg
     printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq
