@@ -149,8 +149,10 @@ GGPROF_API ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buf
         GGPROF_GUARD;
         device_seen(g->ggml_backend_buft_get_device(buft));
     }
-    ggml_backend_buffer_t b = real_ggml_backend_buft_alloc_buffer(buft, size);
+    /* Guarded: a host buffer type that wraps ggml_backend_cpu_buffer_from_ptr (ggml-vulkan's, ggml-cuda's pinned
+     * memory) is one buffer, of its own type, not a CPU_Mapped one too. */
     GGPROF_GUARD;
+    ggml_backend_buffer_t b = real_ggml_backend_buft_alloc_buffer(buft, size);
     emit_buffer(b, GGPROF_BUF_ALLOC, GGPROF_BUF_FROM_BUFT);
     return b;
 }
@@ -264,7 +266,8 @@ static void read_plan(struct ggml_gallocr *galloc, struct ggml_cgraph *graph) {
     struct ggml_tensor **nodes   = g->ggml_graph_nodes(graph);
     if (n_nodes <= 0 || !nodes) return;
     pl_set s = { 0 };
-    s.cap = (uint32_t) n_nodes * (GGML_ABI_MAX_SRC + 2) + 16;
+    const struct ggml_cgraph_abi *gl = (const struct ggml_cgraph_abi *) graph;
+    s.cap = (uint32_t) n_nodes * (GGML_ABI_MAX_SRC + 2) + (gl->n_leafs > 0 && gl->n_leafs < (1 << 24) ? (uint32_t) gl->n_leafs : 0) + 16;
     uint32_t slots = 1;
     while (slots < 2 * s.cap) slots <<= 1;
     s.mask  = slots - 1;
@@ -275,6 +278,12 @@ static void read_plan(struct ggml_gallocr *galloc, struct ggml_cgraph *graph) {
 
     /* Nodes first, so that an entry's index is its node index; then their sources and the views' sources. */
     for (int i = 0; i < n_nodes; i++) pl_find(&s, nodes[i], true);
+    /* The graph's leafs too: ggml-alloc places them all before the first node, read or not. They are not in ggml's
+     * API: read from struct ggml_cgraph, trusted only when its nodes are where the accessors say. */
+    const struct ggml_cgraph_abi *ga = (const struct ggml_cgraph_abi *) graph;
+    if (ga->n_nodes == n_nodes && (void *) ga->nodes == (void *) nodes && ga->n_leafs >= 0 && ga->leafs) {
+        for (int i = 0; i < ga->n_leafs; i++) pl_find(&s, (const struct ggml_tensor *) ga->leafs[i], true);
+    }
     for (int i = 0; i < n_nodes; i++) {
         const struct ggml_tensor_links *l = ggprof_links(nodes[i]);
         for (int j = 0; j < GGML_ABI_MAX_SRC; j++) {
@@ -335,9 +344,10 @@ static void read_plan(struct ggml_gallocr *galloc, struct ggml_cgraph *graph) {
             int32_t           upto = kept ? n_nodes - 1 : s.t[k].last_use;
             if (upto > r->last) r->last = upto;
         }
+        /* ggml-alloc frees a tensor when its last reader is done: one that nothing reads is never freed. */
         for (uint32_t k = 0; k < s.n; k++) {
             ggprof_placement *e = &s.e[k];
-            if (e->flags & GGPROF_PL_OUTPUT || !(e->flags & GGPROF_PL_PLANNED)) e->last = n_nodes - 1;
+            if (e->flags & GGPROF_PL_OUTPUT || !(e->flags & GGPROF_PL_PLANNED) || e->last < 0) e->last = n_nodes - 1;
             if (e->last < e->first) e->last = e->first;
         }
         ggprof_sched *se = t_sched ? ggprof_sched_find(t_sched, true) : NULL;

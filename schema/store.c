@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
-       ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_USAGE, ST_BUF_FREE, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
+       ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
        ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
@@ -31,18 +31,12 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_BATCH_SEQ] = "INSERT INTO batch_seqs VALUES(?,?,?,?,?,?,?)",
     [ST_FUSION] = "INSERT OR REPLACE INTO temp.dev_fusion VALUES(?,?,?,?,?,?,?)",
     [ST_BUF_ALLOC] = "INSERT INTO buffer_list VALUES(?,?,?,?,?,?,?,?,?,?,?,NULL)",
-    [ST_BUF_USAGE] = "UPDATE buffer_list SET usage = ?3, size = ?4 WHERE pid = ?1 AND buffer_id = ?2",
-    [ST_BUF_FREE] = "UPDATE buffer_list SET free_ns = ?3 WHERE pid = ?1 AND buffer_id = ?2",
+    [ST_BUF_EVENT] = "INSERT INTO temp.buffer_events VALUES(?,?,?,?,?)",
     [ST_DEVMEM] = "INSERT INTO device_memory VALUES(?,?,?,?,?,?,?)",
     [ST_PLAN] = "INSERT OR REPLACE INTO plan_list VALUES(?,?,?,?,?,?)",
     [ST_PLACEMENT] = "INSERT INTO placements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
 };
 
-/* A buffer the program holds now: its handle (the buffer's address, reused after a free) names it until then. */
-typedef struct {
-    int32_t  pid;
-    uint64_t handle, id;
-} live_buffer;
 
 /* (pid, node_id) -> op name, so that an OP record gets its name when it is stored. */
 typedef struct {
@@ -61,8 +55,6 @@ struct ggprof_store {
     ggprof_msg_event dev;
     int32_t          dev_pid, dev_tid;
     bool             dev_open;
-    live_buffer     *bufs;
-    size_t           n_bufs, cap_bufs;
     uint64_t         next_buffer_id;
 };
 
@@ -94,6 +86,7 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
         return -1;
     }
     /* device fused groups (msg_fusion), until ggprof_store_finish names their OP records */
+    exec(s->db, "CREATE TEMP TABLE buffer_events(pid INTEGER, handle INTEGER, t_ns INTEGER, event INTEGER, usage INTEGER)");
     exec(s->db, "CREATE TEMP TABLE dev_fusion(pid INTEGER, graph_id INTEGER, sched_id INTEGER, node_index INTEGER,"
                 " label TEXT, fused_index INTEGER, fused_node_id INTEGER, PRIMARY KEY(pid, graph_id, node_index))");
     for (int i = 0; i < ST_COUNT; i++) {
@@ -524,53 +517,25 @@ static void msg_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_
     store_cpu_ops(s, pid, tid, (const void *) m);
 }
 
-static live_buffer *live_find(ggprof_store *s, int32_t pid, uint64_t handle) {
-    for (size_t i = s->n_bufs; i-- > 0;) {
-        if (s->bufs[i].pid == pid && s->bufs[i].handle == handle) return &s->bufs[i];
-    }
-    return NULL;
-}
-
-static void buffer_ended(ggprof_store *s, int32_t pid, live_buffer *b, uint64_t t_ns) {
-    sqlite3_stmt *st = s->st[ST_BUF_FREE];
-    sqlite3_bind_int(st, 1, pid);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64) b->id);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64) t_ns);
-    run(s, st);
-    *b = s->bufs[--s->n_bufs];
-}
-
+/* A buffer's allocation is a row; its usage and its free are events, joined to it when the store finishes: threads
+ * drain in no particular order, and a handle (the buffer's address) is reused once it is freed, so which allocation
+ * an event belongs to is known only by time (the latest one at that handle before it). */
 static void msg_buffer(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     (void) tid;
-    const ggprof_msg_buffer *b  = (const void *) m;
-    live_buffer             *lb = live_find(s, pid, b->handle);
-    if (b->event == GGPROF_BUF_FREE) {
-        if (lb) buffer_ended(s, pid, lb, b->t_ns);
-        return;
-    }
-    if (b->event == GGPROF_BUF_USAGE && lb) {
-        sqlite3_stmt *st = s->st[ST_BUF_USAGE];
+    const ggprof_msg_buffer *b = (const void *) m;
+    if (b->event != GGPROF_BUF_ALLOC) {
+        sqlite3_stmt *st = s->st[ST_BUF_EVENT];
         sqlite3_bind_int(st, 1, pid);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64) lb->id);
-        sqlite3_bind_int(st, 3, (int) b->usage);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64) b->size);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64) b->handle);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) b->t_ns);
+        sqlite3_bind_int(st, 4, (int) b->event);
+        sqlite3_bind_int(st, 5, (int) b->usage);
         run(s, st);
         return;
     }
-    /* An allocation at a handle still held: its free was not seen (a program freeing through a path we do not
-     * wrap); the old buffer ends here. A usage for a buffer never seen allocated records it from now on. */
-    if (lb) buffer_ended(s, pid, lb, b->t_ns);
-    if (s->n_bufs == s->cap_bufs) {
-        size_t       cap = s->cap_bufs ? 2 * s->cap_bufs : 64;
-        live_buffer *v   = realloc(s->bufs, cap * sizeof(*v));
-        if (!v) return;
-        s->bufs = v, s->cap_bufs = cap;
-    }
-    lb  = &s->bufs[s->n_bufs++];
-    *lb = (live_buffer){ pid, b->handle, ++s->next_buffer_id };
     sqlite3_stmt *st = s->st[ST_BUF_ALLOC];
     sqlite3_bind_int(st, 1, pid);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64) lb->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64) ++s->next_buffer_id);
     sqlite3_bind_int64(st, 3, (sqlite3_int64) b->handle);
     bind_text(st, 4, b->buft, sizeof(b->buft));
     bind_text(st, 5, b->device, sizeof(b->device));
@@ -614,8 +579,7 @@ static void msg_placement(ggprof_store *s, int32_t pid, int32_t tid, const ggpro
     }
     sqlite3_stmt *st = s->st[ST_PLACEMENT];
     for (uint32_t i = 0; i < p->n; i++) {
-        const ggprof_placement *e  = &p->e[i];
-        const live_buffer      *lb = e->handle ? live_find(s, pid, e->handle) : NULL;
+        const ggprof_placement *e = &p->e[i];
         sqlite3_bind_int(st, 1, pid);
         sqlite3_bind_int64(st, 2, p->plan);
         sqlite3_bind_int64(st, 3, p->first_entry + i);
@@ -626,7 +590,7 @@ static void msg_placement(ggprof_store *s, int32_t pid, int32_t tid, const ggpro
         sqlite3_bind_int(st, 8, e->root);
         sqlite3_bind_int(st, 9, (int) e->flags);
         sqlite3_bind_int64(st, 10, (sqlite3_int64) e->handle);
-        bind_id(st, 11, lb ? lb->id : 0, 0);
+        sqlite3_bind_null(st, 11); /* the buffer, by handle and time when the store finishes */
         sqlite3_bind_int64(st, 12, (sqlite3_int64) e->offset);
         sqlite3_bind_int64(st, 13, (sqlite3_int64) e->size);
         run(s, st);
@@ -705,7 +669,6 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
     int      full = s->counts.full;
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
     free(s->names);
-    free(s->bufs);
     free(s);
     char *err = NULL;
     if (!full && sqlite3_exec(db, "COMMIT", NULL, NULL, &err) != SQLITE_OK) {
@@ -740,13 +703,29 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
                  " that does not ask ggml_is_empty about its nodes)' END) FROM kernel_list WHERE graph_id IS NOT NULL AND"
                  " (node_index < 0 OR node_id = 0) GROUP BY pid, api;",
                  NULL, NULL, NULL);
-    /* Placements read before their buffer's allocation was (another thread's slot drained later) find it by handle
-     * and time. */
+    /* Buffers: each free and usage joins the latest allocation at its handle before it (msg_buffer); a buffer whose
+     * free was not seen ends where its handle is given to another. Then placements find their buffer alike. */
     sqlite3_exec(db,
+                 "CREATE INDEX temp.buffer_events_handle ON buffer_events(pid, handle, t_ns);"
+                 "CREATE INDEX buffer_handle ON buffer_list(pid, handle, alloc_ns);"
+                 "CREATE TEMP TABLE buffer_next AS SELECT b.pid, b.buffer_id, (SELECT min(n.alloc_ns) FROM buffer_list n"
+                 " WHERE n.pid = b.pid AND n.handle = b.handle AND n.alloc_ns > b.alloc_ns) AS next_ns FROM buffer_list b;"
+                 "UPDATE buffer_list SET free_ns = COALESCE((SELECT min(e.t_ns) FROM temp.buffer_events e, temp.buffer_next x"
+                 " WHERE x.pid = buffer_list.pid AND x.buffer_id = buffer_list.buffer_id AND e.pid = buffer_list.pid"
+                 " AND e.handle = buffer_list.handle AND e.event = 2 AND e.t_ns >= buffer_list.alloc_ns"
+                 " AND (x.next_ns IS NULL OR e.t_ns <= x.next_ns)), (SELECT x.next_ns FROM temp.buffer_next x"
+                 " WHERE x.pid = buffer_list.pid AND x.buffer_id = buffer_list.buffer_id));"
+                 "UPDATE buffer_list SET usage = (SELECT e.usage FROM temp.buffer_events e WHERE e.pid = buffer_list.pid"
+                 " AND e.handle = buffer_list.handle AND e.event = 1 AND e.t_ns >= buffer_list.alloc_ns"
+                 " AND (buffer_list.free_ns IS NULL OR e.t_ns <= buffer_list.free_ns) ORDER BY e.t_ns DESC LIMIT 1)"
+                 " WHERE EXISTS (SELECT 1 FROM temp.buffer_events e WHERE e.pid = buffer_list.pid"
+                 " AND e.handle = buffer_list.handle AND e.event = 1 AND e.t_ns >= buffer_list.alloc_ns"
+                 " AND (buffer_list.free_ns IS NULL OR e.t_ns <= buffer_list.free_ns));"
+                 "DROP TABLE temp.buffer_next; DROP TABLE temp.buffer_events;"
                  "UPDATE placements SET buffer_id = (SELECT b.buffer_id FROM buffer_list b JOIN plan_list pl"
                  " ON pl.pid = b.pid AND pl.plan_id = placements.plan_id WHERE b.pid = placements.pid"
                  " AND b.handle = placements.handle AND b.alloc_ns <= pl.t_ns AND (b.free_ns IS NULL OR b.free_ns >= pl.t_ns)"
-                 " ORDER BY b.alloc_ns DESC LIMIT 1) WHERE buffer_id IS NULL AND handle != 0",
+                 " ORDER BY b.alloc_ns DESC LIMIT 1) WHERE handle != 0",
                  NULL, NULL, NULL);
     /* The indexes only speed readers up: a disk too full for them leaves a trace that reads without them. */
     if (sqlite3_exec(db,
