@@ -271,10 +271,11 @@ static const char *no_op_cause(sqlite3 *db) {
 static void print_memory(sqlite3 *db) {
     ggprof_mem m;
     char       why[256];
-    if (ggprof_mem_load(db, &m, why, sizeof(why)) != 0 || !m.present) {
-        if (m.present) printf("memory: %s\n", why);
+    if (ggprof_mem_load(db, &m, why, sizeof(why)) != 0) {
+        printf("\nMemory: %s\n", why);
         return;
     }
+    if (!m.present) return;
     printf("\nMemory held in ggml's backend buffers at each process's peak, MiB ('ggprof memory' for the tensors):\n");
     ggprof_table t;
     ggprof_mem_backends_table(&t, &m);

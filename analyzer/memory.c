@@ -381,6 +381,7 @@ int ggprof_mem_load(sqlite3 *db, ggprof_mem *m, char *why, size_t why_len) {
         return -1;
     }
     ggprof_sort(m->layers, m->n_layers, sizeof(*m->layers), by_layer);
+    if (m->n_bufs == 0) ggprof_mem_free(m); /* nothing held: nothing for the caller to free */
     m->present = m->n_bufs > 0;
     return 0;
 }

@@ -79,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     run(ggprof_cmd_report, 2, (const char *[]) { "report", path });
     run(ggprof_cmd_top_ops, 2, (const char *[]) { "top-ops", path });
+    run(ggprof_cmd_memory, 3, (const char *[]) { "memory", path, "--peak" });
     run(ggprof_cmd_top_kernels, 2, (const char *[]) { "top-kernels", path });
     run(ggprof_cmd_inefficiency, 2, (const char *[]) { "inefficiency", path });
     run(ggprof_cmd_rollup, 4, (const char *[]) { "rollup", path, "--by", "layer" });
