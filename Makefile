@@ -107,7 +107,7 @@ $(LIB): $(ENGINE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -shared -o $@ $^ -ldl -lpthread -Wl,-z,defs -lc
 
-LIBS    := -lsqlite3 -lz -lcjson -lm -lpthread -lmicrohttpd
+LIBS    := -lsqlite3 -lz -lcjson -lm -lpthread -ldl
 $(BIN): $(GGPROF_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)

@@ -1,6 +1,7 @@
 /* record --metrics: GET /metrics in the Prometheus text format, or OpenMetrics when the scraper's Accept asks. */
 #include "metrics_http.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -12,6 +13,34 @@
 
 #include <microhttpd.h>
 
+/* libmicrohttpd, opened when --metrics asks for it (as the engine opens capstone): ggprof records without it, and
+ * runs where it is not installed (the compatibility matrix's Debian sid chroot). */
+#define MHD_FUNCS(X)                                                                                           \
+    X(MHD_start_daemon) X(MHD_get_daemon_info) X(MHD_stop_daemon) X(MHD_create_response_from_buffer)         \
+    X(MHD_add_response_header) X(MHD_queue_response) X(MHD_destroy_response) X(MHD_lookup_connection_value)
+static struct {
+#define X(fn) __typeof__(&fn) fn;
+    MHD_FUNCS(X)
+#undef X
+} mhd;
+
+static int mhd_load(char *why, size_t why_len) {
+    if (mhd.MHD_start_daemon) return 0;
+    void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, why_len, "--metrics needs libmicrohttpd (Debian's libmicrohttpd12): %s", dlerror());
+        return -1;
+    }
+#define X(fn)                                                                                                  \
+    if (!(*(void **) &mhd.fn = dlsym(h, #fn))) {                                                               \
+        snprintf(why, why_len, "--metrics: libmicrohttpd.so.12 has no %s", #fn);                               \
+        return -1;                                                                                             \
+    }
+    MHD_FUNCS(X)
+#undef X
+    return 0;
+}
+
 struct ggprof_metrics_server {
     struct MHD_Daemon *d;
     ggprof_live       *live;
@@ -19,16 +48,16 @@ struct ggprof_metrics_server {
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
                              int must_free) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, must_free ? MHD_RESPMEM_MUST_FREE
+    struct MHD_Response *r = mhd.MHD_create_response_from_buffer(len, body, must_free ? MHD_RESPMEM_MUST_FREE
                                                                                  : MHD_RESPMEM_PERSISTENT);
     if (!r) {
         if (must_free) free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+    mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result ret = mhd.MHD_queue_response(c, status, r);
+    mhd.MHD_destroy_response(r);
     return ret;
 }
 
@@ -42,7 +71,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, text, not_allowed, strlen(not_allowed), 0);
     }
     if (strcmp(url, "/metrics") != 0) return reply(c, MHD_HTTP_NOT_FOUND, text, not_found, strlen(not_found), 0);
-    const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    const char *accept = mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     ggprof_metrics_out o = { 0 };
     o.openmetrics = accept && strstr(accept, "application/openmetrics-text") != NULL;
     ggprof_live_write(s->live, &o);
@@ -104,6 +133,7 @@ int ggprof_metrics_listen(ggprof_metrics_server **out, const char *addr, ggprof_
     } else {
         ((struct sockaddr_in *) &sa)->sin_port = htons((uint16_t) port);
     }
+    if (mhd_load(why, why_len) != 0) return -2;
     struct ggprof_metrics_server *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(why, why_len, "out of memory");
@@ -111,7 +141,7 @@ int ggprof_metrics_listen(ggprof_metrics_server **out, const char *addr, ggprof_
     }
     s->live = live;
     /* One thread of its own, polling: a scrape a second costs nothing measurable; a few connections at once. */
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0), (uint16_t) port,
+    s->d = mhd.MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0), (uint16_t) port,
                             NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &sa,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned) 16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10,
                             MHD_OPTION_END);
@@ -120,7 +150,7 @@ int ggprof_metrics_listen(ggprof_metrics_server **out, const char *addr, ggprof_
         free(s);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_LISTEN_FD);
+    const union MHD_DaemonInfo *info = mhd.MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_LISTEN_FD);
     struct sockaddr_storage got = sa;
     socklen_t got_len = sizeof(got);
     char ip[INET6_ADDRSTRLEN] = "?";
@@ -141,6 +171,6 @@ int ggprof_metrics_listen(ggprof_metrics_server **out, const char *addr, ggprof_
 
 void ggprof_metrics_stop(ggprof_metrics_server *s) {
     if (!s) return;
-    MHD_stop_daemon(s->d);
+    mhd.MHD_stop_daemon(s->d);
     free(s);
 }
