@@ -145,8 +145,8 @@ void ggprof_mem_print_summary(FILE *out, const ggprof_mem *m, const char *indent
             fprintf(out, "at node %d of %d, %s %s", p->step, p->n_nodes, ggprof_text_safe(p->step_op, s1, sizeof(s1)),
                     ggprof_text_safe(p->step_tensor, s2, sizeof(s2)));
         }
-        fprintf(out, "; %zu tensors alive: %.2f MiB + %.2f MiB alignment + %.2f MiB free between them\n", p->n_live,
-                GGPROF_MIB(p->live_bytes), GGPROF_MIB(p->padding), GGPROF_MIB(p->holes));
+        fprintf(out, "; %zu tensors alive: %.2f MiB + %.1f KiB alignment + %.1f KiB free between them\n", p->n_live,
+                GGPROF_MIB(p->live_bytes), (double) p->padding / 1024.0, (double) p->holes / 1024.0);
     }
     for (size_t i = 0; i < m->n_devs; i++) {
         const ggprof_mdev *d = &m->devs[i];

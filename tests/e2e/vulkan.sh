@@ -10,8 +10,12 @@ run() { # DB [record options]
     shift
     (cd "$NODE_PROJECT_DIR" && timeout 300 "$GGPROF" record "$@" -o "$db" -- node ggprof-script.mjs "$GGUF_DENSE" 4 vulkan)
 }
-run "$OUT/vk.db" > "$OUT/vk.log" 2>&1
+LLAMA_LOG_LEVEL=info run "$OUT/vk.db" > "$OUT/vk.log" 2>&1
 expect "node-llama-cpp runs on Vulkan under record" "$?:$(grep -c 'on vulkan' "$OUT/vk.log")" "0:1"
+# memory: the Vulkan0 (device) and Vulkan_Host (pinned) buffers, as llama.cpp printed them through node-llama-cpp
+check_memory_vs_log "$OUT/vk.db" "$OUT/vk.log" "vulkan: memory" 5
+expect "vulkan: memory: weights, KV cache and compute on Vulkan0" "$(q "$OUT/vk.db" "SELECT group_concat(kind, ' ') FROM
+    (SELECT DISTINCT kind FROM buffers WHERE name = 'Vulkan0' AND size > 0 ORDER BY kind)")" "compute kv weights"
 vq() { q "$1" "SELECT $2 FROM records r JOIN backends b ON b.pid = r.pid AND b.sched_id = r.sched_id
     AND b.id = r.backend_id WHERE b.name LIKE 'Vulkan%' $3"; }
 expect_ge "splits on the Vulkan backend" "$(q "$OUT/vk.db" "SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid
