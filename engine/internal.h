@@ -30,6 +30,9 @@ const struct ggprof_entry_s *ggprof_memory_entries(int *n);
 /* memory.c: the devices' memory after the first scheduler graph, and at the end (the first scheduler freed, or exit). */
 void ggprof_memory_after_graph(void);
 void ggprof_memory_at_end(void);
+/* ggml was found inside a library loaded after start (lib: its file name): if no buffer was seen by the first graph,
+ * the trace says memory is off there. */
+void ggprof_memory_found_late(const char *lib);
 
 /* reach.c: once ggml is found, patches what a library with ggml inside calls directly (a Node addon loaded after
  * start), decides whether split plans can be kept, and notes how ggml is reached. */

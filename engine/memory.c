@@ -3,6 +3,7 @@
  * of the graph lies and when it is alive (docs/memory.md). Buffers are state, not events: they are recorded at every
  * level and outside capture windows too, so that what is held is known whenever a window opens. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,12 @@ static bool buffers_known(const ggprof_ggml *g) {
 }
 
 /* ---- devices ---- */
+
+static _Atomic bool g_buffers_seen;
+static char         g_late_lib[128]; /* set once, before the first graph (reach.c, one thread at a time) */
+
+void ggprof_memory_found_late(const char *lib) { snprintf(g_late_lib, sizeof(g_late_lib), "%s", lib); }
+
 
 /* The devices that hold buffers, as their buffer types name them: the registry's device list lives in libggml,
  * which a program may not have (ggml inside it, or only libggml-base resolved), and these are the ones that matter. */
@@ -94,6 +101,13 @@ void ggprof_memory_after_graph(void) {
     if (!atomic_load_explicit(&g_first_graph_done, memory_order_relaxed) && !atomic_exchange(&g_first_graph_done, true)) {
         GGPROF_GUARD;
         devmem_all(GGPROF_DEVMEM_FIRST_GRAPH);
+        /* A Node addon with ggml inside is found at its first graph (through the scheduler's PLT entry), after its
+         * direct calls allocated every buffer. Finding it when it is loaded would take a dlopen wrapper, which changes
+         * whose RUNPATH a dlopen searches. */
+        if (g_late_lib[0] && !atomic_load(&g_buffers_seen)) {
+            ggprof_trace_note("memory off in %s: ggml inside a library loaded after start is found at its first graph, "
+                              "after its buffers were allocated (no memory records, no tensor placement)", g_late_lib);
+        }
     }
 }
 
@@ -111,9 +125,11 @@ static void memory_at_exit(void) {
 
 /* ---- buffers ---- */
 
+
 static void emit_buffer(ggml_backend_buffer_t buf, uint32_t event, uint32_t source) {
     const ggprof_ggml *g = &ggprof_eng.g;
     if (!buf || !buffers_known(g)) return;
+    if (event == GGPROF_BUF_ALLOC) atomic_store_explicit(&g_buffers_seen, true, memory_order_relaxed);
     static _Atomic bool exit_hooked;
     if (event == GGPROF_BUF_ALLOC && !atomic_exchange(&exit_hooked, true)) atexit(memory_at_exit);
     ggprof_msg_buffer m;

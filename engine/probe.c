@@ -7,13 +7,13 @@
 #include "internal.h"
 #include "reach.h"
 
-/* One note for every optional function missing, with what goes without them (each feature said once). */
-static void note_missing(char *names, size_t names_len, char *features, size_t features_len, const char *fn,
-                         const char *feature) {
-    if (!feature) return;
-    size_t n = strlen(names), f = strlen(features);
+/* The optional functions missing for one feature, appended to names (the feature's note lists them). */
+static const char *feature_of(const char *feature) { return feature ? feature : ""; }
+
+static void note_missing(char *names, size_t names_len, const char *fn, const char *feature, const char *which) {
+    if (strcmp(feature, which) != 0) return;
+    size_t n = strlen(names);
     snprintf(names + n, names_len - n, "%s%s", n ? ", " : "", fn);
-    if (!strstr(features, feature)) snprintf(features + f, features_len - f, "%s%s", f ? ", " : "", feature);
 }
 
 /* ggml_graph_nodes where an LTO build inlined it away: the field of struct ggml_cgraph (stable since 2024; check_abi
@@ -89,13 +89,27 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
         ggprof_trace_note("%s has no %s (inlined): read from ggml's structures instead, checked on probes", g->lib,
                           done_without);
     }
-    char names[512] = "", features[512] = "";
+    /* One note per feature that goes: a note is a line of GGPROF_MAX_STR, and a long list would cut off what goes. */
+    const char *base = strrchr(g->lib, '/') ? strrchr(g->lib, '/') + 1 : g->lib;
+    const char *done[32];
+    int         n_done = 0;
 #define X(ret, name, args, feature)                                                                            \
-    if (g->name == NULL && strcmp(feature ? feature : "", GGML_FROM_LAYOUT) != 0)                              \
-        note_missing(names, sizeof(names), features, sizeof(features), #name, feature);
+    if (g->name == NULL && feature_of(feature)[0] && strcmp(feature_of(feature), GGML_FROM_LAYOUT) != 0 &&       \
+        n_done < 32) {                                                                                         \
+        int seen = 0;                                                                                          \
+        for (int i = 0; i < n_done; i++) seen |= strcmp(done[i], feature_of(feature)) == 0;                    \
+        if (!seen) done[n_done++] = feature_of(feature);                                                       \
+    }
     GGPROF_GGML_FUNCS(X)
 #undef X
-    if (names[0]) ggprof_note("%s has no %s: profiling goes on without %s", g->lib, names, features);
+    for (int i = 0; i < n_done; i++) {
+        char names[512] = "";
+#define X(ret, name, args, feature)                                                                            \
+        if (g->name == NULL) note_missing(names, sizeof(names), #name, feature_of(feature), done[i]);
+        GGPROF_GGML_FUNCS(X)
+#undef X
+        ggprof_note("%s has no %s: profiling goes on without %s", base, names, done[i]);
+    }
     return true;
 }
 

@@ -159,7 +159,12 @@ void ggprof_reach_after_find(const ggprof_ggml *g) {
         if (ggprof_elf_open(&e, g->lib, g->bias)) {
             int n = 0;
             const ggprof_entry *ent = ggprof_interpose_entries(&n);
-            if (ggprof_reach_embeds(&e)) ggprof_reach_patch(&e, g->lib, ent, n);
+            if (ggprof_reach_embeds(&e)) {
+                ggprof_reach_patch(&e, g->lib, ent, n);
+                /* Its calls reach the engine from now on: buffers it allocated with direct calls before may be
+                 * missed (memory.c says so at the first graph if none was seen). */
+                ggprof_memory_found_late(strrchr(g->lib, '/') ? strrchr(g->lib, '/') + 1 : g->lib);
+            }
             ggprof_elf_close(&e);
         }
     }

@@ -9,8 +9,8 @@
 : "${GGUF_DENSE:?run through tests/run.sh (it needs the model of tests/fixture.sh)}"
 SCRIPT="$GGPROF_ROOT/samples/node/script.mjs"
 matrix="$OUT/matrix.md"
-printf '| build | llama.cpp | ggml | graph | split | op: CPU splits timed | tick model | BLAS | GGML_PROFILE |\n' > "$matrix"
-printf '|---|---|---|---|---|---|---|---|---|\n' >> "$matrix"
+printf '| build | llama.cpp | ggml | graph | split | op: CPU splits timed | tick model | BLAS | GGML_PROFILE | memory |\n' > "$matrix"
+printf '|---|---|---|---|---|---|---|---|---|---|\n' >> "$matrix"
 
 if ! builds=$(bash "$GGPROF_ROOT/tests/compat/builds.sh" "$@"); then
     not_ok "builds" "tests/compat/builds.sh failed (npm or debootstrap)"
@@ -32,6 +32,31 @@ check_build() { # NAME DB
     expect "$n: report prints the op summary" "$(grep -c 'MUL_MAT' <<< "$rep" | sed 's/^[1-9][0-9]*$/yes/')" yes
     expect "$n: report does not say no activity" "$(grep -c 'No ggml activity' <<< "$rep")" 0
     expect "$n: top-ops ranks MUL_MAT" "$("$GGPROF" top-ops "$db" --format csv 2>&1 | grep -c '^MUL_MAT' | sed 's/^[1-9][0-9]*$/yes/')" yes
+    # memory: the model's, the KV cache's and the compute buffers, each compute buffer's plan; or the notes say which
+    # functions this ggml lacks (probe.c: "... profiling goes on without memory records / tensor placement")
+    local kinds planned computes missing
+    kinds=$(q "$db" "SELECT group_concat(kind, ' ') FROM (SELECT DISTINCT kind FROM buffers WHERE size > 0
+        AND kind != 'other' ORDER BY kind)")
+    computes=$(q "$db" "SELECT count(*) FROM buffers WHERE kind = 'compute' AND size > 0")
+    planned=$(q "$db" "SELECT count(DISTINCT buffer_id) FROM placements p WHERE flags & 32 AND buffer_id IN
+        (SELECT buffer_id FROM buffers b WHERE b.pid = p.pid AND kind = 'compute')")
+    missing=$(q "$db" "SELECT count(*) FROM notes WHERE text LIKE '%without%memory records%' OR text LIKE '%without%tensor placement%'
+        OR text LIKE 'memory off in %'")
+    expect "$n: memory: weights, KV cache and compute buffers, or a note naming what is missing" \
+        "$([ "$kinds" = "compute kv weights" ] || [ "${missing:-0}" -ge 1 ] && echo yes)" yes
+    expect "$n: memory: every compute buffer's plan read, or a note naming what is missing" \
+        "$([ "${computes:-0}" -ge 1 ] && [ "$planned" = "$computes" ] || [ "${missing:-0}" -ge 1 ] && echo yes)" yes
+}
+
+# The matrix's memory cell: the kinds recorded and the compute buffers planned, or what the notes say is missing.
+mem_cell() { # DB
+    local missing
+    missing=$(q "$1" "SELECT text FROM notes WHERE text LIKE '%without%memory records%' OR text LIKE '%without%tensor placement%'
+        OR text LIKE 'memory off in %' ORDER BY text LIKE 'memory off%' DESC LIMIT 1" |
+        sed -n -e 's/.* has no \(.*\): profiling goes on without.*/off: no \1/p' -e 's/^memory off in [^:]*: .*found at its first graph.*/off: found after its buffers/p')
+    [ -n "$missing" ] && { echo "$missing"; return; }
+    q "$1" "SELECT group_concat(kind, ', ') || ', ' || (SELECT count(DISTINCT buffer_id) FROM placements WHERE flags & 32)
+        || ' planned' FROM (SELECT DISTINCT kind FROM buffers WHERE size > 0 AND kind != 'other' ORDER BY kind)"
 }
 
 cell() { # DB SQL
@@ -54,8 +79,8 @@ row() { # NAME LLAMA DB BLAS PROFILE
     matched=$(cell "$db" "SELECT count(*) FROM splits WHERE ticks_matched = 1")
     model=$(cell "$db" "SELECT text FROM notes WHERE text LIKE 'CPU tick model %' ORDER BY rowid DESC LIMIT 1" |
         sed -n "s/^CPU tick model '\([^']*\)'.*/\1/p")
-    printf '| %s | %s | %s | %s graphs | %s splits | %s of %s | %s | %s | %s |\n' "$1" "$2" "${ver:-?}" "$graphs" \
-        "$splits" "$matched" "$cpu" "${model:-?}" "$4" "$5" >> "$matrix"
+    printf '| %s | %s | %s | %s graphs | %s splits | %s of %s | %s | %s | %s | %s |\n' "$1" "$2" "${ver:-?}" "$graphs" \
+        "$splits" "$matched" "$cpu" "${model:-?}" "$4" "$5" "$(mem_cell "$db")" >> "$matrix"
 }
 
 run_nlc() { # NAME DIR
