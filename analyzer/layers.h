@@ -84,6 +84,16 @@ typedef struct {
  * progress: a label for long work on stderr (NULL for none). Returns 0, or -1 with a one-line reason. */
 #define GGPROF_LAYERS_EXPORT 1
 int  ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len);
+
+/* The same pass with memory per graph, not per record: fn gets each graph's records (one process and graph id;
+ * the records of no graph of a process first), in the order ggprof_layers_load keeps them, with their layers;
+ * g is the graph as l->graphs will show it (tokens, phase, sums; NULL for records of no graph or of a graph the
+ * graph list lacks). The records are read once, in file order when it is the pass's (a recording's), else
+ * sorted by SQLite. Afterwards l holds everything but the records (n_rec 0). fn returns 0, or -1 to stop (an
+ * error: out of memory). Returns 0, or -1 with a one-line reason. */
+typedef int (*ggprof_layers_fn)(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g);
+int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *progress, ggprof_layers_fn fn, void *ctx,
+                       char *why, size_t why_len);
 void ggprof_layers_free(ggprof_layers *l);
 
 static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {
