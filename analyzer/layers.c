@@ -730,7 +730,7 @@ void ggprof_layers_free(ggprof_layers *l) {
 /* One computation per connection, shared by both tables, made again when the database changed since. */
 typedef struct {
     ggprof_layers l;
-    int           loaded, refs;
+    int           loaded, refs, records;
     sqlite3_int64 changes;
     unsigned      data_version;
 } layers_cache;
@@ -748,18 +748,25 @@ static unsigned data_version(sqlite3 *db) {
     return v;
 }
 
-static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, char **err) {
+static int skip_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    (void) ctx, (void) l, (void) rec, (void) n, (void) g;
+    return 0;
+}
+
+/* records: the op_layer table's records are needed (graph_phase needs only the graphs: memory per graph). */
+static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, int records, char **err) {
     sqlite3_int64 changes = sqlite3_total_changes64(db);
     unsigned      version = data_version(db);
-    if (c->loaded && c->changes == changes && c->data_version == version) return &c->l;
+    if (c->loaded && c->changes == changes && c->data_version == version && (c->records || !records)) return &c->l;
     if (c->loaded) ggprof_layers_free(&c->l);
     c->loaded = 0;
     char why[512];
-    if (ggprof_layers_load(db, &c->l, 0, NULL, why, sizeof(why)) != 0) {
+    if ((records ? ggprof_layers_load(db, &c->l, 0, NULL, why, sizeof(why))
+                 : ggprof_layers_each(db, &c->l, 0, NULL, skip_records, NULL, why, sizeof(why))) != 0) {
         *err = sqlite3_mprintf("%s", why);
         return NULL;
     }
-    c->loaded = 1, c->changes = changes, c->data_version = version;
+    c->loaded = 1, c->changes = changes, c->data_version = version, c->records = records;
     return &c->l;
 }
 
@@ -824,7 +831,7 @@ static int vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     layers_cursor *c = (layers_cursor *) cur;
     layers_vtab   *v = (layers_vtab *) cur->pVtab;
     char *err        = NULL;
-    if (!(c->l = cache_get(v->cache, v->db, &err))) {
+    if (!(c->l = cache_get(v->cache, v->db, !v->graphs, &err))) {
         sqlite3_free(v->base.zErrMsg);
         v->base.zErrMsg = err;
         return SQLITE_ERROR;
