@@ -35,7 +35,8 @@ const char ggprof_usage_diff[] =
     "  -n N                  groups shown (default 20; 0: all)\n"
     "  --format F            table (default), csv (one header, a 'section' column) or json (one object)\n"
     "Exit status: 0; 1 when --fail-above tripped or on an internal error; 2 for a usage mistake.\n"
-    "Rules and statistics: docs/rollups-and-diff.md.\n";
+    "Rules and statistics: docs/rollups-and-diff.md.\n"
+    GGPROF_WINDOW_USAGE;
 
 /* A change is beyond noise when the medians differ by more than Z standard errors of their difference; the
  * standard error of a median is 1.2533 sigma / sqrt(n), sigma estimated as 1.4826 MAD (robust to the slow
@@ -571,9 +572,9 @@ static void row_label(char *buf, size_t len, const group *g, const char *from) {
 
 
 /* Opens a run's trace and reads it into the sections (load). */
-static int open_run(run_info *r, group_map *map, group_map *graph_ns, int side, int match_any) {
+static int open_run(run_info *r, const ggprof_window_opts *w, group_map *map, group_map *graph_ns, int side, int match_any) {
     char why[512];
-    int rc = ggprof_trace_open(r->path, &r->db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(r->path, w, &r->db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     char what[600];
     snprintf(what, sizeof(what), "diff: reading '%s'", r->path);
@@ -609,6 +610,7 @@ typedef struct {
     double      fail_above, min_impact;
     long        top;
     ggprof_format fmt;
+    ggprof_window_opts window; /* the same window of both traces */
 } diff_opts;
 
 /* What a diff builds: both runs, their groups per section, and the sections printed (each rollup and the aligned
@@ -632,7 +634,7 @@ static int diff_parse(diff_opts *o, int argc, char **argv) {
         { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL },
         { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL },
     };
-    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0 };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (a.n_pos < 2) return ggprof_fail(GGPROF_EXIT_USAGE, "needs two traces; usage: ggprof diff A B [--fail-above PCT]");
@@ -648,7 +650,7 @@ static int diff_parse(diff_opts *o, int argc, char **argv) {
 static int diff_load(diff_run *d, const diff_opts *o) {
     for (int k = 0; k < 2; k++) {
         d->run[k].path = o->path[k];
-        int rc = open_run(&d->run[k], d->map, &d->graph_ns, k, strcmp(o->match, "any") == 0);
+        int rc = open_run(&d->run[k], &o->window, d->map, &d->graph_ns, k, strcmp(o->match, "any") == 0);
         if (rc) return rc;
     }
     return 0;
@@ -817,7 +819,7 @@ static void diff_free(diff_run *d) {
 }
 
 int ggprof_cmd_diff(int argc, char **argv) {
-    diff_opts o = { { NULL, NULL }, "table", "name", -1, 1, 20, GGPROF_FMT_TABLE };
+    diff_opts o = { { NULL, NULL }, "table", "name", -1, 1, 20, GGPROF_FMT_TABLE, { 0 } };
     int rc = diff_parse(&o, argc, argv);
     if (rc) return rc;
     diff_run *d = calloc(1, sizeof(*d));

@@ -37,7 +37,8 @@ const char ggprof_usage_export[] =
     "  --otlp OUT      OpenTelemetry traces in OTLP/JSON, one ExportTraceServiceRequest per line (what the\n"
     "                  Collector's otlpjsonfile receiver reads): each llama_decode call a trace, its span the\n"
     "                  parent of the graphs computed in it; graphs outside any call a trace each. Times on Unix\n"
-    "                  time from record's clock readings; per-op detail stays in the database\n";
+    "                  time from record's clock readings; per-op detail stays in the database\n"
+    GGPROF_WINDOW_USAGE;
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -62,13 +63,14 @@ int ggprof_cmd_export(int argc, char **argv) {
     long max_records = -1;
     double min_share = 0;
     ggprof_roofs roofs = { .n = 0 };
+    ggprof_window_opts window = { 0 };
     ggprof_opt opts[N_FORMATS + 4];
     for (size_t f = 0; f < N_FORMATS; f++) opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL };
     opts[N_FORMATS]     = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL };
     opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
     opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
     opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL };
-    ggprof_args a = { opts, N_FORMATS + 4, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, N_FORMATS + 4, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     int n_out = 0;
@@ -80,7 +82,7 @@ int ggprof_cmd_export(int argc, char **argv) {
     ggprof_export_roofline_set_roofs(&roofs);
     sqlite3 *db;
     char why[512];
-    rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     for (size_t f = 0; f < N_FORMATS && rc == 0; f++) {
         if (out[f] && k_formats[f].fn(db, out[f], why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);

@@ -36,7 +36,8 @@ const char ggprof_usage_rollup[] =
     "  --format F   table (default), csv or json (an array of objects; '-' in a table is null)\n"
     "\n"
     "The same numbers are in the views layer_time, layer_op_time, block_time, block_op_time, graph_phase\n"
-    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n";
+    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n"
+    GGPROF_WINDOW_USAGE;
 
 /* A view's value as a cell: d integer, m ns shown in ms, p a real (percentage, rate), s text; NULL is empty. */
 static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
@@ -524,12 +525,13 @@ static int run_requests(sqlite3 *db, ggprof_table *t, char *why, size_t why_len)
 int ggprof_cmd_rollup(int argc, char **argv) {
     const char *trace = NULL, *by = NULL, *format = "table";
     int ops = 0;
+    ggprof_window_opts window = { 0 };
     const ggprof_opt opts[] = {
         { "--by", NULL, GGPROF_OPT_STRING, &by, NULL },
         { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
         { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL },
     };
-    ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof rollup TRACE --by layer|block|phase|graph");
@@ -547,7 +549,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
         if (ops) return ggprof_fail(GGPROF_EXIT_USAGE, "--ops goes with --by layer or block");
         sqlite3 *db;
         char why[512];
-        int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+        int rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
         if (rc) return ggprof_fail(rc, "%s", why);
         ggprof_table t;
         ggprof_table_init(&t, k_request_cols, NCOL(k_request_cols));
@@ -568,7 +570,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
 
     sqlite3 *db;
     char why[512];
-    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     if (ggprof_views_create(db) != SQLITE_OK) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "creating the roll-up views on '%s': %s", trace, sqlite3_errmsg(db));

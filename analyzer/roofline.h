@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
+
 #define GGPROF_RL_MAX_SRC   10 /* GGML_MAX_SRC */
 #define GGPROF_RL_MAX_TYPES 64
 
@@ -161,6 +163,7 @@ typedef struct {
     long          n_rows; /* 0: all */
     int           format; /* ggprof_format */
     ggprof_roofs  roofs;
+    ggprof_window_opts window; /* --from, --to, --graphs, --process, --window */
 } ggprof_rank_opts;
 int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const char *cmd);
 /* Opens o->trace and rolls its OP records up into rows (per op and backend, or per shape too); the caller frees

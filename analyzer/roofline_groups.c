@@ -431,7 +431,7 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
         { "--roof", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
         { "--roof-file", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
     };
-    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (!o->trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof %s TRACE [-n N]", cmd);
@@ -441,7 +441,7 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
 int ggprof_rank_rows(const ggprof_rank_opts *o, int by_shape, ggprof_rl_groups *g, ggprof_rl_row **rows, size_t *n) {
     char why[512];
     sqlite3 *db;
-    int rc = ggprof_trace_open(o->trace, &db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(o->trace, &o->window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     if (ggprof_rl_groups_load(db, g, why, sizeof(why)) != 0) {
         sqlite3_close(db);
