@@ -42,6 +42,45 @@ expect "dense: export --chrome --html exits 0" "$?" 0
 check_chrome "$OUT/dense.trace.json" "$db" dense
 expect "dense: chrome: a row for the CPU backend and one for graphs" "${KV[track_names]:-}" "CPU|graphs"
 
+# ---------------------------------------------------------------- a window of the run (--from/--to)
+# The middle of the run: the Chrome file of the window follows the same rules and holds what report --from/--to
+# counts in it (OP, SYNC and COPY records: their number and their time), a part of the run, not all of it.
+span=$(q "$db" "SELECT (max(start_ns) - min(start_ns)) / 1e9 FROM events")
+from=$(awk -v s="$span" 'BEGIN { printf "%.6f", s * 0.3 }')
+to=$(awk -v s="$span" 'BEGIN { printf "%.6f", s * 0.7 }')
+"$GGPROF" export "$db" --chrome "$OUT/win.trace.json" --from "$from" --to "$to" 2> "$OUT/win.err"
+expect "window: export --chrome --from --to exits 0" "$?" 0
+node "$BR/check_chrome_trace.js" "$OUT/win.trace.json" > "$OUT/win.check" 2> "$OUT/win.check.err"
+load_kv "$OUT/win.check"
+expect "window: chrome: valid JSON with traceEvents" "${KV[valid_json]:-}${KV[has_trace_events]:-}" 11
+for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args copy_args \
+    tracks_without_name tracks_without_process_name flow_malformed flow_unbound flow_op_before_copy_end; do
+    expect "window: chrome: $k" "${KV[$k]:-missing}" 0
+done
+"$GGPROF" report "$db" --from "$from" --to "$to" > "$OUT/win.report"
+expect "window: report --from --to exits 0" "$?" 0
+# report_sum TYPE FIELD: the sum of FIELD (count, total) over report's rows of TYPE ([OP, [SYNC], [COPY])
+report_sum() {
+    awk -v t="$1" -v f="$2=" '$1 == t { for (i = 1; i <= NF; i++) if (index($i, f) == 1) { v = substr($i, length(f) + 1)
+        if (v == "") v = $(i + 1); n += v } } END { printf "%.2f\n", n }' "$OUT/win.report"
+}
+# chrome_sum CAT: slices of category CAT and their time (ms), as "N MS"
+chrome_sum() {
+    node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); let n = 0, us = 0;
+        for (const e of d.traceEvents) if (e.ph === "X" && e.cat === process.argv[2]) { n++; us += e.dur; }
+        console.log(n + " " + (us / 1000).toFixed(2));' "$OUT/win.trace.json" "$1"
+}
+for t in op:'[OP' sync:'[SYNC]'; do
+    read -r n ms < <(chrome_sum "${t%%:*}")
+    expect "window: chrome's ${t%%:*} slices are report's records of the window" "$n" "$(report_sum "${t#*:}" count | cut -d. -f1)"
+    # report prints each row's total in ms to 2 decimals: the sums agree within a rounding per row
+    rows=$(grep -c "^ *\\${t#*:}" "$OUT/win.report")
+    expect "window: chrome's ${t%%:*} time is report's (ms, within rounding)" \
+        "$(awk -v a="$ms" -v b="$(report_sum "${t#*:}" total)" -v r="$rows" 'BEGIN { d = a - b; if (d < 0) d = -d; print (d <= 0.005 * r + 0.01) ? "equal" : a " vs " b }')" equal
+done
+all_ops=$(q "$db" "SELECT count(*) FROM records WHERE type = 0")
+expect "window: some ops, not all" "$(awk -v n="${KV[cat_op]:-0}" -v a="$all_ops" 'BEGIN { print (n > 0 && n < a) ? "part" : n " of " a }')" part
+
 # ---------------------------------------------------------------- the same model with two layers on an RPC backend
 port=$((50200 + RANDOM % 5000))
 "$LLAMA_BIN_DIR/ggml-rpc-server" -d CPU -p "$port" > "$OUT/rpc-server.log" 2>&1 &
