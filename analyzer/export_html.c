@@ -161,6 +161,7 @@ typedef struct {
     heat_cell *heat;
     size_t    cap_stats, cap_heat;
     int64_t   n_records, n_shown, stride, n_lanes;
+    int64_t   sample_records, sample_every; /* --max-records: the trace's records, and one graph in every k read */
     uint64_t  t0, t_end, total_ns;
     int       oom;
 } model;
@@ -547,6 +548,9 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
             ",\n\"t0_ns\":\"%" PRIu64 "\",\"span_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"n_records\":%" PRId64
             ",\"n_shown\":%" PRId64 ",\"stride\":%" PRId64,
             m->t0, m->t_end > m->t0 ? m->t_end - m->t0 : 0, m->total_ns, m->n_records, m->n_shown, m->stride);
+    if (m->sample_every > 1) {
+        fprintf(f, ",\"sampled\":{\"records\":%" PRId64 ",\"one_graph_in\":%" PRId64 "}", m->sample_records, m->sample_every);
+    }
     /* record's capture windows, from t0 (none for a trace recorded start to end, or of an older ggprof) */
     fputs(",\n\"windows\":[", f);
     if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns, opened_by, closed_by FROM windows WHERE NOT (opened_by = 'start'"
@@ -646,7 +650,12 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     ggprof_layers l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
-    if (ggprof_layers_load(db, &l, GGPROF_LAYERS_EXPORT, what, why, why_len) != 0) return -1;
+    ggprof_layers_sample sample;
+    if (ggprof_layers_load_sampled(db, &l, GGPROF_LAYERS_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+        return -1;
+    }
+    m.sample_records = sample.records, m.sample_every = sample.every;
+    if (sample.every > 1) ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
     ggprof_rl_groups g;
     char gwhy[512];
     if (ggprof_rl_groups_load_records(db, &g, gwhy, sizeof(gwhy)) != 0) {

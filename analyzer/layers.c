@@ -705,6 +705,43 @@ int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *prog
     return 0;
 }
 
+/* ggprof_layers_load_sampled's consumer: the records of one graph in every k, and of no graph. */
+typedef struct {
+    rec_list list;
+    int64_t  every, graphs;
+} rec_sample;
+
+static int keep_sample(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    rec_sample *k = ctx;
+    if (n && rec[0].graph_id != GGPROF_LAYERS_NULL && k->graphs++ % k->every != 0) return 0;
+    return keep_all(&k->list, l, rec, n, g);
+}
+
+int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const char *progress, int64_t max_records,
+                               ggprof_layers_sample *out, char *why, size_t why_len) {
+    memset(out, 0, sizeof(*out));
+    out->every = 1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        out->records = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (max_records <= 0 || out->records <= max_records) {
+        int rc = ggprof_layers_load(db, l, what, progress, why, why_len);
+        out->kept = (int64_t) l->n_rec;
+        return rc;
+    }
+    rec_sample k = { { 0 }, (out->records + max_records - 1) / max_records, 0 };
+    if (ggprof_layers_each(db, l, what, progress, keep_sample, &k, why, why_len) != 0) {
+        free(k.list.v);
+        return -1;
+    }
+    l->rec = k.list.v, l->n_rec = k.list.n;
+    out->every = k.every;
+    out->kept  = (int64_t) l->n_rec;
+    return 0;
+}
+
 void ggprof_layers_free(ggprof_layers *l) {
     for (size_t i = 0; i < l->n_nodes; i++) {
         free(l->nodes[i].tensor_name);

@@ -95,6 +95,16 @@ typedef int (*ggprof_layers_fn)(void *ctx, const ggprof_layers *l, const ggprof_
 int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *progress, ggprof_layers_fn fn, void *ctx,
                        char *why, size_t why_len);
 void ggprof_layers_free(ggprof_layers *l);
+/* ggprof_layers_load in bounded memory, for what shows records one by one (the exports): when the trace has more
+ * than max_records records (0: no limit), only those of one graph in every k (k = ceil(records / max_records); the
+ * first of each k in the pass's order) and of no graph; every graph, split and node stays. out says what was kept. */
+#define GGPROF_LAYERS_MAX_RECORDS 1048576 /* the exports' default (--max-records): about 220 MiB */
+typedef struct {
+    int64_t records, kept, every; /* every: 1 when all were kept */
+} ggprof_layers_sample;
+int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const char *progress, int64_t max_records,
+                               ggprof_layers_sample *out, char *why, size_t why_len);
+
 
 static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {
     return r->node ? &l->nodes[r->node - 1] : NULL;

@@ -43,11 +43,18 @@ check_chrome "$OUT/dense.trace.json" "$db" dense
 expect "dense: chrome: a row for the CPU backend and one for graphs" "${KV[track_names]:-}" "CPU|graphs"
 
 # ---------------------------------------------------------------- a window of the run (--from/--to)
-# The middle of the run: the Chrome file of the window follows the same rules and holds what report --from/--to
-# counts in it (OP, SYNC and COPY records: their number and their time), a part of the run, not all of it.
-span=$(q "$db" "SELECT (max(start_ns) - min(start_ns)) / 1e9 FROM events")
-from=$(awk -v s="$span" 'BEGIN { printf "%.6f", s * 0.3 }')
-to=$(awk -v s="$span" 'BEGIN { printf "%.6f", s * 0.7 }')
+# Graphs 2 to 5 of the run (the bounds half way between graph starts, from the trace's first time): the Chrome
+# file of the window follows the same rules and holds what report --from/--to counts in it (OP and SYNC records:
+# their number and their time), a part of the run, not all of it.
+mid() { # N: seconds from the trace's start to half way between the starts of graphs N-1 and N (in time order)
+    q "$db" "WITH t0 AS (SELECT min(t) AS t FROM (SELECT min(start_ns) AS t FROM events UNION ALL
+        SELECT min(start_ns) FROM graph_list UNION ALL SELECT min(start_ns) FROM split_list)),
+      g AS (SELECT start_ns, row_number() OVER (ORDER BY start_ns) - 1 AS k FROM graph_list)
+      SELECT printf('%.9f', ((SELECT start_ns FROM g WHERE k = $1 - 1) + (SELECT start_ns FROM g WHERE k = $1)) / 2e9
+        - (SELECT t FROM t0) / 1e9)"
+}
+from=$(mid 2)
+to=$(mid 6)
 "$GGPROF" export "$db" --chrome "$OUT/win.trace.json" --from "$from" --to "$to" 2> "$OUT/win.err"
 expect "window: export --chrome --from --to exits 0" "$?" 0
 node "$BR/check_chrome_trace.js" "$OUT/win.trace.json" > "$OUT/win.check" 2> "$OUT/win.check.err"
@@ -80,6 +87,24 @@ for t in op:'[OP' sync:'[SYNC]'; do
 done
 all_ops=$(q "$db" "SELECT count(*) FROM records WHERE type = 0")
 expect "window: some ops, not all" "$(awk -v n="${KV[cat_op]:-0}" -v a="$all_ops" 'BEGIN { print (n > 0 && n < a) ? "part" : n " of " a }')" part
+expect "window: graphs 2 to 5" "${KV[cat_graph]:-}" 4
+
+# ---------------------------------------------------------------- a trace over --max-records
+# The ops of one graph in every k, every graph and split slice; said on stderr and in the file, never silently.
+"$GGPROF" export "$db" --chrome "$OUT/sampled.trace.json" --html "$OUT/sampled.html" --max-records 300 2> "$OUT/sampled.err"
+expect "sampled: export exits 0" "$?" 0
+expect "sampled: stderr says so, once per file" "$(grep -c "more than --max-records 300: it shows the records of one graph in every" "$OUT/sampled.err")" 2
+node "$BR/check_chrome_trace.js" "$OUT/sampled.trace.json" > "$OUT/sampled.check" 2> "$OUT/sampled.check.err"
+load_kv "$OUT/sampled.check"
+for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args tracks_without_name; do
+    expect "sampled: chrome: $k" "${KV[$k]:-missing}" 0
+done
+expect "sampled: chrome: every graph slice" "${KV[cat_graph]:-}" "$(q "$db" "SELECT count(*) FROM graphs")"
+expect "sampled: chrome: every split slice" "${KV[cat_split]:-}" "$(q "$db" "SELECT count(*) FROM splits")"
+expect "sampled: chrome: fewer op slices" "$(awk -v n="${KV[cat_op]:-0}" -v a="$(q "$db" "SELECT count(*) FROM records WHERE type = 0")" \
+    'BEGIN { print (n > 0 && n < a) ? "fewer" : n " of " a }')" fewer
+expect "sampled: chrome: the file says so" "$(head -c 2000 "$OUT/sampled.trace.json" | grep -c '"sampled":{"records":')" 1
+expect "sampled: html: the page says so" "$(grep -c '"sampled":{"records":' "$OUT/sampled.html")" 1
 
 # ---------------------------------------------------------------- the same model with two layers on an RPC backend
 port=$((50200 + RANDOM % 5000))
