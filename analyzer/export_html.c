@@ -658,7 +658,24 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     if (sample.every > 1) ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
     ggprof_rl_groups g;
     char gwhy[512];
-    if (ggprof_rl_groups_load_records(db, &g, gwhy, sizeof(gwhy)) != 0) {
+    /* a sample's OP records only: each record's group costs 12 bytes */
+    int64_t  n_want = 0;
+    uint8_t *want   = NULL;
+    if (sample.every > 1) {
+        for (size_t i = 0; i < l.n_rec; i++) {
+            if (l.rec[i].seq >= n_want) n_want = l.rec[i].seq + 1;
+        }
+        want = calloc((size_t) (n_want + 7) / 8 + 1, 1);
+        for (size_t i = 0; want && i < l.n_rec; i++) {
+            if (l.rec[i].type == 0 && l.rec[i].seq >= 0) want[l.rec[i].seq >> 3] |= (uint8_t) (1u << (l.rec[i].seq & 7));
+        }
+    }
+    int got = sample.every > 1 && !want ? -1
+            : want ? ggprof_rl_groups_load_some(db, &g, want, n_want, gwhy, sizeof(gwhy))
+                   : ggprof_rl_groups_load_records(db, &g, gwhy, sizeof(gwhy));
+    if (got != 0 && !want && sample.every > 1) snprintf(gwhy, sizeof(gwhy), "out of memory");
+    free(want);
+    if (got != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, gwhy);
         ggprof_layers_free(&l);
         return -1;
