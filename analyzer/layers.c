@@ -556,7 +556,8 @@ static int flush(stream *s) {
  * the count. */
 static int in_graph_order(sqlite3 *db, int64_t *n) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id FROM events", -1, &st, NULL) != SQLITE_OK) return -1;
+    /* (ORDER BY rowid: else SQLite reads the two columns from the index on them, in their order) */
+    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id FROM events ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) return -1;
     int       ordered = 1, step;
     graph_key last    = { INT32_MIN, GGPROF_LAYERS_NULL };
     *n                = 0;
@@ -580,7 +581,7 @@ static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
     snprintf(sql, sizeof(sql), "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns, duration_ns,"
                                " node_index%s FROM events%s",
              all ? ", tid, split_id, bytes, wait_ns, timing, extra, fused_node_id" : "",
-             ordered ? "" : " ORDER BY pid, graph_id, start_ns, rowid");
+             ordered ? " ORDER BY rowid" : " ORDER BY pid, graph_id, start_ns, rowid");
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
     ggprof_progress prog;
