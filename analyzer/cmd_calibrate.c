@@ -51,7 +51,7 @@ int ggprof_cmd_calibrate(int argc, char **argv) {
         { "-s", NULL, GGPROF_OPT_STRING, &mib, NULL },
         { "-m", NULL, GGPROF_OPT_STRING, &matmul, NULL },
     };
-    ggprof_args a = { opts, 4, NULL, 0, 0, "unknown argument '%s'; see 'ggprof calibrate --help'", 0, 0 };
+    ggprof_args a = { opts, 4, NULL, 0, 0, "unknown argument '%s'; see 'ggprof calibrate --help'", 0, 0, NULL };
     if (ggprof_parse_args(argc, argv, &a)) return GGPROF_EXIT_USAGE;
     long x;
     if (threads && parse_int("-t", threads, 1, 256, &x)) return GGPROF_EXIT_USAGE;

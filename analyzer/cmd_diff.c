@@ -37,7 +37,8 @@ const char ggprof_usage_diff[] =
     "  -n N                  groups shown (default 20; 0: all)\n"
     "  --format F            table (default), csv (one header, a 'section' column) or json (one object)\n"
     "Exit status: 0; 1 when --fail-above tripped or on an internal error; 2 for a usage mistake.\n"
-    "Rules and statistics: docs/rollups-and-diff.md.\n";
+    "Rules and statistics: docs/rollups-and-diff.md.\n"
+    GGPROF_WINDOW_USAGE;
 
 /* A change is beyond noise when the medians differ by more than Z standard errors of their difference; the
  * standard error of a median is 1.2533 sigma / sqrt(n), sigma estimated as 1.4826 MAD (robust to the slow
@@ -366,9 +367,35 @@ typedef struct {
     double      ns[3]; /* OP, COPY, SYNC */
 } run_info;
 
-/* Reads one trace into the sections' maps: the phases from its graphs (a graph's time per token), the rest
- * from its records, graph by graph. graph_ns gets each phase's graph durations; r gets the run's totals. */
-static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int side, int match_any, run_info *r) {
+/* What reading one trace into the sections' maps keeps between its graphs. */
+typedef struct {
+    group_map *map, *graph_ns;
+    int        side, match_any;
+    run_info  *r;
+    sig_map    sigs;
+} diff_pass;
+
+/* ggprof_layers_each's consumer: a graph's records into their groups (the phase: the graph's, when listed). */
+static int load_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    diff_pass  *d     = ctx;
+    const char *phase = g ? g->phase : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const ggprof_lrec *e = &rec[i];
+        row_sig key          = { e->pid, e->type, e->backend_id, e->layer, e->sched_id, e->name, e->node, phase, { 0 } };
+        const row_sig *s     = sig_get(&d->sigs, &key, l, d->map, d->match_any);
+        if (!s) return -1;
+        double ns = (double) e->duration_ns;
+        if (e->type >= 0 && e->type < 3) d->r->ns[e->type] += ns;
+        for (int k = 0; k < N_SECTIONS; k++) {
+            if (s->group[k] && push(&d->map[k].g[s->group[k] - 1].s[d->side], e->pid, e->graph_id, ns, ns) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* The phases from the trace's graphs (a graph's time per token), after its records (load_records): graph_ns gets
+ * each phase's graph durations; r gets the run's totals. */
+static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int side, run_info *r) {
     /* The graphs, one per (process, graph id): the first in graph_phase's order. */
     diff_graph *dg = malloc((l->n_graphs ? l->n_graphs : 1) * sizeof(*dg));
     if (!dg) return -1;
@@ -396,33 +423,6 @@ static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int
             rc = -1;
         }
     }
-    /* The records, graph by graph (they come sorted so); a graph's phase looked up once. */
-    sig_map sigs = { 0 };
-    size_t gi    = 0;
-    for (size_t i = 0; i < l->n_rec && rc == 0;) {
-        const ggprof_lrec *first = &l->rec[i];
-        const char *phase        = NULL;
-        if (first->graph_id != GGPROF_LAYERS_NULL) {
-            while (gi < n && (dg[gi].pid < first->pid || (dg[gi].pid == first->pid && dg[gi].graph_id < first->graph_id))) gi++;
-            if (gi < n && dg[gi].pid == first->pid && dg[gi].graph_id == first->graph_id) phase = dg[gi].g->phase;
-        }
-        for (; i < l->n_rec && l->rec[i].pid == first->pid && l->rec[i].graph_id == first->graph_id; i++) {
-            const ggprof_lrec *e = &l->rec[i];
-            row_sig key          = { e->pid, e->type, e->backend_id, e->layer, e->sched_id, e->name, e->node, phase, { 0 } };
-            const row_sig *s     = sig_get(&sigs, &key, l, map, match_any);
-            if (!s) {
-                rc = -1;
-                break;
-            }
-            double ns = (double) e->duration_ns;
-            if (e->type >= 0 && e->type < 3) r->ns[e->type] += ns;
-            for (int k = 0; k < N_SECTIONS; k++) {
-                if (s->group[k] && push(&map[k].g[s->group[k] - 1].s[side], e->pid, e->graph_id, ns, ns) != 0) rc = -1;
-            }
-        }
-    }
-    free(sigs.v);
-    ggprof_index_free(&sigs.index);
     free(dg);
     return rc;
 }
@@ -574,17 +574,19 @@ static void row_label(char *buf, size_t len, const group *g, const char *from) {
 
 
 /* Opens a run's trace and reads it into the sections (load). */
-static int open_run(run_info *r, group_map *map, group_map *graph_ns, int side, int match_any) {
+static int open_run(run_info *r, const ggprof_window_opts *w, group_map *map, group_map *graph_ns, int side, int match_any) {
     char why[512];
-    int rc = ggprof_trace_open(r->path, &r->db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(r->path, w, &r->db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     char what[600];
     snprintf(what, sizeof(what), "diff: reading '%s'", r->path);
     ggprof_layers l;
-    if (ggprof_layers_load(r->db, &l, 0, what, why, sizeof(why)) != 0) {
-        return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", r->path, why);
-    }
-    rc = load(&l, map, graph_ns, side, match_any, r);
+    diff_pass d = { map, graph_ns, side, match_any, r, { 0 } };
+    rc = ggprof_layers_each(r->db, &l, 0, what, load_records, &d, why, sizeof(why));
+    free(d.sigs.v);
+    ggprof_index_free(&d.sigs.index);
+    if (rc != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", r->path, why);
+    rc = load(&l, map, graph_ns, side, r);
     ggprof_layers_free(&l);
     return rc ? ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': out of memory", r->path) : 0;
 }
@@ -610,6 +612,7 @@ typedef struct {
     double      fail_above, min_impact;
     long        top;
     ggprof_format fmt;
+    ggprof_window_opts window; /* the same window of both traces */
 } diff_opts;
 
 /* What a diff builds: both runs, their groups per section, and the sections printed (each rollup and the aligned
@@ -633,7 +636,7 @@ static int diff_parse(diff_opts *o, int argc, char **argv) {
         { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL },
         { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL },
     };
-    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0 };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (a.n_pos < 2) return ggprof_fail(GGPROF_EXIT_USAGE, "needs two traces; usage: ggprof diff A B [--fail-above PCT]");
@@ -649,7 +652,7 @@ static int diff_parse(diff_opts *o, int argc, char **argv) {
 static int diff_load(diff_run *d, const diff_opts *o) {
     for (int k = 0; k < 2; k++) {
         d->run[k].path = o->path[k];
-        int rc = open_run(&d->run[k], d->map, &d->graph_ns, k, strcmp(o->match, "any") == 0);
+        int rc = open_run(&d->run[k], &o->window, d->map, &d->graph_ns, k, strcmp(o->match, "any") == 0);
         if (rc) return rc;
     }
     return 0;
@@ -895,7 +898,7 @@ static void diff_free(diff_run *d) {
 }
 
 int ggprof_cmd_diff(int argc, char **argv) {
-    diff_opts o = { { NULL, NULL }, "table", "name", -1, 1, 20, GGPROF_FMT_TABLE };
+    diff_opts o = { { NULL, NULL }, "table", "name", -1, 1, 20, GGPROF_FMT_TABLE, { 0 } };
     int rc = diff_parse(&o, argc, argv);
     if (rc) return rc;
     diff_run *d = calloc(1, sizeof(*d));

@@ -7,13 +7,14 @@
 #include "analyzer_commands.h"
 #include "export.h"
 #include "json_v3.h"
+#include "layers.h"
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
 
 const char ggprof_usage_export[] =
     "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt] [--chrome OUT.json]\n"
-    "                           [--html OUT.html [--html-max-records N]]\n"
+    "                           [--html OUT.html [--html-max-records N]] [--max-records N]\n"
     "                           [--roofline OUT.svg [--roof SPEC]... [--roof-file FILE]]\n"
     "                           [--test-file OUT.txt [--min-share PCT]] [--otlp OUT.jsonl]\n"
     "\n"
@@ -25,6 +26,10 @@ const char ggprof_usage_export[] =
     "                  for copies per process, splits and graphs as enclosing slices, flows from copies to ops\n"
     "  --html OUT      one self-contained HTML file: timeline, minimap, stats tree, search, layer x op heat map\n"
     "  --html-max-records N  keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)\n"
+    "  --max-records N  --chrome and --html of a trace of more than N records (default 1048576; 0: no\n"
+    "                  limit) read the records of one graph in every ceil(records/N) only, and every graph\n"
+    "                  and split, so that a long run's file opens in Perfetto UI and a browser: said on\n"
+    "                  stderr and in the file (\"sampled\"); a window (--from/--to, --graphs) has them all\n"
     "  --roofline OUT  an SVG roofline plot: ops by arithmetic intensity (FLOP/byte) and achieved GFLOP/s,\n"
     "                  log-log, each point's area its total time, with the roof lines of the backends given\n"
     "                  by --roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable) or --roof-file FILE\n"
@@ -37,7 +42,8 @@ const char ggprof_usage_export[] =
     "  --otlp OUT      OpenTelemetry traces in OTLP/JSON, one ExportTraceServiceRequest per line (what the\n"
     "                  Collector's otlpjsonfile receiver reads): each llama_decode call a trace, its span the\n"
     "                  parent of the graphs computed in it; graphs outside any call a trace each. Times on Unix\n"
-    "                  time from record's clock readings; per-op detail stays in the database\n";
+    "                  time from record's clock readings; per-op detail stays in the database\n"
+    GGPROF_WINDOW_USAGE;
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
 
@@ -56,31 +62,44 @@ static const struct {
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
+long long ggprof_export_max_records = GGPROF_LAYERS_MAX_RECORDS;
+
+void ggprof_export_say_sampled(const char *path, int64_t records, int64_t kept, int64_t every) {
+    ggprof_err("'%s': %lld records, more than --max-records %lld: it shows the records of one graph in every %lld"
+               " (%lld records) and every graph and split; a window (--from/--to, --graphs) shows all of its records,"
+               " --max-records 0 all of the trace's", path, (long long) records, ggprof_export_max_records, (long long) every,
+               (long long) kept);
+}
+
 int ggprof_cmd_export(int argc, char **argv) {
     const char *trace = NULL;
     const char *out[N_FORMATS] = { 0 };
     long max_records = -1;
     double min_share = 0;
     ggprof_roofs roofs = { .n = 0 };
-    ggprof_opt opts[N_FORMATS + 4];
+    ggprof_window_opts window = { 0 };
+    ggprof_opt opts[N_FORMATS + 5];
     for (size_t f = 0; f < N_FORMATS; f++) opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL };
     opts[N_FORMATS]     = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL };
     opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
     opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
     opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL };
-    ggprof_args a = { opts, N_FORMATS + 4, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    long max_shown = -1;
+    opts[N_FORMATS + 4] = (ggprof_opt){ "--max-records", NULL, GGPROF_OPT_COUNT, &max_shown, NULL };
+    ggprof_args a = { opts, N_FORMATS + 5, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     int n_out = 0;
     for (size_t f = 0; f < N_FORMATS; f++) n_out += out[f] != NULL;
     if (max_records >= 0) ggprof_export_html_set_max_records(max_records);
+    if (max_shown >= 0) ggprof_export_max_records = max_shown;
     ggprof_export_test_file_set_min_share(min_share);
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
     ggprof_export_roofline_set_roofs(&roofs);
     sqlite3 *db;
     char why[512];
-    rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     for (size_t f = 0; f < N_FORMATS && rc == 0; f++) {
         if (out[f] && k_formats[f].fn(db, out[f], why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);

@@ -24,7 +24,8 @@ const char ggprof_usage_inefficiency[] =
     "  --format F       table (default; fits 80 columns), csv or json\n"
     "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable)\n"
     "  --roof-file F    roofs as 'ggprof calibrate -o F' writes them\n"
-    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. See docs/analysis.md.\n";
+    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. See docs/analysis.md.\n"
+    GGPROF_WINDOW_USAGE;
 
 static const ggprof_col k_cols[] = {
     { "op", "op", NULL, GGPROF_COL_FLEX },

@@ -57,7 +57,7 @@ static int replay_parse(replay_opts *o, int argc, char **argv) {
         { "-n", NULL, GGPROF_OPT_COUNT, &o->n, NULL },
         { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt },
     };
-    ggprof_args a = { opts, 5, &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, 5, &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, NULL };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (!o->trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof replay TRACE [--backend NAME]");

@@ -22,7 +22,8 @@ const char ggprof_usage_report[] =
     "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's\n"
     "waiting for it the device was busy, the share of kernel time joined to a graph node; then the trace's\n"
     "health: graphs, splits whose CPU ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3 JSON\n"
-    "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
+    "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n"
+    GGPROF_WINDOW_USAGE;
 
 
 static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {
@@ -287,14 +288,15 @@ static void print_memory(sqlite3 *db) {
 
 int ggprof_cmd_report(int argc, char **argv) {
     const char *trace = NULL;
-    ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_window_opts window = { 0 };
+    ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof report TRACE");
     sqlite3 *db;
     char why[512];
     ggprof_op_stats s;
-    if (ggprof_trace_kind_of(trace) == GGPROF_TRACE_JSON) {
+    if (ggprof_trace_kind_of(trace) == GGPROF_TRACE_JSON && !window.set) {
         /* A JSON profile is read once, straight into the statistics: no database is built. What the health
          * section reads (processes, graphs, splits, notes) a version-3 JSON does not carry: an empty trace. */
         if (ggprof_json_v3_op_stats(trace, &s, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
@@ -303,7 +305,7 @@ int ggprof_cmd_report(int argc, char **argv) {
             ggprof_op_stats_free(&s);
             return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
         }
-    } else if ((rc = ggprof_trace_open(trace, &db, why, sizeof(why))) != 0) {
+    } else if ((rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why))) != 0) {
         return ggprof_fail(rc, "%s", why);
     } else if (ggprof_op_stats_load(db, &s) != 0) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));

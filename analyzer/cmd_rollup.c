@@ -37,7 +37,8 @@ const char ggprof_usage_rollup[] =
     "  --format F   table (default), csv or json (an array of objects; '-' in a table is null)\n"
     "\n"
     "The same numbers are in the views layer_time, layer_op_time, block_time, block_op_time, graph_phase\n"
-    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n";
+    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n"
+    GGPROF_WINDOW_USAGE;
 
 /* A view's value as a cell: d integer, m ns shown in ms, p a real (percentage, rate), s text; NULL is empty. */
 static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
@@ -90,20 +91,26 @@ static int same_part(const void *ctx, size_t i, const void *key) {
     return x->layer == r->layer && x->type == r->type && x->name == r->name && x->node == r->node;
 }
 
-static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
-    memset(p, 0, sizeof(*p));
-    if (ggprof_layers_load(db, l, 0, "rollup: reading", why, why_len) != 0) return -1;
-    ggprof_index index = { 0 };
-    size_t cap = 0;
-    for (size_t i = 0; i < l->n_rec; i++) {
-        const ggprof_lrec *r = &l->rec[i];
-        if (ggprof_index_reserve(&index, 0, p->n, part_at, p) != 0) goto oom;
-        uint32_t *slot = ggprof_index_slot(&index, part_hash(r->layer, r->type, r->name, r->node), same_part, p, r);
+/* ggprof_layers_each's consumer: a graph's records into their parts. */
+typedef struct {
+    parts       *p;
+    ggprof_index index;
+    size_t       cap;
+} parts_pass;
+
+static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    (void) g;
+    parts_pass *pp = ctx;
+    parts      *p  = pp->p;
+    for (size_t i = 0; i < n; i++) {
+        const ggprof_lrec *r = &rec[i];
+        if (ggprof_index_reserve(&pp->index, 0, p->n, part_at, p) != 0) return -1;
+        uint32_t *slot = ggprof_index_slot(&pp->index, part_hash(r->layer, r->type, r->name, r->node), same_part, p, r);
         if (!*slot) {
-            if (p->n == cap) {
-                cap     = cap ? cap * 2 : 256;
-                part *v = realloc(p->v, cap * sizeof(*v));
-                if (!v) goto oom;
+            if (p->n == pp->cap) {
+                pp->cap = pp->cap ? pp->cap * 2 : 256;
+                part *v = realloc(p->v, pp->cap * sizeof(*v));
+                if (!v) return -1;
                 p->v = v;
             }
             const ggprof_lnode *node = ggprof_lrec_node(l, r);
@@ -115,14 +122,19 @@ static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t
         x->count++;
         x->ns = ggprof_ns_add(x->ns, r->duration_ns);
     }
-    ggprof_index_free(&index);
+    return 0;
+}
+
+/* The records, a graph at a time, summed per (layer, type, name, node): memory grows with the model. */
+static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
+    memset(p, 0, sizeof(*p));
+    parts_pass pp = { p, { 0 }, 0 };
+    int rc = ggprof_layers_each(db, l, 0, "rollup: reading", parts_add, &pp, why, why_len);
+    ggprof_index_free(&pp.index);
+    if (rc != 0) return -1;
     p->op_ns = l->op_ns;
     p->names = l->names;
     return 0;
-oom:
-    ggprof_index_free(&index);
-    snprintf(why, why_len, "out of memory");
-    return -1;
 }
 
 /* A row of a roll-up: its group's key (layer or block, type, name) and sums. */
@@ -488,12 +500,13 @@ static int run_requests(sqlite3 *db, ggprof_table *t, char *why, size_t why_len)
 int ggprof_cmd_rollup(int argc, char **argv) {
     const char *trace = NULL, *by = NULL, *format = "table";
     int ops = 0;
+    ggprof_window_opts window = { 0 };
     const ggprof_opt opts[] = {
         { "--by", NULL, GGPROF_OPT_STRING, &by, NULL },
         { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
         { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL },
     };
-    ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof rollup TRACE --by layer|block|phase|graph");
@@ -511,7 +524,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
         if (ops) return ggprof_fail(GGPROF_EXIT_USAGE, "--ops goes with --by layer or block");
         sqlite3 *db;
         char why[512];
-        int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+        int rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
         if (rc) return ggprof_fail(rc, "%s", why);
         ggprof_table t;
         ggprof_table_init(&t, k_request_cols, NCOL(k_request_cols));
@@ -532,7 +545,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
 
     sqlite3 *db;
     char why[512];
-    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     if (ggprof_views_create(db) != SQLITE_OK) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "creating the roll-up views on '%s': %s", trace, sqlite3_errmsg(db));

@@ -24,7 +24,8 @@ const char ggprof_usage_top_kernels[] =
     "  --format F       table (default; fits 80 columns), csv or json\n"
     "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable)\n"
     "  --roof-file F    roofs as 'ggprof calibrate -o F' writes them\n"
-    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile.\n";
+    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile.\n"
+    GGPROF_WINDOW_USAGE;
 
 static const ggprof_col k_cols[] = {
     { "op", "op", NULL, GGPROF_COL_FLEX },
@@ -55,7 +56,7 @@ int ggprof_cmd_top_kernels(int argc, char **argv) {
     char why[512];
 
     sqlite3 *db;
-    int rc = ggprof_trace_open(trace, &db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(trace, &o.window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     /* Ties (equal durations, common with coarse clocks) keep the trace's order, so output is reproducible. */
     static const char sql[] =

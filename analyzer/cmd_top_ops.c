@@ -25,7 +25,8 @@ const char ggprof_usage_top_ops[] =
     "                   the F16 roof applies to matrix products on F16 weights)\n"
     "  --roof-file F    roofs, one SPEC a line, as 'ggprof calibrate -o F' writes them\n"
     "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. The model and its formulas:\n"
-    "docs/analysis.md.\n";
+    "docs/analysis.md.\n"
+    GGPROF_WINDOW_USAGE;
 
 static const ggprof_col k_cols[] = {
     { "op", "op", NULL, GGPROF_COL_FLEX },

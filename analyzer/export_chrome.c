@@ -653,7 +653,10 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
     ggprof_layers l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
-    if (ggprof_layers_load(db, &l, GGPROF_LAYERS_EXPORT, what, why, why_len) != 0) return -1;
+    ggprof_layers_sample sample;
+    if (ggprof_layers_load_sampled(db, &l, GGPROF_LAYERS_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+        return -1;
+    }
     int loaded = names_load(db, &nm) == 0;
     if (copies_load(&l, &cp) != 0 || !loaded) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, loaded ? "out of memory" : sqlite3_errmsg(db));
@@ -674,7 +677,15 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
     setvbuf(f, buf, _IOFBF, sizeof(buf));
     out_t o = { f, (uint64_t) ggprof_layers_t0(&l), 0 };
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"t0_ns\":", f);
-    fprintf(f, "%" PRIu64 "},\n\"traceEvents\":[", o.t0);
+    if (sample.every > 1) {
+        fprintf(f, "%" PRIu64 ",\"sampled\":{\"records\":%" PRId64 ",\"records_shown\":%" PRId64 ",\"one_graph_in\":%" PRId64
+                   ",\"note\":\"the ops of one graph in every one_graph_in; every graph and split is shown\"}",
+                o.t0, sample.records, sample.kept, sample.every);
+        fputs("},\n\"traceEvents\":[", f);
+        ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
+    } else {
+        fprintf(f, "%" PRIu64 "},\n\"traceEvents\":[", o.t0);
+    }
     int rc = write_backends(&l, &o, &tr, &cp, &nm);
     if (rc == 0) rc = write_copies(&l, &o, &tr, &cp, &nm);
     if (rc == 0) rc = write_graphs(db, &o, &tr);

@@ -162,6 +162,7 @@ typedef struct {
     heat_cell *heat;
     size_t    cap_stats, cap_heat;
     int64_t   n_records, n_shown, stride, n_lanes;
+    int64_t   sample_records, sample_every; /* --max-records: the trace's records, and one graph in every k read */
     uint64_t  t0, t_end, total_ns;
     int       oom;
 } model;
@@ -588,6 +589,9 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
             ",\n\"t0_ns\":\"%" PRIu64 "\",\"span_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"n_records\":%" PRId64
             ",\"n_shown\":%" PRId64 ",\"stride\":%" PRId64,
             m->t0, m->t_end > m->t0 ? m->t_end - m->t0 : 0, m->total_ns, m->n_records, m->n_shown, m->stride);
+    if (m->sample_every > 1) {
+        fprintf(f, ",\"sampled\":{\"records\":%" PRId64 ",\"one_graph_in\":%" PRId64 "}", m->sample_records, m->sample_every);
+    }
     /* record's capture windows, from t0 (none for a trace recorded start to end, or of an older ggprof) */
     fputs(",\n\"windows\":[", f);
     if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns, opened_by, closed_by FROM windows WHERE NOT (opened_by = 'start'"
@@ -689,10 +693,32 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     ggprof_layers l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
-    if (ggprof_layers_load(db, &l, GGPROF_LAYERS_EXPORT, what, why, why_len) != 0) return -1;
+    ggprof_layers_sample sample;
+    if (ggprof_layers_load_sampled(db, &l, GGPROF_LAYERS_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+        return -1;
+    }
+    m.sample_records = sample.records, m.sample_every = sample.every;
+    if (sample.every > 1) ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
     ggprof_rl_groups g;
     char gwhy[512];
-    if (ggprof_rl_groups_load_records(db, &g, gwhy, sizeof(gwhy)) != 0) {
+    /* a sample's OP records only: each record's group costs 12 bytes */
+    int64_t  n_want = 0;
+    uint8_t *want   = NULL;
+    if (sample.every > 1) {
+        for (size_t i = 0; i < l.n_rec; i++) {
+            if (l.rec[i].seq >= n_want) n_want = l.rec[i].seq + 1;
+        }
+        want = calloc((size_t) (n_want + 7) / 8 + 1, 1);
+        for (size_t i = 0; want && i < l.n_rec; i++) {
+            if (l.rec[i].type == 0 && l.rec[i].seq >= 0) want[l.rec[i].seq >> 3] |= (uint8_t) (1u << (l.rec[i].seq & 7));
+        }
+    }
+    int got = sample.every > 1 && !want ? -1
+            : want ? ggprof_rl_groups_load_some(db, &g, want, n_want, gwhy, sizeof(gwhy))
+                   : ggprof_rl_groups_load_records(db, &g, gwhy, sizeof(gwhy));
+    if (got != 0 && !want && sample.every > 1) snprintf(gwhy, sizeof(gwhy), "out of memory");
+    free(want);
+    if (got != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, gwhy);
         ggprof_layers_free(&l);
         return -1;

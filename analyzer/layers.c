@@ -309,80 +309,6 @@ static int cmp_rec(const void *a, const void *b) {
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int load_records(sqlite3 *db, ggprof_layers *l, int what, ggprof_index *names, const ggprof_index *nodes,
-                        const char *label) {
-    sqlite3_stmt *st = NULL;
-    int64_t total = 0;
-    if (sqlite3_prepare_v2(db, "SELECT max(rowid) FROM events", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
-        total = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    int all = what & GGPROF_LAYERS_EXPORT;
-    if (sqlite3_prepare_v2(db, all ? "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
-                                     " duration_ns, node_index, tid, split_id, bytes, wait_ns, timing, extra, fused_node_id"
-                                     " FROM events"
-                                   : "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns,"
-                                     " duration_ns, node_index FROM events",
-                           -1, &st, NULL) != SQLITE_OK) {
-        return -1;
-    }
-    ggprof_progress prog;
-    if (label) {
-        ggprof_progress_start(&prog, label, total > 0 ? (uint64_t) total : 0);
-        ggprof_progress_update(&prog, 0);
-    }
-    size_t cap = 0;
-    int step, sorted = 1;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l->n_rec == cap) {
-            cap            = cap ? cap * 2 : 4096;
-            ggprof_lrec *v = realloc(l->rec, cap * sizeof(*v));
-            if (!v) break;
-            l->rec = v;
-        }
-        ggprof_lrec *r = &l->rec[l->n_rec];
-        r->seq        = sqlite3_column_int64(st, 0);
-        r->pid        = sqlite3_column_int(st, 1);
-        r->graph_id   = int_or_null(st, 2);
-        r->type       = sqlite3_column_int(st, 3);
-        r->name       = intern(l, names, (const char *) sqlite3_column_text(st, 4));
-        r->node_id    = int_or_null(st, 5);
-        r->sched_id   = sqlite3_column_int64(st, 6);
-        r->backend_id = sqlite3_column_int(st, 7);
-        r->start_ns   = sqlite3_column_int64(st, 8);
-        r->duration_ns = sqlite3_column_int64(st, 9);
-        r->node_index = int_or_null(st, 10);
-        r->node       = node_find(l, nodes, r->pid, r->node_id);
-        if (all) {
-            r->tid        = sqlite3_column_int64(st, 11);
-            r->split_id   = sqlite3_column_int64(st, 12);
-            r->bytes      = sqlite3_column_int64(st, 13);
-            r->wait_ns    = sqlite3_column_int64(st, 14);
-            r->timing     = sqlite3_column_int(st, 15);
-            r->extra      = intern(l, names, (const char *) sqlite3_column_text(st, 16));
-            int64_t fused = int_or_null(st, 17);
-            r->fused      = fused > 0 ? node_find(l, nodes, r->pid, fused) : 0;
-        } else {
-            r->tid = r->split_id = r->bytes = r->wait_ns = 0;
-            r->timing = 0, r->extra = 0, r->fused = 0;
-        }
-        r->layer      = -1;
-        if (r->name == UINT32_MAX || r->extra == UINT32_MAX) break;
-        if (r->type == 0) l->op_ns = ggprof_ns_add(l->op_ns, r->duration_ns);
-        if (l->n_rec && sorted && cmp_rec(&l->rec[l->n_rec - 1], r) > 0) sorted = 0;
-        l->n_rec++;
-        if (label && (l->n_rec & 0xffff) == 0) ggprof_progress_update(&prog, (uint64_t) r->seq);
-    }
-    if (label) {
-        if (l->n_rec) ggprof_progress_update(&prog, (uint64_t) l->rec[l->n_rec - 1].seq);
-        ggprof_progress_end(&prog);
-    }
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE) return -1;
-    if (!sorted) ggprof_sort(l->rec, l->n_rec, sizeof(*l->rec), cmp_rec);
-    return 0;
-}
-
 /* ------------------------------------------------------------ the pass */
 
 /* Each graph's sums and tokens, in the records' order (by process, graph). */
@@ -396,62 +322,50 @@ typedef struct {
 
 /* A record's layer: its tensor's own when it has one; else, for an OP record of an unnamed tensor (ggml's
  * node_N, e.g. llama.cpp's FLASH_ATTN_EXT) and for SYNC, that of the last named OP before it in its graph (a
- * named op whose name has no layer passes none on); a COPY keeps only its own. */
-static void pass(ggprof_layers *l, graph_stats *gs, size_t *n_gs) {
-    size_t ng = 0;
-    uint32_t getrows = 0, mulmat = 0;
-    for (size_t i = 1; i < l->n_names; i++) {
-        if (strcmp(l->names[i], "GET_ROWS") == 0) getrows = (uint32_t) i;
-        if (strcmp(l->names[i], "MUL_MAT") == 0) mulmat = (uint32_t) i;
-    }
-    for (size_t i = 0; i < l->n_rec;) {
-        size_t j = i;
-        int carry = -1;
-        graph_stats *g = &gs[ng];
-        memset(g, 0, sizeof(*g));
-        g->pid = l->rec[i].pid, g->graph_id = l->rec[i].graph_id;
-        g->min_sched = INT64_MAX, g->min_start = INT64_MAX, g->max_end = INT64_MIN;
-        const ggprof_lrec *first_rows = NULL; /* the graph's first GET_ROWS by node index */
-        int     has_mm = 0;
-        int64_t mm     = 0;
-        for (; j < l->n_rec && l->rec[j].pid == g->pid && l->rec[j].graph_id == g->graph_id; j++) {
-            ggprof_lrec *r        = &l->rec[j];
-            const ggprof_lnode *n = ggprof_lrec_node(l, r);
-            int own    = n ? n->own_layer : -1;
-            int anchor = r->type == 0 && n && n->anchor;
-            if (anchor) carry = own;
-            r->layer = own >= 0 ? own : (anchor || r->type == 1) ? -1 : carry;
-            if (r->sched_id < g->min_sched) g->min_sched = r->sched_id;
-            if (r->start_ns < g->min_start) g->min_start = r->start_ns;
-            int64_t end = ggprof_ns_add(r->start_ns, r->duration_ns);
-            if (end > g->max_end) g->max_end = end;
-            if (r->type == 0) g->op_ns = ggprof_ns_add(g->op_ns, r->duration_ns);
-            if (r->type == 1) g->copy_ns = ggprof_ns_add(g->copy_ns, r->duration_ns);
-            if (r->type == 2) g->sync_ns = ggprof_ns_add(g->sync_ns, r->duration_ns);
-            /* By node index, a NULL one first (GGPROF_LAYERS_NULL is the least), the first record of ties. */
-            if (r->type == 0 && n && getrows && r->name == getrows &&
-                (!first_rows || r->node_index < first_rows->node_index)) {
-                first_rows = r;
-            }
-            if (r->type == 0 && n && mulmat && r->name == mulmat && n->has_src_rows && (!has_mm || n->src_rows > mm)) {
-                has_mm = 1;
-                mm     = n->src_rows;
-            }
+ * named op whose name has no layer passes none on); a COPY keeps only its own. rec: one graph's records (one
+ * process and graph id), in the pass's order; g gets their sums and tokens. */
+static void pass(const ggprof_layers *l, ggprof_lrec *rec, size_t n, uint32_t getrows, uint32_t mulmat, graph_stats *g) {
+    int carry = -1;
+    memset(g, 0, sizeof(*g));
+    g->pid = rec[0].pid, g->graph_id = rec[0].graph_id;
+    g->min_sched = INT64_MAX, g->min_start = INT64_MAX, g->max_end = INT64_MIN;
+    const ggprof_lrec *first_rows = NULL; /* the graph's first GET_ROWS by node index */
+    int     has_mm = 0;
+    int64_t mm     = 0;
+    for (size_t j = 0; j < n; j++) {
+        ggprof_lrec *r        = &rec[j];
+        const ggprof_lnode *nd = ggprof_lrec_node(l, r);
+        int own    = nd ? nd->own_layer : -1;
+        int anchor = r->type == 0 && nd && nd->anchor;
+        if (anchor) carry = own;
+        r->layer = own >= 0 ? own : (anchor || r->type == 1) ? -1 : carry;
+        if (r->sched_id < g->min_sched) g->min_sched = r->sched_id;
+        if (r->start_ns < g->min_start) g->min_start = r->start_ns;
+        int64_t end = ggprof_ns_add(r->start_ns, r->duration_ns);
+        if (end > g->max_end) g->max_end = end;
+        if (r->type == 0) g->op_ns = ggprof_ns_add(g->op_ns, r->duration_ns);
+        if (r->type == 1) g->copy_ns = ggprof_ns_add(g->copy_ns, r->duration_ns);
+        if (r->type == 2) g->sync_ns = ggprof_ns_add(g->sync_ns, r->duration_ns);
+        /* By node index, a NULL one first (GGPROF_LAYERS_NULL is the least), the first record of ties. */
+        if (r->type == 0 && nd && getrows && r->name == getrows &&
+            (!first_rows || r->node_index < first_rows->node_index)) {
+            first_rows = r;
         }
-        /* Tokens in the batch: the rows of the first GET_ROWS (llama.cpp's token embedding lookup), else the
-         * widest MUL_MAT input. */
-        const ggprof_lnode *fr = first_rows ? ggprof_lrec_node(l, first_rows) : NULL;
-        if (fr && fr->has_rows) {
-            g->has_tokens = 1;
-            g->n_tokens   = fr->rows;
-        } else if (has_mm) {
-            g->has_tokens = 1;
-            g->n_tokens   = mm;
+        if (r->type == 0 && nd && mulmat && r->name == mulmat && nd->has_src_rows && (!has_mm || nd->src_rows > mm)) {
+            has_mm = 1;
+            mm     = nd->src_rows;
         }
-        if (g->graph_id != GGPROF_LAYERS_NULL) ng++; /* records of no graph have a layer, not a graph */
-        i = j;
     }
-    *n_gs = ng;
+    /* Tokens in the batch: the rows of the first GET_ROWS (llama.cpp's token embedding lookup), else the
+     * widest MUL_MAT input. */
+    const ggprof_lnode *fr = first_rows ? ggprof_lrec_node(l, first_rows) : NULL;
+    if (fr && fr->has_rows) {
+        g->has_tokens = 1;
+        g->n_tokens   = fr->rows;
+    } else if (has_mm) {
+        g->has_tokens = 1;
+        g->n_tokens   = mm;
+    }
 }
 
 static const graph_stats *stats_find(const graph_stats *gs, size_t n, int32_t pid, int64_t graph_id) {
@@ -540,31 +454,293 @@ static int load_graphs(sqlite3 *db, ggprof_layers *l, const graph_stats *gs, siz
     return 0;
 }
 
-int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len) {
+/* ------------------------------------------------------------ the records, one graph at a time */
+
+typedef struct {
+    int32_t pid;
+    int64_t graph_id;
+} graph_key;
+
+static int cmp_key(const void *a, const void *b) {
+    const graph_key *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    return (x->graph_id > y->graph_id) - (x->graph_id < y->graph_id);
+}
+
+/* What the records' pass keeps: each graph's sums (per graph, not per record), the graph list's keys (a
+ * consumer is told a listed graph's phase), the records of the graph being read. */
+typedef struct {
+    ggprof_layers   *l;
+    ggprof_index    *names;
+    const ggprof_index *nodes;
+    ggprof_layers_fn fn;
+    void            *ctx;
+    graph_stats     *gs;
+    size_t           n_gs, cap_gs;
+    graph_key       *list;
+    size_t           n_list;
+    ggprof_lrec     *chunk;
+    size_t           n_chunk, cap_chunk;
+    uint32_t         getrows, mulmat;
+} stream;
+
+static int load_list_keys(sqlite3 *db, stream *s) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id FROM graph_list", -1, &st, NULL) != SQLITE_OK) return -1;
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (s->n_list == cap) {
+            cap          = cap ? cap * 2 : 256;
+            graph_key *v = realloc(s->list, cap * sizeof(*v));
+            if (!v) break;
+            s->list = v;
+        }
+        s->list[s->n_list++] = (graph_key) { sqlite3_column_int(st, 0), int_or_null(st, 1) };
+    }
+    sqlite3_finalize(st);
+    ggprof_sort(s->list, s->n_list, sizeof(*s->list), cmp_key);
+    return step == SQLITE_DONE ? 0 : -1;
+}
+
+static int listed(const stream *s, int32_t pid, int64_t graph_id) {
+    graph_key k = { pid, graph_id };
+    return bsearch(&k, s->list, s->n_list, sizeof(*s->list), cmp_key) != NULL;
+}
+
+static uint32_t name_id(const ggprof_layers *l, const char *name) {
+    for (size_t i = 1; i < l->n_names; i++) {
+        if (strcmp(l->names[i], name) == 0) return (uint32_t) i;
+    }
+    return 0;
+}
+
+/* The graph read: its layers and sums, then the consumer. */
+static int flush(stream *s) {
+    if (!s->n_chunk) return 0;
+    ggprof_layers *l = s->l;
+    ggprof_lrec   *v = s->chunk;
+    size_t         n = s->n_chunk;
+    s->n_chunk       = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (cmp_rec(&v[i - 1], &v[i]) > 0) {
+            ggprof_sort(v, n, sizeof(*v), cmp_rec);
+            break;
+        }
+    }
+    if (!s->getrows) s->getrows = name_id(l, "GET_ROWS");
+    if (!s->mulmat) s->mulmat = name_id(l, "MUL_MAT");
+    if (s->n_gs == s->cap_gs) {
+        s->cap_gs      = s->cap_gs ? s->cap_gs * 2 : 256;
+        graph_stats *w = realloc(s->gs, s->cap_gs * sizeof(*w));
+        if (!w) return -1;
+        s->gs = w;
+    }
+    graph_stats *g = &s->gs[s->n_gs];
+    pass(l, v, n, s->getrows, s->mulmat, g);
+    ggprof_lgraph lg, *shown = NULL;
+    if (g->graph_id != GGPROF_LAYERS_NULL) {
+        s->n_gs++; /* records of no graph have a layer, not a graph */
+        if (!s->n_list || listed(s, g->pid, g->graph_id)) {
+            memset(&lg, 0, sizeof(lg));
+            lg.pid = g->pid, lg.graph_id = g->graph_id;
+            graph_fill(&lg, g);
+            shown = &lg;
+        }
+    }
+    return s->fn(s->ctx, l, v, n, shown);
+}
+
+/* 1 when the records' file order is the pass's (by process, then graph, NULL first), as a recording writes
+ * them: then one graph's records are read at a time; 0 when not (SQLite sorts them), -1 on an error. *n gets
+ * the count. */
+static int in_graph_order(sqlite3 *db, int64_t *n) {
+    sqlite3_stmt *st = NULL;
+    /* (ORDER BY rowid: else SQLite reads the two columns from the index on them, in their order) */
+    if (sqlite3_prepare_v2(db, "SELECT pid, graph_id FROM events ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) return -1;
+    int       ordered = 1, step;
+    graph_key last    = { INT32_MIN, GGPROF_LAYERS_NULL };
+    *n                = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        graph_key k = { sqlite3_column_int(st, 0), int_or_null(st, 1) };
+        if (cmp_key(&last, &k) > 0) ordered = 0;
+        last = k;
+        ++*n;
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? ordered : -1;
+}
+
+static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
+    ggprof_layers *l = s->l;
+    int64_t total    = 0;
+    int ordered      = in_graph_order(db, &total);
+    if (ordered < 0) return -1;
+    int  all = what & GGPROF_LAYERS_EXPORT;
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns, duration_ns,"
+                               " node_index%s FROM events%s",
+             all ? ", tid, split_id, bytes, wait_ns, timing, extra, fused_node_id" : "",
+             ordered ? " ORDER BY rowid" : " ORDER BY pid, graph_id, start_ns, rowid");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    ggprof_progress prog;
+    if (label) {
+        ggprof_progress_start(&prog, label, total > 0 ? (uint64_t) total : 0);
+        ggprof_progress_update(&prog, 0);
+    }
+    int step, rc = 0;
+    uint64_t done = 0;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int32_t pid   = sqlite3_column_int(st, 1);
+        int64_t graph = int_or_null(st, 2);
+        if (s->n_chunk && (s->chunk[0].pid != pid || s->chunk[0].graph_id != graph) && (rc = flush(s)) != 0) break;
+        if (s->n_chunk == s->cap_chunk) {
+            s->cap_chunk   = s->cap_chunk ? s->cap_chunk * 2 : 4096;
+            ggprof_lrec *v = realloc(s->chunk, s->cap_chunk * sizeof(*v));
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            s->chunk = v;
+        }
+        ggprof_lrec *r = &s->chunk[s->n_chunk];
+        r->seq         = sqlite3_column_int64(st, 0);
+        r->pid         = pid;
+        r->graph_id    = graph;
+        r->type        = sqlite3_column_int(st, 3);
+        r->name        = intern(l, s->names, (const char *) sqlite3_column_text(st, 4));
+        r->node_id     = int_or_null(st, 5);
+        r->sched_id    = sqlite3_column_int64(st, 6);
+        r->backend_id  = sqlite3_column_int(st, 7);
+        r->start_ns    = sqlite3_column_int64(st, 8);
+        r->duration_ns = sqlite3_column_int64(st, 9);
+        r->node_index  = int_or_null(st, 10);
+        r->node        = node_find(l, s->nodes, r->pid, r->node_id);
+        if (all) {
+            r->tid        = sqlite3_column_int64(st, 11);
+            r->split_id   = sqlite3_column_int64(st, 12);
+            r->bytes      = sqlite3_column_int64(st, 13);
+            r->wait_ns    = sqlite3_column_int64(st, 14);
+            r->timing     = sqlite3_column_int(st, 15);
+            r->extra      = intern(l, s->names, (const char *) sqlite3_column_text(st, 16));
+            int64_t fused = int_or_null(st, 17);
+            r->fused      = fused > 0 ? node_find(l, s->nodes, r->pid, fused) : 0;
+        } else {
+            r->tid = r->split_id = r->bytes = r->wait_ns = 0;
+            r->timing = 0, r->extra = 0, r->fused = 0;
+        }
+        r->layer = -1;
+        if (r->name == UINT32_MAX || r->extra == UINT32_MAX) {
+            rc = -1;
+            break;
+        }
+        if (r->type == 0) l->op_ns = ggprof_ns_add(l->op_ns, r->duration_ns);
+        s->n_chunk++;
+        if (label && (++done & 0xffff) == 0) ggprof_progress_update(&prog, done);
+    }
+    if (rc == 0 && step != SQLITE_DONE) rc = -1;
+    if (rc == 0) rc = flush(s);
+    if (label) ggprof_progress_end(&prog);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *progress, ggprof_layers_fn fn, void *ctx,
+                       char *why, size_t why_len) {
     memset(l, 0, sizeof(*l));
     ggprof_index names = { 0 }, nodes = { 0 };
-    graph_stats *gs = NULL;
-    size_t n_gs = 0;
+    stream s = { .l = l, .names = &names, .nodes = &nodes, .fn = fn, .ctx = ctx };
     int rc = -1;
     if (!(l->names = calloc(1, sizeof(*l->names)))) goto out;
     l->n_names = 1;
     if (load_nodes(db, l, &nodes) != 0 || load_backends(db, l) != 0 || load_splits(db, l) != 0 ||
-        load_records(db, l, what, &names, &nodes, progress) != 0) {
+        load_list_keys(db, &s) != 0) {
         goto out;
     }
-    if (l->n_rec && !(gs = malloc(l->n_rec * sizeof(*gs)))) goto out;
-    pass(l, gs, &n_gs);
-    rc = load_graphs(db, l, gs, n_gs);
+    if ((rc = stream_records(db, &s, what, progress)) != 0) goto out;
+    rc = load_graphs(db, l, s.gs, s.n_gs);
 out:
     if (rc) {
         const char *e = sqlite3_errcode(db) == SQLITE_OK || sqlite3_errcode(db) >= SQLITE_ROW ? "out of memory" : sqlite3_errmsg(db);
         snprintf(why, why_len, "reading the records for their layers: %s", e);
         ggprof_layers_free(l);
     }
-    free(gs);
+    free(s.gs);
+    free(s.list);
+    free(s.chunk);
     ggprof_index_free(&names);
     ggprof_index_free(&nodes);
     return rc;
+}
+
+/* ggprof_layers_load's consumer: every graph's records kept, in the pass's order. */
+typedef struct {
+    ggprof_lrec *v;
+    size_t       n, cap;
+} rec_list;
+
+static int keep_all(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    (void) l, (void) g;
+    rec_list *k = ctx;
+    if (k->n + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 4096;
+        while (cap < k->n + n) cap *= 2;
+        ggprof_lrec *v = realloc(k->v, cap * sizeof(*v));
+        if (!v) return -1;
+        k->v   = v;
+        k->cap = cap;
+    }
+    memcpy(k->v + k->n, rec, n * sizeof(*rec));
+    k->n += n;
+    return 0;
+}
+
+int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len) {
+    rec_list all = { 0 };
+    if (ggprof_layers_each(db, l, what, progress, keep_all, &all, why, why_len) != 0) {
+        free(all.v);
+        return -1;
+    }
+    l->rec = all.v, l->n_rec = all.n;
+    return 0;
+}
+
+/* ggprof_layers_load_sampled's consumer: the records of one graph in every k, and of no graph. */
+typedef struct {
+    rec_list list;
+    int64_t  every, graphs;
+} rec_sample;
+
+static int keep_sample(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    rec_sample *k = ctx;
+    if (n && rec[0].graph_id != GGPROF_LAYERS_NULL && k->graphs++ % k->every != 0) return 0;
+    return keep_all(&k->list, l, rec, n, g);
+}
+
+int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const char *progress, int64_t max_records,
+                               ggprof_layers_sample *out, char *why, size_t why_len) {
+    memset(out, 0, sizeof(*out));
+    out->every = 1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        out->records = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (max_records <= 0 || out->records <= max_records) {
+        int rc = ggprof_layers_load(db, l, what, progress, why, why_len);
+        out->kept = (int64_t) l->n_rec;
+        return rc;
+    }
+    rec_sample k = { { 0 }, (out->records + max_records - 1) / max_records, 0 };
+    if (ggprof_layers_each(db, l, what, progress, keep_sample, &k, why, why_len) != 0) {
+        free(k.list.v);
+        return -1;
+    }
+    l->rec = k.list.v, l->n_rec = k.list.n;
+    out->every = k.every;
+    out->kept  = (int64_t) l->n_rec;
+    return 0;
 }
 
 void ggprof_layers_free(ggprof_layers *l) {
@@ -592,7 +768,7 @@ void ggprof_layers_free(ggprof_layers *l) {
 /* One computation per connection, shared by both tables, made again when the database changed since. */
 typedef struct {
     ggprof_layers l;
-    int           loaded, refs;
+    int           loaded, refs, records;
     sqlite3_int64 changes;
     unsigned      data_version;
 } layers_cache;
@@ -610,18 +786,25 @@ static unsigned data_version(sqlite3 *db) {
     return v;
 }
 
-static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, char **err) {
+static int skip_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+    (void) ctx, (void) l, (void) rec, (void) n, (void) g;
+    return 0;
+}
+
+/* records: the op_layer table's records are needed (graph_phase needs only the graphs: memory per graph). */
+static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, int records, char **err) {
     sqlite3_int64 changes = sqlite3_total_changes64(db);
     unsigned      version = data_version(db);
-    if (c->loaded && c->changes == changes && c->data_version == version) return &c->l;
+    if (c->loaded && c->changes == changes && c->data_version == version && (c->records || !records)) return &c->l;
     if (c->loaded) ggprof_layers_free(&c->l);
     c->loaded = 0;
     char why[512];
-    if (ggprof_layers_load(db, &c->l, 0, NULL, why, sizeof(why)) != 0) {
+    if ((records ? ggprof_layers_load(db, &c->l, 0, NULL, why, sizeof(why))
+                 : ggprof_layers_each(db, &c->l, 0, NULL, skip_records, NULL, why, sizeof(why))) != 0) {
         *err = sqlite3_mprintf("%s", why);
         return NULL;
     }
-    c->loaded = 1, c->changes = changes, c->data_version = version;
+    c->loaded = 1, c->changes = changes, c->data_version = version, c->records = records;
     return &c->l;
 }
 
@@ -686,7 +869,7 @@ static int vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     layers_cursor *c = (layers_cursor *) cur;
     layers_vtab   *v = (layers_vtab *) cur->pVtab;
     char *err        = NULL;
-    if (!(c->l = cache_get(v->cache, v->db, &err))) {
+    if (!(c->l = cache_get(v->cache, v->db, !v->graphs, &err))) {
         sqlite3_free(v->base.zErrMsg);
         v->base.zErrMsg = err;
         return SQLITE_ERROR;

@@ -84,7 +84,27 @@ typedef struct {
  * progress: a label for long work on stderr (NULL for none). Returns 0, or -1 with a one-line reason. */
 #define GGPROF_LAYERS_EXPORT 1
 int  ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len);
+
+/* The same pass with memory per graph, not per record: fn gets each graph's records (one process and graph id;
+ * the records of no graph of a process first), in the order ggprof_layers_load keeps them, with their layers;
+ * g is the graph as l->graphs will show it (tokens, phase, sums; NULL for records of no graph or of a graph the
+ * graph list lacks). The records are read once, in file order when it is the pass's (a recording's), else
+ * sorted by SQLite. Afterwards l holds everything but the records (n_rec 0). fn returns 0, or -1 to stop (an
+ * error: out of memory). Returns 0, or -1 with a one-line reason. */
+typedef int (*ggprof_layers_fn)(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g);
+int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *progress, ggprof_layers_fn fn, void *ctx,
+                       char *why, size_t why_len);
 void ggprof_layers_free(ggprof_layers *l);
+/* ggprof_layers_load in bounded memory, for what shows records one by one (the exports): when the trace has more
+ * than max_records records (0: no limit), only those of one graph in every k (k = ceil(records / max_records); the
+ * first of each k in the pass's order) and of no graph; every graph, split and node stays. out says what was kept. */
+#define GGPROF_LAYERS_MAX_RECORDS 1048576 /* the exports' default (--max-records): about 220 MiB */
+typedef struct {
+    int64_t records, kept, every; /* every: 1 when all were kept */
+} ggprof_layers_sample;
+int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const char *progress, int64_t max_records,
+                               ggprof_layers_sample *out, char *why, size_t why_len);
+
 
 static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {
     return r->node ? &l->nodes[r->node - 1] : NULL;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
+
 #define GGPROF_RL_MAX_SRC   10 /* GGML_MAX_SRC */
 #define GGPROF_RL_MAX_TYPES 64
 
@@ -120,6 +122,9 @@ int  ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t w
 /* The same, and which group each OP record is in (rec_seq, rec_group): for a view that shows records one by one
  * with the cost top-ops gives their group (export --html). */
 int  ggprof_rl_groups_load_records(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len);
+/* The same for the OP records whose events rowid's bit is set in want (n_want bits): what a sampled view shows. */
+int  ggprof_rl_groups_load_some(sqlite3 *db, ggprof_rl_groups *g, const uint8_t *want, int64_t n_want, char *why,
+                                size_t why_len);
 /* The group of the OP record whose events rowid is seq (ggprof_rl_groups_load_records), or NULL. */
 const ggprof_rl_group *ggprof_rl_group_of(const ggprof_rl_groups *g, int64_t seq);
 void ggprof_rl_groups_free(ggprof_rl_groups *g);
@@ -161,6 +166,7 @@ typedef struct {
     long          n_rows; /* 0: all */
     int           format; /* ggprof_format */
     ggprof_roofs  roofs;
+    ggprof_window_opts window; /* --from, --to, --graphs, --process, --window */
 } ggprof_rank_opts;
 int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const char *cmd);
 /* Opens o->trace and rolls its OP records up into rows (per op and backend, or per shape too); the caller frees

@@ -205,8 +205,10 @@ static void ev_free(ev_table *t) {
     ggprof_index_free(&t->index);
 }
 
-/* per_record: also each record's rowid and group (rec_seq, rec_group), in rowid order. */
-static int groups_load(sqlite3 *db, ggprof_rl_groups *g, int per_record, char *why, size_t why_len) {
+/* per_record: also each record's rowid and group (rec_seq, rec_group), in rowid order; only those whose rowid's
+ * bit is set in want (of n_want bits) when want is not NULL. */
+static int groups_load(sqlite3 *db, ggprof_rl_groups *g, int per_record, const uint8_t *want, int64_t n_want, char *why,
+                       size_t why_len) {
     memset(g, 0, sizeof(*g));
     ev_table t = { 0 };
     sqlite3_stmt *st = NULL;
@@ -231,7 +233,9 @@ static int groups_load(sqlite3 *db, ggprof_rl_groups *g, int per_record, char *w
         }
         uint64_t d = (uint64_t) sqlite3_column_int64(st, 7);
         if (x->count++ == 0) x->first_seq = sqlite3_column_int64(st, 8);
-        if (per_record) { /* the event group for now; made the group's index below */
+        int64_t seq = sqlite3_column_int64(st, 8);
+        if (per_record && (!want || (seq >= 0 && seq < n_want && (want[seq >> 3] >> (seq & 7) & 1)))) {
+            /* the event group for now; made the group's index below */
             if (g->n_rec == cap_rec) {
                 size_t ncap = cap_rec ? cap_rec * 2 : 4096;
                 int64_t *seq = realloc(g->rec_seq, ncap * sizeof(*seq));
@@ -245,7 +249,7 @@ static int groups_load(sqlite3 *db, ggprof_rl_groups *g, int per_record, char *w
                 g->rec_group = grp;
                 cap_rec      = ncap;
             }
-            g->rec_seq[g->n_rec]     = sqlite3_column_int64(st, 8);
+            g->rec_seq[g->n_rec]     = seq;
             g->rec_group[g->n_rec++] = (uint32_t) (x - t.v);
         }
         x->total_ns += d;
@@ -397,11 +401,16 @@ static int groups_load(sqlite3 *db, ggprof_rl_groups *g, int per_record, char *w
 }
 
 int ggprof_rl_groups_load(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {
-    return groups_load(db, g, 0, why, why_len);
+    return groups_load(db, g, 0, NULL, 0, why, why_len);
 }
 
 int ggprof_rl_groups_load_records(sqlite3 *db, ggprof_rl_groups *g, char *why, size_t why_len) {
-    return groups_load(db, g, 1, why, why_len);
+    return groups_load(db, g, 1, NULL, 0, why, why_len);
+}
+
+int ggprof_rl_groups_load_some(sqlite3 *db, ggprof_rl_groups *g, const uint8_t *want, int64_t n_want, char *why,
+                               size_t why_len) {
+    return groups_load(db, g, 1, want, n_want, why, why_len);
 }
 
 const ggprof_rl_group *ggprof_rl_group_of(const ggprof_rl_groups *g, int64_t seq) {
@@ -431,7 +440,7 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
         { "--roof", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
         { "--roof-file", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
     };
-    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (!o->trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof %s TRACE [-n N]", cmd);
@@ -441,7 +450,7 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
 int ggprof_rank_rows(const ggprof_rank_opts *o, int by_shape, ggprof_rl_groups *g, ggprof_rl_row **rows, size_t *n) {
     char why[512];
     sqlite3 *db;
-    int rc = ggprof_trace_open(o->trace, &db, why, sizeof(why));
+    int rc = ggprof_trace_open_window(o->trace, &o->window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     if (ggprof_rl_groups_load(db, g, why, sizeof(why)) != 0) {
         sqlite3_close(db);

@@ -11,14 +11,17 @@
 
 #include "export.h"
 
-/* Grouping on the stored JSON text of each field: the node table writes them one way, so equal values group. */
+/* Grouping on the stored JSON text of each field: the node table writes them one way, so equal values group. The
+ * records are first summed per (process, node, fused node, scheduler, backend) on their integer columns, so that
+ * the joins and the grouping on text run once per node, not once per record (3 us a record before). */
 static const char k_sql[] =
     "SELECT n.op_id, n.out_type, n.ne, n.op_params, n.n_src, n.type_src, n.ne_src, n.nb_src, n.op, min(n.tensor_name),"
-    " COALESCE(b.name, '?'), f.op, count(*), sum(e.duration_ns)"
-    " FROM events e JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id"
+    " COALESCE(b.name, '?'), f.op, sum(e.n), sum(e.ns)"
+    " FROM (SELECT pid, node_id, fused_node_id, sched_id, backend_id, count(*) AS n, sum(duration_ns) AS ns FROM events"
+    " WHERE type = 0 GROUP BY pid, node_id, fused_node_id, sched_id, backend_id) e"
+    " JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id"
     " LEFT JOIN nodes f ON f.pid = e.pid AND f.node_id = e.fused_node_id AND e.fused_node_id != 0"
     " LEFT JOIN backends b ON b.pid = e.pid AND b.sched_id = e.sched_id AND b.id = e.backend_id"
-    " WHERE e.type = 0"
     " GROUP BY n.op_id, n.out_type, n.ne, n.op_params, n.type_src, n.ne_src, n.nb_src, 11, f.op"
     " ORDER BY 14 DESC, n.op";
 

@@ -2,6 +2,7 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,229 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
              "written by 'ggprof record'",
              path);
     return GGPROF_EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------ windows */
+
+/* fmt: sqlite3_mprintf's (%q, %Q, %w). */
+static int exec_fmt(sqlite3 *db, char *why, size_t why_len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *sql = sqlite3_vmprintf(fmt, ap);
+    va_end(ap);
+    char *err = NULL;
+    int rc    = sql ? sqlite3_exec(db, sql, NULL, NULL, &err) : SQLITE_NOMEM;
+    if (rc != SQLITE_OK) snprintf(why, why_len, "cutting the window: %s", err ? err : sqlite3_errstr(rc));
+    sqlite3_free(err);
+    sqlite3_free(sql);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static int64_t scalar_at(sqlite3 *db, const char *sql, int64_t arg, int64_t none) {
+    sqlite3_stmt *st = NULL;
+    int64_t v        = none;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, arg);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* 1 when table t of schema s has column c. */
+static int has_column(sqlite3 *db, const char *s, const char *t, const char *c) {
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM pragma_table_info(%Q, %Q) WHERE name = %Q", t, s, c);
+    int64_t n = sql ? scalar_at(db, sql, 0, 0) : 0;
+    sqlite3_free(sql);
+    return n > 0;
+}
+
+/* What a window keeps of table t (schema s), as an SQL condition on its rows: a graph's rows when the graph is
+ * in temp.win_graphs, a row of no graph (or of a table of times: batches, regions, kernels) when it starts
+ * in [lo, hi), and the rows of process pid. "1" keeps all. */
+static char *window_where(sqlite3 *db, const char *s, const char *t, const ggprof_window_opts *w, int64_t lo, int64_t hi) {
+    int graphs = has_column(db, s, t, "graph_id") && has_column(db, s, t, "pid") && strcmp(t, "batches") != 0;
+    int timed  = has_column(db, s, t, "start_ns") &&
+                (graphs || strcmp(t, "batches") == 0 || strcmp(t, "regions") == 0 || strcmp(t, "kernel_list") == 0);
+    char pid[64] = "";
+    if (w->has_pid && has_column(db, s, t, "pid")) snprintf(pid, sizeof(pid), " AND pid = %lld", w->pid);
+    char time[96] = "1";
+    if (w->has_graphs && graphs) {
+        snprintf(time, sizeof(time), "0"); /* rows of no graph are in no graph's range */
+    } else if (timed && !w->has_graphs) {
+        snprintf(time, sizeof(time), "start_ns >= %lld AND start_ns < %lld", (long long) lo, (long long) hi);
+    }
+    if (graphs) {
+        /* (a CASE around the IN made SQLite run its subquery per row: 20 s on 1M records) */
+        return sqlite3_mprintf("((graph_id IS NULL AND %s) OR (graph_id IS NOT NULL AND (pid, graph_id) IN"
+                               " (SELECT pid, graph_id FROM temp.win_graphs)))%s", time, pid);
+    }
+    return sqlite3_mprintf("(%s)%s", time, pid);
+}
+
+/* The window's bounds on the trace's clock, and its graphs into temp.win_graphs of db (schema s holds the
+ * trace). Returns 0, GGPROF_EXIT_USAGE for a window the trace does not have, or -1. */
+static int window_graphs(sqlite3 *db, const char *s, const ggprof_window_opts *w, int64_t *lo, int64_t *hi, char *why,
+                         size_t why_len) {
+    *lo = INT64_MIN, *hi = INT64_MAX;
+    if (w->window) {
+        char *sql = sqlite3_mprintf("SELECT %s FROM %s.windows WHERE id = ?", "start_ns", s);
+        int64_t start = has_column(db, s, "windows", "id") ? scalar_at(db, sql, w->window, INT64_MIN) : INT64_MIN;
+        sqlite3_free(sql);
+        sql = sqlite3_mprintf("SELECT %s FROM %s.windows WHERE id = ?", "end_ns", s);
+        int64_t end = start == INT64_MIN ? INT64_MIN : scalar_at(db, sql, w->window, INT64_MAX);
+        sqlite3_free(sql);
+        if (start == INT64_MIN) {
+            sql = sqlite3_mprintf("SELECT count(*) FROM %s.windows", s);
+            int64_t n = has_column(db, s, "windows", "id") ? scalar_at(db, sql, 0, 0) : 0;
+            sqlite3_free(sql);
+            snprintf(why, why_len, "--window %ld: the trace has %lld capture window%s (1 to %lld)", w->window, (long long) n,
+                     n == 1 ? "" : "s", (long long) n);
+            if (n == 0) snprintf(why, why_len, "--window %ld: the trace has no capture windows (record --delay, --duration"
+                                               " or SIGUSR1 make them)", w->window);
+            return GGPROF_EXIT_USAGE;
+        }
+        *lo = start, *hi = end;
+    }
+    if (w->has_from || w->has_to) {
+        char *sql = sqlite3_mprintf("SELECT min(t) FROM (SELECT min(start_ns) AS t FROM %s.events UNION ALL"
+                                    " SELECT min(start_ns) FROM %s.graph_list UNION ALL SELECT min(start_ns) FROM %s.split_list)",
+                                    s, s, s);
+        int64_t t0 = sql ? scalar_at(db, sql, 0, 0) : 0;
+        sqlite3_free(sql);
+        if (w->has_from && t0 + (int64_t) (w->from_s * 1e9) > *lo) *lo = t0 + (int64_t) (w->from_s * 1e9);
+        if (w->has_to && t0 + (int64_t) (w->to_s * 1e9) < *hi) *hi = t0 + (int64_t) (w->to_s * 1e9);
+    }
+    char cond[256];
+    snprintf(cond, sizeof(cond), "start_ns >= %lld AND start_ns < %lld", (long long) *lo, (long long) *hi);
+    if (w->has_graphs) {
+        snprintf(cond + strlen(cond), sizeof(cond) - strlen(cond), " AND graph_id BETWEEN %lld AND %lld", w->graph_lo, w->graph_hi);
+    }
+    if (w->has_pid) snprintf(cond + strlen(cond), sizeof(cond) - strlen(cond), " AND pid = %lld", w->pid);
+    /* The graphs: the graph list's, or (a trace read from JSON has none) each graph's first record. */
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM %s.graph_list", s);
+    int listed = sql && scalar_at(db, sql, 0, 0) > 0;
+    sqlite3_free(sql);
+    char *from = listed ? sqlite3_mprintf("%s.graph_list", s)
+                        : sqlite3_mprintf("(SELECT pid, graph_id, min(start_ns) AS start_ns FROM %s.events GROUP BY pid, graph_id)", s);
+    int rc = from ? exec_fmt(db, why, why_len,
+                             "CREATE TEMP TABLE win_graphs(pid INTEGER, graph_id INTEGER, PRIMARY KEY(pid, graph_id)) WITHOUT ROWID;"
+                             "INSERT OR IGNORE INTO temp.win_graphs SELECT pid, graph_id FROM %s WHERE graph_id IS NOT NULL AND %s",
+                             from, cond)
+                  : -1;
+    sqlite3_free(from);
+    return rc;
+}
+
+/* The tables of schema s (what a window filters), NULL-terminated; sqlite3_free each and the array. */
+static char **table_names(sqlite3 *db, const char *s) {
+    char *sql = sqlite3_mprintf("SELECT name FROM %s.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%%'"
+                                " ORDER BY rowid", s);
+    sqlite3_stmt *st = NULL;
+    char **v = sqlite3_malloc(sizeof(*v));
+    size_t n = 0;
+    if (v && sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            char **w = sqlite3_realloc(v, (int) ((n + 2) * sizeof(*v)));
+            if (!w) break;
+            v      = w;
+            v[n++] = sqlite3_mprintf("%s", (const char *) sqlite3_column_text(st, 0));
+        }
+    }
+    if (v) v[n] = NULL;
+    sqlite3_finalize(st);
+    sqlite3_free(sql);
+    return v;
+}
+
+static void names_free(char **v) {
+    for (size_t i = 0; v && v[i]; i++) sqlite3_free(v[i]);
+    sqlite3_free(v);
+}
+
+/* A private trace database of what window w keeps of the trace at path (read by *db): the same tables, views and
+ * indexes with fewer rows (events keep their row ids, the records' order). A trace read from JSON (already a
+ * private database) is cut in place. */
+static int window_cut(const char *path, ggprof_trace_kind kind, sqlite3 **db, const ggprof_window_opts *w, char *why,
+                      size_t why_len) {
+    sqlite3 *out = *db;
+    const char *s = "main";
+    int64_t lo, hi;
+    int rc;
+    if (kind == GGPROF_TRACE_DB) {
+        sqlite3_close(*db);
+        *db = NULL;
+        if (sqlite3_open_v2("", &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+            snprintf(why, why_len, "cutting the window: %s", sqlite3_errmsg(out));
+            sqlite3_close(out);
+            return -1;
+        }
+        s = "src";
+        if ((rc = exec_fmt(out, why, why_len, "ATTACH %Q AS src", path)) != 0) goto fail;
+    }
+    if ((rc = window_graphs(out, s, w, &lo, &hi, why, why_len)) != 0) goto fail;
+    char **tables = table_names(out, s);
+    rc = tables ? exec_fmt(out, why, why_len, "BEGIN") : -1;
+    for (size_t i = 0; rc == 0 && tables[i]; i++) {
+        const char *t = tables[i];
+        char *where   = window_where(out, s, t, w, lo, hi);
+        if (!where) {
+            rc = -1;
+        } else if (kind == GGPROF_TRACE_DB) {
+            /* the table as it is, then its rows (with their row ids) */
+            char *ddl  = sqlite3_mprintf("SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = %Q", t);
+            sqlite3_stmt *st = NULL;
+            rc = ddl && sqlite3_prepare_v2(out, ddl, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW
+                     ? exec_fmt(out, why, why_len, "%s", (const char *) sqlite3_column_text(st, 0))
+                     : -1;
+            sqlite3_finalize(st);
+            sqlite3_free(ddl);
+            if (rc == 0 && strcmp(t, "events") == 0) { /* the records' row ids: their order, the pass's seq */
+                char *cols = sqlite3_mprintf("SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info(%Q, 'src')", t);
+                sqlite3_stmt *c = NULL;
+                rc = cols && sqlite3_prepare_v2(out, cols, -1, &c, NULL) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW
+                         ? exec_fmt(out, why, why_len, "INSERT INTO main.%w(rowid, %s) SELECT rowid, %s FROM src.%w WHERE %s"
+                                                       " ORDER BY rowid",
+                                    t, (const char *) sqlite3_column_text(c, 0), (const char *) sqlite3_column_text(c, 0), t, where)
+                         : -1;
+                sqlite3_finalize(c);
+                sqlite3_free(cols);
+            } else if (rc == 0) {
+                rc = exec_fmt(out, why, why_len, "INSERT INTO main.%w SELECT * FROM src.%w WHERE %s ORDER BY rowid", t, t, where);
+            }
+        } else {
+            rc = strcmp(where, "(1)") == 0 ? 0 : exec_fmt(out, why, why_len, "DELETE FROM main.%w WHERE NOT (%s)", t, where);
+        }
+        sqlite3_free(where);
+    }
+    names_free(tables);
+    if (rc == 0 && kind == GGPROF_TRACE_DB) {
+        /* views and indexes as the trace has them */
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(out, "SELECT sql FROM src.sqlite_master WHERE type IN ('index', 'view') AND sql IS NOT NULL"
+                                     " ORDER BY type = 'view', rowid", -1, &st, NULL) == SQLITE_OK ? 0 : -1;
+        while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) rc = exec_fmt(out, why, why_len, "%s", (const char *) sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+    }
+    if (rc == 0) rc = exec_fmt(out, why, why_len, "COMMIT; DROP TABLE temp.win_graphs");
+    if (rc == 0 && kind == GGPROF_TRACE_DB) rc = exec_fmt(out, why, why_len, "DETACH src");
+    if (rc != 0) goto fail;
+    *db = out;
+    return 0;
+fail:
+    if (rc == -1 && !why[0]) snprintf(why, why_len, "cutting the window: %s", sqlite3_errmsg(out));
+    sqlite3_close(out);
+    *db = NULL;
+    return rc == GGPROF_EXIT_USAGE ? rc : GGPROF_EXIT_INTERNAL;
+}
+
+int ggprof_trace_open_window(const char *path, const ggprof_window_opts *w, sqlite3 **db, char *why, size_t why_len) {
+    int rc = ggprof_trace_open(path, db, why, why_len);
+    if (rc || !w || !w->set) return rc;
+    why[0] = '\0';
+    if ((rc = window_cut(path, ggprof_trace_kind_of(path), db, w, why, why_len)) != 0) return rc;
+    (void) ggprof_views_create(*db);
+    return 0;
 }
 
 /* "[[a, b, c, d], [e, f, g, h]]" -> up to three shapes. */

@@ -101,7 +101,7 @@ int ggprof_cmd_collect(int argc, char **argv) {
         { "--ack-fd", NULL, GGPROF_OPT_COUNT, &ack_fd, NULL },
         { "--profile", NULL, GGPROF_OPT_STRING, &profile, NULL },
     };
-    ggprof_args a = { opts, 4, NULL, 0, 0, "unexpected argument '%s'; see 'ggprof collect --help'", 0, 0 };
+    ggprof_args a = { opts, 4, NULL, 0, 0, "unexpected argument '%s'; see 'ggprof collect --help'", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;
     if (!ring_path || parent <= 0 || !profile) return ggprof_fail(GGPROF_EXIT_USAGE, "needs --ring, --parent and --profile");

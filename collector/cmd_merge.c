@@ -151,7 +151,7 @@ int ggprof_cmd_merge(int argc, char **argv) {
     const ggprof_opt opts[] = { { "--output", "-o", GGPROF_OPT_STRING, &out, NULL } };
     const char **in = calloc((size_t) argc, sizeof(*in)); /* CLIENT TRACE... */
     if (!in) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
-    ggprof_args a = { opts, 1, in, argc, 0, "%s", 0, 0 };
+    ggprof_args a = { opts, 1, in, argc, 0, "%s", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (!bad && (!out || a.n_pos < 2)) bad = ggprof_fail(GGPROF_EXIT_USAGE, "usage: ggprof merge -o OUT.db CLIENT TRACE...");
     if (bad) {

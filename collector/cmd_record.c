@@ -386,7 +386,7 @@ static int record_parse(record_run *r, int argc, char **argv) {
         { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL },
         { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
     };
-    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0 };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0, NULL };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if ((r->level = parse_level(r->level_str)) < 0) {

@@ -74,9 +74,53 @@ static int set_value(const ggprof_opt *o, const char *arg, const char *v) {
     return ggprof_fail(GGPROF_EXIT_INTERNAL, "internal: option %s has no kind", arg);
 }
 
+static int bad_window(const char *arg, const char *v, const char *expected) {
+    return ggprof_fail(GGPROF_EXIT_USAGE, "%s '%s': expected %s", arg, v, expected);
+}
+
+static int is_window_opt(const char *arg) {
+    static const char *const k[] = { "--from", "--to", "--graphs", "--process", "--window" };
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+        if (strcmp(arg, k[i]) == 0) return 1;
+    }
+    return 0;
+}
+
+/* One of the window options into w: 1 when arg is none of them, 0 when parsed, else the exit code. */
+static int window_opt(ggprof_window_opts *w, const char *arg, const char *v) {
+    char *end = NULL;
+    if (strcmp(arg, "--from") == 0 || strcmp(arg, "--to") == 0) {
+        double d = strtod(v, &end);
+        if (end == v || *end || !(d >= 0) || d > 1e9) return bad_window(arg, v, "seconds >= 0 from the trace's start (e.g. 2.5)");
+        if (arg[2] == 'f') w->has_from = 1, w->from_s = d;
+        else w->has_to = 1, w->to_s = d;
+    } else if (strcmp(arg, "--graphs") == 0) {
+        long long lo = strtoll(v, &end, 10), hi = lo;
+        if (end != v && *end == '-' && end[1]) {
+            const char *h = end + 1;
+            hi = strtoll(h, &end, 10);
+            if (end == h) end = (char *) v;
+        }
+        if (end == v || *end || lo < 0 || hi < lo) return bad_window(arg, v, "graph ids A-B with 0 <= A <= B, or one id");
+        w->has_graphs = 1, w->graph_lo = lo, w->graph_hi = hi;
+    } else if (strcmp(arg, "--process") == 0) {
+        long long pid = strtoll(v, &end, 10);
+        if (end == v || *end || pid <= 0) return bad_window(arg, v, "a process id (a number > 0)");
+        w->has_pid = 1, w->pid = pid;
+    } else if (strcmp(arg, "--window") == 0) {
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n <= 0) return bad_window(arg, v, "a capture window's number (1, 2, ...)");
+        w->window = n;
+    } else {
+        return 1;
+    }
+    w->set = 1;
+    return 0;
+}
+
 int ggprof_parse_args(int argc, char **argv, ggprof_args *a) {
     a->n_pos = 0;
-    int i    = 1;
+    int i    = 1, rc;
     for (; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--") == 0) {
@@ -90,8 +134,12 @@ int ggprof_parse_args(int argc, char **argv, ggprof_args *a) {
             if (i + 1 >= argc) {
                 return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value; see 'ggprof %s --help'", arg, ggprof_cmd_name);
             }
-            int rc = set_value(o, arg, argv[++i]);
-            if (rc) return rc;
+            if ((rc = set_value(o, arg, argv[++i])) != 0) return rc;
+        } else if (a->window && is_window_opt(arg)) {
+            if (i + 1 >= argc) {
+                return ggprof_fail(GGPROF_EXIT_USAGE, "%s needs a value; see 'ggprof %s --help'", arg, ggprof_cmd_name);
+            }
+            if ((rc = window_opt(a->window, arg, argv[++i])) != 0) return rc;
         } else if (arg[0] == '-' && arg[1]) {
             return ggprof_fail(GGPROF_EXIT_USAGE, "unknown option '%s'; see 'ggprof %s --help'", arg, ggprof_cmd_name);
         } else if (a->stop_at_positional) {

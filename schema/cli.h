@@ -49,7 +49,31 @@ typedef struct {
     const char       *too_many; /* the error for one positional more, with a %s for it */
     int               stop_at_positional; /* the first positional ends the options (record: the command) */
     int               next;     /* out: argv index of the first argument not parsed (argc when all were) */
+    struct ggprof_window_opts *window; /* when set, the window options below are accepted into it */
 } ggprof_args;
+
+/* The window of a trace every analysis command and export takes, parsed here for all of them (what it keeps:
+ * analyzer/trace.c, docs/analysis.md "Windows"). */
+typedef struct ggprof_window_opts {
+    int       set;                /* any of them was given */
+    int       has_from, has_to;   /* seconds from the trace's first record */
+    double    from_s, to_s;
+    int       has_graphs, has_pid;
+    long long graph_lo, graph_hi; /* --graphs A-B, inclusive */
+    long long pid;
+    long      window;             /* --window N: record's capture window N (1, 2, ...); 0: none */
+} ggprof_window_opts;
+
+/* The window options' help, for the usage text of each command that takes them. */
+#define GGPROF_WINDOW_USAGE                                                                                    \
+    "Window (what the command reads of TRACE; the views and tables stay the same, with fewer rows):\n"          \
+    "  --from S, --to S  the graphs that start S seconds after the trace's first record or later (--from),\n"   \
+    "                    or earlier (--to), and the records of no graph that start then\n"                      \
+    "  --graphs A-B      the graphs of ids A to B (A: that one graph)\n"                                         \
+    "  --process PID     the records, graphs and tables of process PID only\n"                                   \
+    "  --window N        record's capture window N (--delay, --duration, SIGUSR1; the windows table), as\n"      \
+    "                    --from/--to of its start and end\n"
+
 
 /* Parses argv[1..] against a->opts. Returns 0, or GGPROF_EXIT_USAGE after printing one line that names the bad
  * argument and what would be accepted. */

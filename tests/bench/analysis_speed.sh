@@ -9,11 +9,14 @@
 #   record's database build at exit, for a workload that recorded 1M records                         <= 5 s
 # The JSON repeats the seed sample's records (its writer's layout), shifted in time; the database copies a real
 # llama-completion recording's graphs (shifted in time and graph id) until it holds RECORDS records.
-# usage: tests/bench/analysis_speed.sh [RECORDS]   (default 1000000; about 5 minutes here)
+# Then a long run, LONG records built the same way (default 10M): every analysis command and export, its time, time
+# per record and peak memory, against 256 MiB and 2 us per record.
+# usage: tests/bench/analysis_speed.sh [RECORDS [LONG]]   (defaults 1000000 and 10000000; about 15 minutes here)
 # Set GGPROF_BUILD to use another build folder. Run it on an idle machine.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 N=${1:-1000000}
+LONG=${2:-10000000}
 BUILD=${GGPROF_BUILD:-build}
 make -C "$ROOT" -s BUILD="$BUILD" all
 GGPROF=$ROOT/$BUILD/bin/ggprof
@@ -75,32 +78,12 @@ row "report on a $N-record v3 JSON ($mb MB)" "$s" "$m" \
     "json.load + group-by: $py_s s, $py_m MiB ($(ratio "$py_s" "$s")x); cat: $cat_s s" 2 512
 rm -f "$tmp/big.json"
 
-# ---- the database: a real recording's graphs, copied until it holds N records
-"$GGPROF" record -q -o "$tmp/base.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" \
-    -n 64 -t 2 --no-warmup -no-cnv -s 1 > "$tmp/record.log" 2>&1
+# ---- the database: a real recording's graphs, copied until it holds N records (tests/bench/big_db.sh)
 db=$tmp/big.db
-cp "$tmp/base.db" "$db"
+bash "$ROOT/tests/bench/big_db.sh" "$GGPROF" "$db" "$N"
 q() { "$GGPROF" query "$db" "$1"; }
-while [ "$(q "SELECT count(*) FROM events")" -lt "$N" ]; do
-    q "CREATE TABLE shift AS SELECT COALESCE(max(graph_id), 0) + 1 AS g,
-         max(start_ns + duration_ns) - min(start_ns) + 1000 AS t, $N - count(*) AS need FROM events;
-       CREATE TABLE pick AS SELECT pid, graph_id FROM (SELECT pid, graph_id, sum(count(*)) OVER (ORDER BY graph_id, pid
-         ROWS UNBOUNDED PRECEDING) - count(*) AS before FROM events WHERE graph_id IS NOT NULL GROUP BY pid, graph_id), shift
-         WHERE before < need;
-       INSERT INTO events(pid, tid, type, name, timing, backend_id, sched_id, graph_id, split_id, node_index, node_id,
-         fused_index, fused_node_id, start_ns, duration_ns, bytes, wait_ns, extra) SELECT e.pid, tid, type, name, timing,
-         backend_id, sched_id, e.graph_id + g, split_id, node_index, node_id, fused_index, fused_node_id, start_ns + t,
-         duration_ns, bytes, wait_ns, extra FROM events e JOIN pick p ON p.pid = e.pid AND p.graph_id = e.graph_id, shift;
-       INSERT INTO graph_list(pid, graph_id, sched_id, start_ns, duration_ns, n_nodes, n_splits) SELECT l.pid,
-         l.graph_id + g, sched_id, start_ns + t, duration_ns, n_nodes, n_splits
-         FROM graph_list l JOIN pick p ON p.pid = l.pid AND p.graph_id = l.graph_id, shift;
-       INSERT INTO split_list(pid, graph_id, split_id, backend_id, sched_id, start_ns, duration_ns, n_nodes, node_start,
-         ticks_matched, n_ticks, n_expected, engine_ns) SELECT l.pid, l.graph_id + g, split_id, backend_id, sched_id,
-         start_ns + t, duration_ns, n_nodes, node_start, ticks_matched, n_ticks, n_expected, engine_ns
-         FROM split_list l JOIN pick p ON p.pid = l.pid AND p.graph_id = l.graph_id, shift;
-       DROP TABLE shift; DROP TABLE pick;"
-done
 records=$(q "SELECT count(*) FROM events")
+per_token=$(q "SELECT count(*) / count(DISTINCT graph_id) FROM events")
 cat "$db" > /dev/null
 read -r sq_s _ < <(timed sqlite3 sqlite3 "$db" "SELECT name, backend_id, count(*), sum(duration_ns), min(duration_ns),
     max(duration_ns) FROM events WHERE type = 0 GROUP BY pid, sched_id, backend_id, node_id, name")
@@ -118,11 +101,38 @@ read -r s m < <(timed chrome "$GGPROF" export "$db" --chrome "$tmp/t.json")
 row "export --chrome" "$s" "$m" "" 5
 rm -f "$tmp/t.html" "$tmp/t.json" "$db"
 
+# ---- a long run: LONG records (default 10M; 0 skips it), every analysis command and export within 256 MiB and
+# 2 us per record read (diff reads the trace twice: per record of both)
+long_rows=()
+if [ "$LONG" -gt 0 ]; then
+    bash "$ROOT/tests/bench/big_db.sh" "$GGPROF" "$db" "$LONG"
+    lrec=$(q "SELECT count(*) FROM events")
+    cat "$db" > /dev/null
+    long() { # LABEL READS CMD...: one row of the long run's table
+        local label=$1 reads=$2
+        shift 2
+        read -r s m < <(timed "$label" "$@")
+        long_rows+=("$(awk -v l="$label" -v s="$s" -v m="$m" -v n="$((lrec * reads))" 'BEGIN { us = s * 1e6 / n
+            printf "| %s | %.2f s | %.2f | %d MiB | %s |", l, s, us, m, (m <= 256 && us <= 2) ? "met" : "NOT met" }')")
+    }
+    long report 1 "$GGPROF" report "$db"
+    long top-ops 1 "$GGPROF" top-ops "$db"
+    long top-kernels 1 "$GGPROF" top-kernels "$db"
+    long inefficiency 1 "$GGPROF" inefficiency "$db"
+    for by in layer block phase graph request; do long "rollup --by $by" 1 "$GGPROF" rollup "$db" --by "$by"; done
+    long "diff (with itself)" 2 "$GGPROF" diff "$db" "$db"
+    long "export --html" 1 "$GGPROF" export "$db" --html "$tmp/t.html"
+    long "export --chrome" 1 "$GGPROF" export "$db" --chrome "$tmp/t.json"
+    long "export --json" 1 "$GGPROF" export "$db" --json "$tmp/t.json.gz"
+    long "export --otlp" 1 "$GGPROF" export "$db" --otlp "$tmp/t.jsonl"
+    long "export --test-file (replay's cases)" 1 "$GGPROF" export "$db" --test-file "$tmp/t.txt"
+    rm -f "$tmp"/t.* "$db"
+fi
+
 # ---- record's database build: the time from the workload's end to record's, for about N records
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$tmp/soak_workload" "$ROOT/tests/bench/soak_workload.c" \
     -I"$LLAMA_SRC_DIR/include" -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lllama -lggml -lggml-base \
     -Wl,-rpath,"$LLAMA_BIN_DIR"
-per_token=$("$GGPROF" query "$tmp/base.db" "SELECT count(*) / count(DISTINCT graph_id) FROM events")
 "$tmp/soak_workload" "$GGUF_DENSE" 2 0 > "$tmp/rate.txt" # tokens in 2 s, unrecorded
 secs=$(awk -v n="$N" -v p="$per_token" -v t="$(awk '{ print $2 }' "$tmp/rate.txt")" 'BEGIN { printf "%d", n / p / (t / 2) + 1 }')
 t0=$(date +%s.%N)
@@ -136,3 +146,9 @@ row "record's database build at exit ($got records, with the JSON)" "$build" "-"
 echo "| work | ggprof | reference | target |"
 echo "|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
+if [ ${#long_rows[@]} -gt 0 ]; then
+    echo
+    echo "| on $lrec records | time | us/record | peak memory | <= 256 MiB and 2 us/record |"
+    echo "|---|---|---|---|---|"
+    printf '%s\n' "${long_rows[@]}"
+fi

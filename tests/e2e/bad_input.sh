@@ -30,4 +30,10 @@ expect "... and leaves no ring in /dev/shm" "$(ls /dev/shm 2> /dev/null | grep -
 expect_error "bad --level" "fast" "$GGPROF" record --level fast -- /bin/true
 expect_error "bad SQL" "no such table" "$GGPROF" query "$OUT/good.db" "SELECT * FROM nosuchtable"
 expect_error "unknown command" "frobnicate" "$GGPROF" frobnicate
+# The window options (one parser for every analysis command) name the bad value; a window the trace lacks too.
+expect_error "bad --from" "--from 'soon'" "$GGPROF" report "$OUT/good.db" --from soon
+expect_error "negative --to" "--to '-1'" "$GGPROF" rollup "$OUT/good.db" --by layer --to -1
+expect_error "bad --graphs" "--graphs '9-3'" "$GGPROF" top-ops "$OUT/good.db" --graphs 9-3
+expect_error "bad --process" "--process 'me'" "$GGPROF" diff "$OUT/good.db" "$OUT/good.db" --process me
+expect_error "--window the trace lacks" "--window 7" "$GGPROF" export "$OUT/good.db" --chrome "$OUT/w.json" --window 7
 expect "a failed start leaves no trace behind" "$(ls "$OUT/x.db" 2> /dev/null | wc -l)" 0

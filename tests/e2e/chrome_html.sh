@@ -47,6 +47,70 @@ mem_max=$("$GGPROF" memory "$db" --format json | node -e '
 expect "dense: chrome: a memory counter per backend, at its most what ggprof memory says" "${KV[counter_max]:-}" "$mem_max"
 expect "dense: chrome: a row for the CPU backend and one for graphs" "${KV[track_names]:-}" "CPU|graphs"
 
+# ---------------------------------------------------------------- a window of the run (--from/--to)
+# Graphs 2 to 5 of the run (the bounds half way between graph starts, from the trace's first time): the Chrome
+# file of the window follows the same rules and holds what report --from/--to counts in it (OP and SYNC records:
+# their number and their time), a part of the run, not all of it.
+mid() { # N: seconds from the trace's start to half way between the starts of graphs N-1 and N (in time order)
+    q "$db" "WITH t0 AS (SELECT min(t) AS t FROM (SELECT min(start_ns) AS t FROM events UNION ALL
+        SELECT min(start_ns) FROM graph_list UNION ALL SELECT min(start_ns) FROM split_list)),
+      g AS (SELECT start_ns, row_number() OVER (ORDER BY start_ns) - 1 AS k FROM graph_list)
+      SELECT printf('%.9f', ((SELECT start_ns FROM g WHERE k = $1 - 1) + (SELECT start_ns FROM g WHERE k = $1)) / 2e9
+        - (SELECT t FROM t0) / 1e9)"
+}
+from=$(mid 2)
+to=$(mid 6)
+"$GGPROF" export "$db" --chrome "$OUT/win.trace.json" --from "$from" --to "$to" 2> "$OUT/win.err"
+expect "window: export --chrome --from --to exits 0" "$?" 0
+node "$BR/check_chrome_trace.js" "$OUT/win.trace.json" > "$OUT/win.check" 2> "$OUT/win.check.err"
+load_kv "$OUT/win.check"
+expect "window: chrome: valid JSON with traceEvents" "${KV[valid_json]:-}${KV[has_trace_events]:-}" 11
+for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args copy_args \
+    tracks_without_name tracks_without_process_name flow_malformed flow_unbound flow_op_before_copy_end; do
+    expect "window: chrome: $k" "${KV[$k]:-missing}" 0
+done
+"$GGPROF" report "$db" --from "$from" --to "$to" > "$OUT/win.report"
+expect "window: report --from --to exits 0" "$?" 0
+# report_sum TYPE FIELD: the sum of FIELD (count, total) over report's rows of TYPE ([OP, [SYNC], [COPY])
+report_sum() {
+    awk -v t="$1" -v f="$2=" '$1 == t { for (i = 1; i <= NF; i++) if (index($i, f) == 1) { v = substr($i, length(f) + 1)
+        if (v == "") v = $(i + 1); n += v } } END { printf "%.2f\n", n }' "$OUT/win.report"
+}
+# chrome_sum CAT: slices of category CAT and their time (ms), as "N MS"
+chrome_sum() {
+    node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); let n = 0, us = 0;
+        for (const e of d.traceEvents) if (e.ph === "X" && e.cat === process.argv[2]) { n++; us += e.dur; }
+        console.log(n + " " + (us / 1000).toFixed(2));' "$OUT/win.trace.json" "$1"
+}
+for t in op:'[OP' sync:'[SYNC]'; do
+    read -r n ms < <(chrome_sum "${t%%:*}")
+    expect "window: chrome's ${t%%:*} slices are report's records of the window" "$n" "$(report_sum "${t#*:}" count | cut -d. -f1)"
+    # report prints each row's total in ms to 2 decimals: the sums agree within a rounding per row
+    rows=$(grep -c "^ *\\${t#*:}" "$OUT/win.report")
+    expect "window: chrome's ${t%%:*} time is report's (ms, within rounding)" \
+        "$(awk -v a="$ms" -v b="$(report_sum "${t#*:}" total)" -v r="$rows" 'BEGIN { d = a - b; if (d < 0) d = -d; print (d <= 0.005 * r + 0.01) ? "equal" : a " vs " b }')" equal
+done
+all_ops=$(q "$db" "SELECT count(*) FROM records WHERE type = 0")
+expect "window: some ops, not all" "$(awk -v n="${KV[cat_op]:-0}" -v a="$all_ops" 'BEGIN { print (n > 0 && n < a) ? "part" : n " of " a }')" part
+expect "window: graphs 2 to 5" "${KV[cat_graph]:-}" 4
+
+# ---------------------------------------------------------------- a trace over --max-records
+# The ops of one graph in every k, every graph and split slice; said on stderr and in the file, never silently.
+"$GGPROF" export "$db" --chrome "$OUT/sampled.trace.json" --html "$OUT/sampled.html" --max-records 300 2> "$OUT/sampled.err"
+expect "sampled: export exits 0" "$?" 0
+expect "sampled: stderr says so, once per file" "$(grep -c "more than --max-records 300: it shows the records of one graph in every" "$OUT/sampled.err")" 2
+node "$BR/check_chrome_trace.js" "$OUT/sampled.trace.json" > "$OUT/sampled.check" 2> "$OUT/sampled.check.err"
+load_kv "$OUT/sampled.check"
+for k in x_fields x_negative ns_not_exact not_monotonic bad_nesting unknown_phase m_fields op_args tracks_without_name; do
+    expect "sampled: chrome: $k" "${KV[$k]:-missing}" 0
+done
+expect "sampled: chrome: every graph slice" "${KV[cat_graph]:-}" "$(q "$db" "SELECT count(*) FROM graphs")"
+expect "sampled: chrome: every split slice" "${KV[cat_split]:-}" "$(q "$db" "SELECT count(*) FROM splits")"
+expect "sampled: chrome: fewer op slices" "$(awk -v n="${KV[cat_op]:-0}" -v a="$(q "$db" "SELECT count(*) FROM records WHERE type = 0")" \
+    'BEGIN { print (n > 0 && n < a) ? "fewer" : n " of " a }')" fewer
+expect "sampled: chrome: the file says so" "$(head -c 2000 "$OUT/sampled.trace.json" | grep -c '"sampled":{"records":')" 1
+expect "sampled: html: the page says so" "$(grep -c '"sampled":{"records":' "$OUT/sampled.html")" 1
+
 # ---------------------------------------------------------------- the same model with two layers on an RPC backend
 port=$((50200 + RANDOM % 5000))
 "$LLAMA_BIN_DIR/ggml-rpc-server" -d CPU -p "$port" > "$OUT/rpc-server.log" 2>&1 &

@@ -108,6 +108,21 @@ for by in layer block "layer --ops"; do
         "$("$GGPROF" rollup "$db" --by $by | md5sum)" "$("$GGPROF" rollup "$OUT/dense.json.gz" --by $by | md5sum)"
 done
 
+# Records not in graph order in the file (the graph ids reversed): the pass reads them sorted by SQLite instead of
+# a graph at a time in file order, and every roll-up and the diff come out the same as the recording's.
+cp "$db" "$OUT/reversed.db"
+q "$OUT/reversed.db" "UPDATE events SET graph_id = 1000000 - graph_id; UPDATE graph_list SET graph_id = 1000000 - graph_id;
+    UPDATE split_list SET graph_id = 1000000 - graph_id" > /dev/null
+expect "reversed: the file is out of graph order" "$(q "$OUT/reversed.db" "SELECT count(*) FROM events a JOIN events b
+    ON b.rowid = a.rowid + 1 WHERE b.graph_id < a.graph_id")" "$(q "$db" "SELECT count(DISTINCT graph_id) - 1 FROM events")"
+for by in layer block phase "layer --ops" "block --ops"; do
+    # shellcheck disable=SC2086
+    expect "reversed: --by $by as the recording's" \
+        "$("$GGPROF" rollup "$OUT/reversed.db" --by $by | md5sum)" "$("$GGPROF" rollup "$db" --by $by | md5sum)"
+done
+expect "reversed: diff as the recording's" "$("$GGPROF" diff "$OUT/reversed.db" "$OUT/reversed.db" -n 0 --format csv | md5sum)" \
+    "$("$GGPROF" diff "$db" "$db" -n 0 --format csv | md5sum)"
+
 # The naming rules, through the SQL functions the views use.
 expect "ggprof_layer: llama.cpp, GGUF, KV cache, scheduler copies, views; none for node_N and result_output" \
     "$(q "$db" "SELECT ggprof_layer('Qcur-3') || ',' || ggprof_layer('blk.12.attn_q.weight') || ',' ||
