@@ -164,7 +164,7 @@ int ggprof_cmd_memory(int argc, char **argv) {
         { "--timeline", NULL, GGPROF_OPT_FLAG, &timeline, NULL },
         { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
     };
-    ggprof_args a = { opts, (int) NCOL(opts), &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, (int) NCOL(opts), &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof memory TRACE [--peak|--layers|--timeline]");

@@ -405,7 +405,7 @@ int ggprof_cmd_top(int argc, char **argv) {
     const char *where = NULL;
     long window = 10;
     const ggprof_opt opts[] = { { "--window", NULL, GGPROF_OPT_COUNT, &window, NULL } };
-    ggprof_args a = { opts, 1, &where, 1, 0, "one endpoint at a time ('%s' is a second)", 0, 0 };
+    ggprof_args a = { opts, 1, &where, 1, 0, "one endpoint at a time ('%s' is a second)", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;
     if (!where) return ggprof_fail(GGPROF_EXIT_USAGE, "no endpoint given; usage: ggprof top [HOST:]PORT (record --metrics's)");
