@@ -84,9 +84,12 @@ static void write_frame_to(ggprof_spill *s, int fd, uint64_t *good_end_p, const 
 
 /* Descriptions first, records second: a thread may reference a node that another thread described, and
  * the ring's slots are drained one after another, so the description can come later in the file. */
+/* What every later record needs, kept whole by the flight recorder: descriptions, and memory (the buffers a program
+ * holds are state: dropping the segment that saw one allocated would lose it for good). */
 static int is_description(int kind) {
     return kind == GGPROF_MSG_PROCESS || kind == GGPROF_MSG_TYPE || kind == GGPROF_MSG_BACKEND ||
-           kind == GGPROF_MSG_NODE || kind == GGPROF_MSG_NOTE;
+           kind == GGPROF_MSG_NODE || kind == GGPROF_MSG_NOTE || kind == GGPROF_MSG_BUFFER ||
+           kind == GGPROF_MSG_DEVMEM || kind == GGPROF_MSG_PLACEMENT;
 }
 
 /* ---- the flight recorder's segments */
