@@ -115,7 +115,8 @@ expect "sampled: html: the page says so" "$(grep -c '"sampled":{"records":' "$OU
 port=$((50200 + RANDOM % 5000))
 "$LLAMA_BIN_DIR/ggml-rpc-server" -d CPU -p "$port" > "$OUT/rpc-server.log" 2>&1 &
 rpc_pid=$!
-for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break; sleep 0.1; done
+# the server listens once its backends are up: seconds on a loaded machine
+for _ in $(seq 300); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break; sleep 0.1; done
 rdb="$OUT/rpc.db"
 "$GGPROF" record -o "$rdb" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" -n 4 \
     -t 2 --no-warmup -no-cnv -s 1 --rpc "127.0.0.1:$port" -ngl 2 > "$OUT/rpc.log" 2>&1

@@ -11,6 +11,10 @@ for _ in $(seq 1 100); do
     grep -q endpoint "$OUT/server-$p1.log" 2> /dev/null && grep -q endpoint "$OUT/server-$p2.log" 2> /dev/null && break
     sleep 0.1
 done
+# each prints its endpoint before it listens: wait until both accept (seconds on a loaded machine)
+for p in $p1 $p2; do
+    for _ in $(seq 300); do (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null && break; sleep 0.1; done
+done
 timeout 120 "$GGPROF" record -o "$OUT/client.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "Hello world" \
     -n 6 -t 2 --no-warmup -no-cnv --rpc "127.0.0.1:$p1,127.0.0.1:$p2" -ngl 99 -v > "$OUT/client.log" 2>&1
 expect "the client runs to the end" "$?" 0
