@@ -204,7 +204,7 @@ static int load_peaks(sqlite3 *db, ggprof_mem *m) {
                            "SELECT p.pid, p.buffer_id, p.plan_id, pl.sched_id, pl.n_nodes, p.idx, p.node_index, p.first,"
                            " p.last, p.offset, p.size, COALESCE(n.op, ''), COALESCE(n.tensor_name, ''),"
                            " COALESCE(n.ne, ''), b.alignment FROM placements p"
-                           " JOIN buffer_list b ON b.pid = p.pid AND b.buffer_id = p.buffer_id AND b.usage = 2"
+                           " JOIN buffers b ON b.pid = p.pid AND b.buffer_id = p.buffer_id AND b.kind = 'compute'"
                            " JOIN plan_list pl ON pl.pid = p.pid AND pl.plan_id = p.plan_id"
                            " LEFT JOIN nodes n ON n.pid = p.pid AND n.node_id = p.node_id"
                            " WHERE p.root = p.idx AND p.flags & 32 ORDER BY p.pid, p.buffer_id, p.plan_id, p.idx",

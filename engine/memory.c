@@ -395,25 +395,26 @@ GGPROF_API bool ggml_gallocr_reserve_n(struct ggml_gallocr *galloc, struct ggml_
     return ok;
 }
 
-/* The scheduler's two ways into ggml_gallocr_reserve_n: both change graphs too (ggprof_graph_gen). */
-GGPROF_API bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
-    REAL_FROM(slot_ggml_backend_sched_reserve, ggml_backend_sched_reserve);
+/* The scheduler's two ways into ggml_gallocr_reserve_n: both name the scheduler of the plans they make, and change
+ * graphs too (ggprof_graph_gen). */
+static bool with_sched(ggml_backend_sched_t sched, struct ggml_cgraph *graph,
+                       bool (*real)(ggml_backend_sched_t, struct ggml_cgraph *)) {
     ggprof_graph_changed();
     ggml_backend_sched_t outer = t_sched;
     t_sched = sched;
-    bool ok = real_ggml_backend_sched_reserve(sched, graph);
+    bool ok = real(sched, graph);
     t_sched = outer;
     return ok;
 }
 
+GGPROF_API bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
+    REAL_FROM(slot_ggml_backend_sched_reserve, ggml_backend_sched_reserve);
+    return with_sched(sched, graph, real_ggml_backend_sched_reserve);
+}
+
 GGPROF_API bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph) {
     REAL_FROM(slot_ggml_backend_sched_alloc_graph, ggml_backend_sched_alloc_graph);
-    ggprof_graph_changed();
-    ggml_backend_sched_t outer = t_sched;
-    t_sched = sched;
-    bool ok = real_ggml_backend_sched_alloc_graph(sched, graph);
-    t_sched = outer;
-    return ok;
+    return with_sched(sched, graph, real_ggml_backend_sched_alloc_graph);
 }
 
 /* Patched where ggml is inside the program (reach.c). */
