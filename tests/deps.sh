@@ -12,7 +12,7 @@ pkgs+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (js
 pkgs+=(libxml2-utils) # tests/e2e/hostile_names.sh: xmllint checks the roofline SVG is well-formed
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 pkgs+=(libmicrohttpd-dev) # collector/metrics_http.c: record --metrics serves HTTP (its header; libmicrohttpd12, opened at run time)
-pkgs+=(prometheus tmux) # tests/e2e/metrics.sh: a real Prometheus scraping record --metrics, promtool; ggprof top in tmux
+pkgs+=(prometheus tmux curl) # tests/e2e/metrics.sh: a real Prometheus scraping record --metrics, promtool, curl to ask both; ggprof top in tmux
 command -v node > /dev/null && command -v npm > /dev/null || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
