@@ -541,8 +541,9 @@ static void put_table(FILE *f, const char *key, const intern *t, int split_type)
 static void put_memory(FILE *f, sqlite3 *db, uint64_t t0) {
     ggprof_mem mem;
     char       why[256];
+    /* A trace without memory (older, or a JSON import) gets no key: its page is what it was before memory. */
+    if (ggprof_mem_load(db, &mem, why, sizeof(why)) != 0 || !mem.present) return;
     fputs(",\n\"memory\":[", f);
-    if (ggprof_mem_load(db, &mem, why, sizeof(why)) != 0) mem.n_backends = 0;
     for (size_t b = 0; b < mem.n_backends; b++) {
         const ggprof_mbackend *bk = &mem.backends[b];
         const ggprof_mproc    *p  = NULL;
