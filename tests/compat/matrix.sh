@@ -17,6 +17,10 @@ if ! builds=$(bash "$GGPROF_ROOT/tests/compat/builds.sh" "$@"); then
     exit 0
 fi
 
+# The trace's notes that say memory is off, and why: functions the ggml found lacks (probe.c), or ggml found after
+# its buffers were allocated (memory.c).
+MEMORY_OFF="(text LIKE '%without%memory records%' OR text LIKE '%without%tensor placement%' OR text LIKE 'memory off in %')"
+
 # The checks every build gets on its trace; prints the matrix cells graph|split|op|model.
 check_build() { # NAME DB
     local n=$1 db=$2
@@ -40,8 +44,7 @@ check_build() { # NAME DB
     computes=$(q "$db" "SELECT count(*) FROM buffers WHERE kind = 'compute' AND size > 0")
     planned=$(q "$db" "SELECT count(DISTINCT buffer_id) FROM placements p WHERE flags & 32 AND buffer_id IN
         (SELECT buffer_id FROM buffers b WHERE b.pid = p.pid AND kind = 'compute')")
-    missing=$(q "$db" "SELECT count(*) FROM notes WHERE text LIKE '%without%memory records%' OR text LIKE '%without%tensor placement%'
-        OR text LIKE 'memory off in %'")
+    missing=$(q "$db" "SELECT count(*) FROM notes WHERE $MEMORY_OFF")
     expect "$n: memory: weights, KV cache and compute buffers, or a note naming what is missing" \
         "$([ "$kinds" = "compute kv weights" ] || [ "${missing:-0}" -ge 1 ] && echo yes)" yes
     expect "$n: memory: every compute buffer's plan read, or a note naming what is missing" \
@@ -51,8 +54,7 @@ check_build() { # NAME DB
 # The matrix's memory cell: the kinds recorded and the compute buffers planned, or what the notes say is missing.
 mem_cell() { # DB
     local missing
-    missing=$(q "$1" "SELECT text FROM notes WHERE text LIKE '%without%memory records%' OR text LIKE '%without%tensor placement%'
-        OR text LIKE 'memory off in %' ORDER BY text LIKE 'memory off%' DESC LIMIT 1" |
+    missing=$(q "$1" "SELECT text FROM notes WHERE $MEMORY_OFF ORDER BY text LIKE 'memory off%' DESC LIMIT 1" |
         sed -n -e 's/.* has no \(.*\): profiling goes on without.*/off: no \1/p' -e 's/^memory off in [^:]*: .*found at its first graph.*/off: found after its buffers/p')
     [ -n "$missing" ] && { echo "$missing"; return; }
     q "$1" "SELECT group_concat(kind, ', ') || ', ' || (SELECT count(DISTINCT buffer_id) FROM placements WHERE flags & 32)
