@@ -10,6 +10,7 @@
 #include "export.h"
 #include "layers.h"
 #include "memory.h"
+#include "outfile.h"
 #include "trace_db.h"
 #include "v3_format.h"
 #include "wire.h"
@@ -665,7 +666,8 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
         ggprof_layers_free(&l);
         return -1;
     }
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         names_free(&nm);
@@ -701,11 +703,10 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
     tracks_free(&tr);
     if (rc != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, sqlite3_errmsg(db));
-        fclose(f);
+        ggprof_outfile_close(&of, f, 1); /* what was at path stays */
         return -1;
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    if (ggprof_outfile_close(&of, f, 0) != 0) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

@@ -10,6 +10,7 @@
 #include "export.h"
 #include "layers.h"
 #include "memory.h"
+#include "outfile.h"
 #include "roofline.h"
 #include "sort.h"
 #include "trace.h"
@@ -736,7 +737,8 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     free(tn.v);
     ggprof_rl_groups_free(&g);
     ggprof_layers_free(&l);
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         model_free(&m);
@@ -746,8 +748,7 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     setvbuf(f, buf, _IOFBF, sizeof(buf));
     put_page(f, db, &m);
     model_free(&m);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    if (ggprof_outfile_close(&of, f, 0) != 0) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

@@ -7,6 +7,7 @@
 
 #include "sort.h"
 #include "export.h"
+#include "outfile.h"
 #include "roofline.h"
 
 static ggprof_roofs g_roofs;
@@ -265,7 +266,8 @@ int ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_
     }
     ggprof_rl_groups_free(&g);
     ggprof_sort(rows, n, sizeof(*rows), by_time_desc);
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         free(rows);
@@ -273,10 +275,8 @@ int ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_
     }
     write_svg(f, rows, n);
     free(rows);
-    int bad = ferror(f), e = errno;
-    if (fclose(f) != 0 && !bad) bad = 1, e = errno;
-    if (bad) {
-        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(e));
+    if (ggprof_outfile_close(&of, f, 0) != 0) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }
     return 0;
