@@ -41,7 +41,9 @@ static const char *strtab_at(const ggprof_elf *e, uint64_t link, size_t *len) {
     return s;
 }
 
-static bool fail(const char **why, const char *what) {
+/* A malformed image: e keeps nothing of it. */
+static bool fail(ggprof_elf *e, const char **why, const char *what) {
+    memset(e, 0, sizeof(*e));
     *why = what;
     return false;
 }
@@ -54,28 +56,28 @@ bool ggprof_elf_parse(ggprof_elf *e, const void *buf, size_t len, uintptr_t bias
     memcpy(&eh, buf, sizeof(eh));
     if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
         eh.e_ident[EI_DATA] != HOST_ELFDATA || eh.e_shoff == 0) {
-        return false; /* not ours to read (or no section table): not malformed */
+        return false; /* not ours to read (or no section table): not malformed, and e is still empty */
     }
     e->map     = buf;
     e->map_len = len;
     e->bias    = bias;
     uint64_t tbl;
-    if (eh.e_shentsize != sizeof(Elf64_Shdr)) return fail(why, "section header size is not Elf64_Shdr's");
+    if (eh.e_shentsize != sizeof(Elf64_Shdr)) return fail(e, why, "section header size is not Elf64_Shdr's");
     if (__builtin_mul_overflow((uint64_t) eh.e_shnum, (uint64_t) eh.e_shentsize, &tbl) ||
         !(e->shdr = table_at(e, eh.e_shoff, tbl, _Alignof(Elf64_Shdr)))) {
-        return fail(why, "section table outside the file");
+        return fail(e, why, "section table outside the file");
     }
-    e->n_shdr             = eh.e_shnum;
+    e->n_shdr            = eh.e_shnum;
     const Elf64_Shdr *sh = e->shdr;
     for (size_t i = 0; i < e->n_shdr; i++) {
         const Elf64_Shdr *s = &sh[i];
         if (s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM) continue;
-        if (s->sh_entsize != sizeof(Elf64_Sym)) return fail(why, "symbol size is not Elf64_Sym's");
+        if (s->sh_entsize != sizeof(Elf64_Sym)) return fail(e, why, "symbol size is not Elf64_Sym's");
         const void *syms = table_at(e, s->sh_offset, s->sh_size, _Alignof(Elf64_Sym));
-        if (!syms) return fail(why, "symbol table outside the file");
+        if (!syms) return fail(e, why, "symbol table outside the file");
         size_t      n_str = 0;
         const char *strs  = strtab_at(e, s->sh_link, &n_str);
-        if (!strs) return fail(why, "symbol names not in a string table inside the file");
+        if (!strs) return fail(e, why, "symbol names not in a string table inside the file");
         if (s->sh_type == SHT_SYMTAB) {
             e->symtab = syms, e->n_symtab = s->sh_size / sizeof(Elf64_Sym), e->symstr = strs, e->symstr_len = n_str;
         } else {
@@ -87,9 +89,9 @@ bool ggprof_elf_parse(ggprof_elf *e, const void *buf, size_t len, uintptr_t bias
     for (size_t i = 0; i < e->n_shdr && e->n_relas < 4; i++) {
         const Elf64_Shdr *s = &sh[i];
         if (s->sh_type != SHT_RELA || s->sh_link >= e->n_shdr || sh[s->sh_link].sh_type != SHT_DYNSYM) continue;
-        if (s->sh_entsize != sizeof(Elf64_Rela)) return fail(why, "relocation size is not Elf64_Rela's");
+        if (s->sh_entsize != sizeof(Elf64_Rela)) return fail(e, why, "relocation size is not Elf64_Rela's");
         const void *rela = table_at(e, s->sh_offset, s->sh_size, _Alignof(Elf64_Rela));
-        if (!rela) return fail(why, "relocation table outside the file");
+        if (!rela) return fail(e, why, "relocation table outside the file");
         e->rela[e->n_relas]     = rela;
         e->n_rela[e->n_relas++] = s->sh_size / sizeof(Elf64_Rela);
     }
@@ -121,7 +123,6 @@ bool ggprof_elf_open(ggprof_elf *e, const char *path, uintptr_t bias) {
     const char *why;
     if (!ggprof_elf_parse(e, m, len, bias, &why)) {
         munmap(m, len);
-        memset(e, 0, sizeof(*e));
         if (why) note_malformed(path, why);
         return false;
     }
