@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -116,7 +117,7 @@ static struct {
     int         sig; /* the signal, chosen once and kept installed: a pending one may arrive late */
     struct {
         _Atomic pid_t     tid;
-        _Atomic int       parked; /* the stop it parked for */
+        _Atomic int       parked, left; /* the stop it parked for, and left the handler of */
         _Atomic uintptr_t pc, newpc;
         int               state;
     } t[STOP_MAX];
@@ -140,6 +141,7 @@ static void park_handler(int sig, siginfo_t *si, void *ctx) {
             }
             uintptr_t np = atomic_load(&stop.t[i].newpc);
             if (np) uc->uc_mcontext.gregs[REG_RIP] = (greg_t) np;
+            atomic_store(&stop.t[i].left, g); /* its slot may be reused from now on */
             break;
         }
     }
@@ -323,11 +325,17 @@ static bool stop_others(char *why, size_t why_len) {
     return false;
 }
 
+/* Lets the threads go, and waits until each parked one has read its new PC: the next stop reuses the slots. */
 static void stop_release(void) {
     int g = atomic_load(&stop.gen);
     atomic_store(&stop.gen, 0);
     atomic_store(&stop.released, g);
     syscall(SYS_futex, &stop.released, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    int n = atomic_load(&stop.n);
+    for (int i = 0; i < n; i++) {
+        if (atomic_load(&stop.t[i].parked) != g) continue;
+        while (atomic_load(&stop.t[i].left) != g) sched_yield();
+    }
 }
 
 /* Every core that runs this process's threads executes a serializing instruction (cross-modifying code). */

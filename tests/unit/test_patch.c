@@ -201,10 +201,10 @@ static void stress_child(struct stress_shared *sh, int end, const unsigned char 
         /* Every thread calls the new copy before it is patched. */
         long seen[STRESS_THREADS], t0 = stress_now_ms();
         for (int t = 0; t < STRESS_THREADS; t++) seen[t] = atomic_load(&s_count[t].calls);
-        for (int busy = 0; busy < 2 && stress_now_ms() - t0 < 5000;) { /* at least two threads call it */
+        for (int busy = 0; busy < STRESS_THREADS / 2 && stress_now_ms() - t0 < 5000;) { /* half the threads call it */
             busy = 0;
             for (int t = 0; t < STRESS_THREADS; t++) busy += atomic_load(&s_count[t].calls) >= seen[t] + 2;
-            if (busy < 2) sched_yield();
+            if (busy < STRESS_THREADS / 2) sched_yield();
         }
         long  hooked = atomic_load(&s_hooked);
         char  why[160] = "";
