@@ -1,7 +1,8 @@
 /* Unit tests of entry patching (engine/patch.c) and of the ELF reader that finds what to patch (engine/elf_image.c),
  * on functions of this test program itself: patched entries reach the hook, trampolines run the original (its
  * RIP-relative loads and calls moved), a function that branches into its first bytes is refused and left as it was,
- * and the symbol table finds static functions that dlsym cannot. */
+ * patching stays safe while 8 threads call the function (1000 fresh copies of two prologues), 18 displaced bytes
+ * are moved whole, and the symbol table finds static functions that dlsym cannot. */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
