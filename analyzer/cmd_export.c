@@ -7,7 +7,7 @@
 #include "analyzer_commands.h"
 #include "export.h"
 #include "json_v3.h"
-#include "layers.h"
+#include "model.h"
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
@@ -62,7 +62,7 @@ static const struct {
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
-long long ggprof_export_max_records = GGPROF_LAYERS_MAX_RECORDS;
+long long ggprof_export_max_records = GGPROF_MODEL_MAX_RECORDS;
 
 void ggprof_export_say_sampled(const char *path, int64_t records, int64_t kept, int64_t every) {
     ggprof_err("'%s': %lld records, more than --max-records %lld: it shows the records of one graph in every %lld"

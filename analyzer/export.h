@@ -18,7 +18,7 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
 /* --html-max-records N: keep one record in every ceil(total/N) on the HTML timeline; 0 keeps all. */
 void ggprof_export_html_set_max_records(long long n);
 /* --max-records N (both): above N records, the ops of one graph in every ceil(records / N) only, every graph and
- * split kept, said in the file and on stderr (GGPROF_LAYERS_MAX_RECORDS by default; 0: all). */
+ * split kept, said in the file and on stderr (GGPROF_MODEL_MAX_RECORDS by default; 0: all). */
 extern long long ggprof_export_max_records;
 /* The line on stderr that says what a sampled export kept. */
 void ggprof_export_say_sampled(const char *path, int64_t records, int64_t kept, int64_t every);

@@ -7,7 +7,7 @@
 
 #include "output.h"
 #include "sort.h"
-#include "views.h"
+#include "layer_rule.h"
 
 const char *const ggprof_mem_kind_names[GGPROF_MEM_KINDS] = { "weights", "kv", "compute", "other" };
 
