@@ -566,14 +566,14 @@ static void write_metadata(sqlite3 *db, const ggprof_model *l, out_t *o, const t
     sqlite3_finalize(exe);
 }
 
-int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_len) {
+int ggprof_export_chrome(sqlite3 *db, const char *path, const ggprof_export_opts *opts, char *why, size_t why_len) {
     copies  cp;
     tracks  tr = { 0 };
     ggprof_model l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
     ggprof_model_sample sample;
-    if (ggprof_model_load_sampled(db, &l, GGPROF_MODEL_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+    if (ggprof_model_load_sampled(db, &l, GGPROF_MODEL_EXPORT, what, opts->max_records, &sample, why, why_len) != 0) {
         return -1;
     }
     if (copies_load(&l, &cp) != 0) {
@@ -598,7 +598,7 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_le
                    ",\"note\":\"the ops of one graph in every one_graph_in; every graph and split is shown\"}",
                 o.t0, sample.records, sample.kept, sample.every);
         fputs("},\n\"traceEvents\":[", f);
-        ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
+        if (opts->sampled) opts->sampled(path, opts->max_records, sample.records, sample.kept, sample.every);
     } else {
         fprintf(f, "%" PRIu64 "},\n\"traceEvents\":[", o.t0);
     }

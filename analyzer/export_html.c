@@ -22,10 +22,6 @@ extern const unsigned char ggprof_viewer_viewer_html[];
 extern const unsigned char ggprof_viewer_viewer_css[];
 extern const unsigned char ggprof_viewer_viewer_js[];
 
-static long long g_max_records;
-
-void ggprof_export_html_set_max_records(long long n) { g_max_records = n; }
-
 /* ---------------------------------------------------------------- growable text and string tables */
 
 typedef struct {
@@ -390,7 +386,7 @@ static double rw_of(const ggprof_rl_groups *g, const ggprof_model_rec *r) {
 }
 
 /* Reads every record once: the sampled ones into columns, all of them into the stats and the heat map. */
-static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m) {
+static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m, long long max_records) {
     size_t n_rows;
     row *rows = rows_of(l, &n_rows);
     if (!rows) return -1;
@@ -401,7 +397,7 @@ static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m) {
         n_pids += i == 0 || rows[i].pid != rows[i - 1].pid; /* rows come by process */
     }
     m->t0     = (uint64_t) (t0 == INT64_MAX ? 0 : t0);
-    m->stride = g_max_records > 0 && m->n_records > g_max_records ? (m->n_records + g_max_records - 1) / g_max_records : 1;
+    m->stride = max_records > 0 && m->n_records > max_records ? (m->n_records + max_records - 1) / max_records : 1;
     int have_lane = 0, lane_copy = 0, lane_dev = 0;
     int64_t lane_pid = 0, lane_sched = 0, lane_backend = 0, lane_n = 0, prev_end = 0, prev_g = 0, seen = 0;
     char lane_name[160] = "";
@@ -646,18 +642,18 @@ static void put_page(FILE *f, sqlite3 *db, const model *m) {
     }
 }
 
-int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len) {
+int ggprof_export_html(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
     model      m;
     memset(&m, 0, sizeof(m));
     ggprof_model l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
     ggprof_model_sample sample;
-    if (ggprof_model_load_sampled(db, &l, GGPROF_MODEL_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+    if (ggprof_model_load_sampled(db, &l, GGPROF_MODEL_EXPORT, what, o->max_records, &sample, why, why_len) != 0) {
         return -1;
     }
     m.sample_records = sample.records, m.sample_every = sample.every;
-    if (sample.every > 1) ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
+    if (sample.every > 1 && o->sampled) o->sampled(path, o->max_records, sample.records, sample.kept, sample.every);
     ggprof_rl_groups g;
     char gwhy[512];
     /* a sample's OP records only: each record's group costs 12 bytes */
@@ -682,7 +678,7 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
         ggprof_model_free(&l);
         return -1;
     }
-    if (build(&l, &g, &m) != 0) {
+    if (build(&l, &g, &m, o->html_max_records) != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': out of memory", path);
         model_free(&m);
         ggprof_rl_groups_free(&g);
