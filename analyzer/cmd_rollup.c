@@ -55,7 +55,7 @@ static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
     }
 }
 
-/* ------------------------------------------------------------ layers and blocks, from the one pass (layers.h) */
+/* ------------------------------------------------------------ layers and blocks, from the one pass (model.h) */
 
 /* The records summed by layer, type, name and node: a few thousand rows, from which every layer and block
  * roll-up is made. The views layer_time, layer_op_time, block_time and block_op_time say the same in SQL

@@ -126,7 +126,7 @@ static void intern_free(intern *t) {
 
 /* ---------------------------------------------------------------- what the viewer is given */
 
-/* What the page shows is computed here, by the code the other views use: a record's layer is layers.c's (what
+/* What the page shows is computed here, by the code the other views use: a record's layer is model.c's (what
  * `rollup --by layer` groups), an op's bytes read and written are the roofline model's for its group
  * (roofline.c, what `top-ops` divides by the time). The viewer only adds them up and draws them. */
 
@@ -445,7 +445,7 @@ static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m, lon
         if (sig < 0) break;
         m->total_ns += dur;
         if (start + dur > m->t_end) m->t_end = start + dur;
-        if (type == 0) add_heat(m, r->layer, name, dur); /* layers.c's layer: rollup --by layer's */
+        if (type == 0) add_heat(m, r->layer, name, dur); /* model.c's layer: rollup --by layer's */
         add_stat(m, lane, name, m->sig_shape[sig], dur, rw);
         if (seen++ % m->stride) continue;
         int64_t graph = r ? r->graph_id : x->split->graph_id;
@@ -592,7 +592,7 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
         }
         fputs("]", f);
     }
-    /* per layer (layers.c's; -1: none) and op: OP records and their time */
+    /* per layer (model.c's; -1: none) and op: OP records and their time */
     fputs("},\n\"heat\":{", f);
     static const char *const hk[] = { "layer", "k", "n", "ns" };
     for (int c = 0; c < 4; c++) {

@@ -28,7 +28,7 @@ static void fn_block(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 /* Documented in docs/queries.md; keep the columns in that order and add new ones at the end.
  *
- * op_layers gives each record its layer (rules in layers.c and docs/rollups-and-diff.md), computed in C in one
+ * op_layers gives each record its layer (rules in layer_rule.c and docs/rollups-and-diff.md), computed in C in one
  * pass by the virtual table ggprof_op_layer in the records' order (by process, graph, time); the rest of each row
  * is joined back by row id (CROSS JOIN keeps the virtual table the outer loop). graph_phase reads
  * ggprof_graph_phase, the same pass's graphs, materialized so that joins on it get an index. */
