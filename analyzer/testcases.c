@@ -180,13 +180,11 @@ void ggprof_case_write(FILE *f, const ggprof_case *c, const char *name) {
 
 /* ---- ggprof export --test-file ---- */
 
-static double g_min_share;
-
-void ggprof_export_test_file_set_min_share(double pct) { g_min_share = pct; }
-
-int ggprof_export_test_file(sqlite3 *db, const char *path, char *why, size_t why_len) {
+/* The cases of at least o->min_share % of OP time, largest first; what was left out goes to stdout as comment
+ * lines. */
+int ggprof_export_test_file(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
     ggprof_cases c;
-    if (ggprof_cases_load(db, g_min_share, &c, why, why_len) != 0) return -1;
+    if (ggprof_cases_load(db, o->min_share, &c, why, why_len) != 0) return -1;
     if (c.n == 0) {
         snprintf(why, why_len, "no op of the trace can go to '%s': %s", path,
                  c.n_skip ? "every one is fused or has no op id (see 'ggprof export --help')" : "it has no OP records");
