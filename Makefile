@@ -199,7 +199,7 @@ $(BUILD)/obj/fuzz/gen/viewer_embed.o: $(VIEWER_GEN)
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(INC_collector) -Icollector -o $@ $< $(FUZZ_OBJ) $(LIBS)
-fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db
+fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db $(BUILD)/fuzz/fuzz_trust
 .PHONY: fuzz
 
 # The sanitizer runtime a SAN=... build preloads (tests/sanitizers.sh asks here rather than choosing it again).
