@@ -98,11 +98,15 @@ sqlite3 extreme.db "UPDATE events SET start_ns = 9223372036854775000, duration_n
     UPDATE events SET start_ns = -9223372036854775000 WHERE rowid % 3 = 0;
     UPDATE graph_list SET start_ns = 9223372036854775807, duration_ns = 9223372036854775807;
     UPDATE windows SET start_ns = -9223372036854775808, end_ns = 9223372036854775807"
-for w in "--from 0 --to 1e12" "--from 1e300 --to -1e300" "--graphs 0-5" "--window 1"; do
+cp base.db late.db # every record at the end of time: the window's end, its start plus --to, overflows
+sqlite3 late.db "UPDATE events SET start_ns = 9223372036854775000 - rowid, duration_ns = 9223372036854775000"
+for w in "--from 0 --to 1000000" "--from 999999999 --to 1000000000" "--graphs 0-5" "--window 1"; do
     # shellcheck disable=SC2086
-    check "extreme times: report $w" "$GGPROF" report extreme.db $w
+    for db in extreme late; do check "extreme times: $db: report $w" "$GGPROF" report $db.db $w; done
+    expect "extreme times: report $w: exit 0" "$("$GGPROF" report late.db $w > /dev/null 2>&1; echo $?)" 0
 done
 check "extreme times: export --otlp" "$GGPROF" export extreme.db --otlp out.otlp.jsonl
+expect "extreme times: export --otlp: exit 0" "$("$GGPROF" export extreme.db --otlp out.o.jsonl > /dev/null 2>&1; echo $?)" 0
 
 # 5. A JSON profile with one name of 300 MB (300 KB gzip): refused by its bound before it is read into memory.
 { printf '{"version": 3, "records": [{"type": 0, "name": "'
