@@ -276,6 +276,59 @@ int ggprof_db_attach_input(sqlite3 *db, const char *path, const char *as, char *
     return 0;
 }
 
+/* For each table of an older trace that lacks columns ggprof's has (graph_list.batch_id before version 3), a TEMP
+ * view of that name with them NULL, so that ggprof's views (which name the table unqualified: TEMP comes first)
+ * read it as a trace of today. From ggprof's column names, quoted; the trace's only decide which are NULL. */
+static int widen_older_tables(sqlite3 *db) {
+    sqlite3 *ref = NULL;
+    if (sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        ggprof_db_create_schema(ref, NULL) != SQLITE_OK) {
+        sqlite3_close(ref);
+        return -1;
+    }
+    sqlite3_stmt *tables = NULL, *cols = NULL, *has = NULL;
+    int rc = sqlite3_prepare_v2(ref, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &tables, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(ref, "SELECT name FROM pragma_table_info(?1) ORDER BY cid", -1, &cols, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info(?1, 'main') WHERE name = ?2 OR ?2 IS NULL", -1,
+                                        &has, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    while (rc == 0 && sqlite3_step(tables) == SQLITE_ROW) {
+        const char *t = (const char *) sqlite3_column_text(tables, 0);
+        sqlite3_bind_text(has, 1, t, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_null(has, 2);
+        int present = sqlite3_step(has) == SQLITE_ROW && sqlite3_column_int(has, 0) > 0;
+        sqlite3_reset(has);
+        if (!present) continue;
+        char *sel = sqlite3_mprintf("%s", ""); /* "a", NULL AS "b", ... */
+        int missing = 0;
+        sqlite3_bind_text(cols, 1, t, -1, SQLITE_TRANSIENT);
+        while (sel && sqlite3_step(cols) == SQLITE_ROW) {
+            const char *c = (const char *) sqlite3_column_text(cols, 0);
+            sqlite3_bind_text(has, 2, c, -1, SQLITE_TRANSIENT);
+            int own = sqlite3_step(has) == SQLITE_ROW && sqlite3_column_int(has, 0) > 0;
+            sqlite3_reset(has);
+            missing += !own;
+            char *more = sqlite3_mprintf("%s%s%s\"%w\"", sel, *sel ? ", " : "", own ? "" : "NULL AS ", c);
+            sqlite3_free(sel);
+            sel = more;
+        }
+        sqlite3_reset(cols);
+        if (sel && missing) {
+            char *sql = sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS SELECT %s FROM main.\"%w\"", t, sel, t);
+            if (!sql || sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) rc = -1;
+            sqlite3_free(sql);
+        }
+        rc = sel ? rc : -1;
+        sqlite3_free(sel);
+    }
+    sqlite3_finalize(tables);
+    sqlite3_finalize(cols);
+    sqlite3_finalize(has);
+    sqlite3_close(ref);
+    return rc;
+}
+
 int ggprof_db_open_input(const char *path, sqlite3 **db, char *why, size_t why_len) {
     *db = NULL;
     /* A collector killed mid-batch leaves a hot journal, which only a writer rolls back; then the trace reads up
@@ -297,8 +350,13 @@ int ggprof_db_open_input(const char *path, sqlite3 **db, char *why, size_t why_l
         return -1;
     }
     ggprof_db_harden(*db, 0);
-    if (ggprof_db_check(*db, path, why, why_len) != 0 || ggprof_db_check_columns(*db, "main", path, why, why_len) != 0 ||
-        ggprof_db_create_views(*db, "temp") != SQLITE_OK) {
+    if (ggprof_db_check(*db, path, why, why_len) != 0 || ggprof_db_check_columns(*db, "main", path, why, why_len) != 0) {
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    if (widen_older_tables(*db) != 0 || ggprof_db_create_views(*db, "temp") != SQLITE_OK) {
+        snprintf(why, why_len, "cannot read '%s': %s", path, sqlite3_errmsg(*db));
         sqlite3_close(*db);
         *db = NULL;
         return -1;
