@@ -20,8 +20,7 @@
 #include "wire.h"
 
 const char ggprof_usage_diff[] =
-    "usage: ggprof diff A B [--fail-above PCT] [--min-impact PCT] [--match-backend name|any] [-n N]\n"
-    "                       [--format table|csv|json]\n"
+    "usage: ggprof diff A B " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Aligns the records of traces A and B by phase (prompt, generation), op, source shapes and types,\n"
     "backend name and tensor name (which keeps the layer: Qcur-3). For each aligned group: its time in A\n"
@@ -30,17 +29,9 @@ const char ggprof_usage_diff[] =
     "(from their median absolute deviation), noise when not, few when a run has fewer than 3 graphs of it.\n"
     "Sections: time per token by phase, then by op, by layer, the N groups that changed most (ms), and the\n"
     "groups present in one run only.\n"
-    "  --fail-above PCT      exit 1 when a phase, op, layer or group slowed by more than PCT% beyond the\n"
-    "                        noise bound (change - bound > PCT), and say which on stderr: a gate for CI;\n"
-    "                        SYNC time (barrier waits) is shown but not gated: it measures the machine's load\n"
-    "  --min-impact PCT      with --fail-above: gate only slowdowns that add at least PCT% (default 1) to the\n"
-    "                        median graph time of their phase in A (a 2 us op 20% slower is not a regression)\n"
-    "  --match-backend any   align ignoring the backend (one model run on two backends); default: name\n"
-    "  -n N                  groups shown (default 20; 0: all)\n"
-    "  --format F            table (default), csv (one header, a 'section' column) or json (one object)\n"
+    GGPROF_HELP_OPTIONS
     "Exit status: 0; 1 when --fail-above tripped or on an internal error; 2 for a usage mistake.\n"
-    "Rules and statistics: docs/rollups-and-diff.md.\n"
-    GGPROF_WINDOW_USAGE;
+    "Rules and statistics: docs/rollups-and-diff.md.\n";
 
 /* A change is beyond noise when the medians differ by more than Z standard errors of their difference; the
  * standard error of a median is 1.2533 sigma / sqrt(n), sigma estimated as 1.4826 MAD (robust to the slow
@@ -623,11 +614,18 @@ typedef struct {
 
 static int diff_parse(diff_opts *o, int argc, char **argv) {
     const ggprof_opt opts[] = {
-        { "--fail-above", NULL, GGPROF_OPT_PERCENT, &o->fail_above, NULL },
-        { "--min-impact", NULL, GGPROF_OPT_PERCENT, &o->min_impact, NULL },
-        { "--match-backend", NULL, GGPROF_OPT_STRING, &o->match, NULL },
-        { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL },
-        { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL },
+        { "--fail-above", NULL, GGPROF_OPT_PERCENT, &o->fail_above, NULL, "PCT",
+          "exit 1 when a phase, op, layer or group slowed by more than PCT% beyond the noise bound (change - bound "
+          "> PCT), and say which on stderr: a gate for CI; SYNC time (barrier waits) is shown but not gated: it "
+          "measures the machine's load" },
+        { "--min-impact", NULL, GGPROF_OPT_PERCENT, &o->min_impact, NULL, "PCT",
+          "with --fail-above: gate only slowdowns that add at least PCT% (default 1) to the median graph time of "
+          "their phase in A (a 2 us op 20% slower is not a regression)" },
+        { "--match-backend", NULL, GGPROF_OPT_STRING, &o->match, NULL, "name|any",
+          "any: align ignoring the backend (one model run on two backends); default: name" },
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL, "N", "groups shown (default 20; 0: all)" },
+        { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL, "table|csv|json",
+          "table (default), csv (one header, a 'section' column) or json (one object)" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);

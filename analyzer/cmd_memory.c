@@ -13,16 +13,14 @@
 #include "v3_format.h"
 
 const char ggprof_usage_memory[] =
-    "usage: ggprof memory TRACE [--peak | --layers | --timeline] [--format table|csv|json]\n"
+    "usage: ggprof memory TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Memory the recorded program held in ggml's backend buffers: per process and backend (buffer type), the\n"
     "weights, KV cache, compute buffers and other buffers held at the process's peak, and the most each\n"
     "backend held; then each compute buffer's peak (the node where the tensors ggml-alloc planned into it reach\n"
     "furthest) and the devices' free memory. Sizes are MiB (1,048,576 bytes) in the table, bytes in CSV and JSON.\n"
-    "  --peak       the tensors alive at each compute buffer's peak, by layer and op (views counted once)\n"
-    "  --layers     weights and KV cache per layer and type, from the tensors the graphs read and write\n"
-    "  --timeline   every allocation and free, with what the backend and the process hold after it\n"
-    "  --format F   table (default; fits 80 columns), csv or json (an array of objects)\n"
+    "One of --peak, --layers and --timeline at most:\n"
+    GGPROF_HELP_OPTIONS
     "TRACE is a database written by 'ggprof record' (1.x traces before memory was recorded have none).\n"
     "The kinds and the peak rule: docs/memory.md.\n";
 
@@ -132,10 +130,14 @@ int ggprof_cmd_memory(int argc, char **argv) {
     const char *trace = NULL, *format = "table";
     int peak = 0, layers = 0, timeline = 0;
     const ggprof_opt opts[] = {
-        { "--peak", NULL, GGPROF_OPT_FLAG, &peak, NULL },
-        { "--layers", NULL, GGPROF_OPT_FLAG, &layers, NULL },
-        { "--timeline", NULL, GGPROF_OPT_FLAG, &timeline, NULL },
-        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
+        { "--peak", NULL, GGPROF_OPT_FLAG, &peak, NULL, NULL,
+          "the tensors alive at each compute buffer's peak, by layer and op (views counted once)" },
+        { "--layers", NULL, GGPROF_OPT_FLAG, &layers, NULL, NULL,
+          "weights and KV cache per layer and type, from the tensors the graphs read and write" },
+        { "--timeline", NULL, GGPROF_OPT_FLAG, &timeline, NULL, NULL,
+          "every allocation and free, with what the backend and the process hold after it" },
+        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL, "table|csv|json",
+          "table (default; fits 80 columns), csv or json (an array of objects)" },
     };
     ggprof_args a = { opts, (int) NCOL(opts), &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);

@@ -20,8 +20,7 @@
 #include "trace_db.h"
 
 const char ggprof_usage_replay[] =
-    "usage: ggprof replay TRACE [--backend NAME] [--test-backend-ops PATH] [--min-share PCT] [-n N]\n"
-    "                           [--format table|csv|json]\n"
+    "usage: ggprof replay TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Runs the trace's distinct op cases (those 'ggprof export --test-file' writes) one by one in ggml's\n"
     "test-backend-ops, perf mode, and prints per case: in-situ runs and mean time (from the trace), the isolated\n"
@@ -29,13 +28,7 @@ const char ggprof_usage_replay[] =
     "share first. A ratio well above 1 points at the surroundings (memory, caches, threads, synchronisation), a\n"
     "slow case in both at the kernel (docs/replay.md). The results go into the trace's 'replay' table.\n"
     "\n"
-    "  --backend NAME          run every case on this backend (default: the backend each case ran on)\n"
-    "  --test-backend-ops PATH the test-backend-ops to run (default: the first in PATH, then the one beside\n"
-    "                          ggprof; never a path the trace names);\n"
-    "                          it must be of the traced ggml: the cases carry its enum values\n"
-    "  --min-share PCT         only the cases of at least PCT% of the trace's op time\n"
-    "  -n N                    the N largest cases only (default 20; 0: all)\n"
-    "  --format FMT            table (default), csv or json\n";
+    GGPROF_HELP_OPTIONS;
 
 typedef struct {
     const char *trace, *backend, *tbo;
@@ -53,11 +46,16 @@ typedef struct {
 
 static int replay_parse(replay_opts *o, int argc, char **argv) {
     const ggprof_opt opts[] = {
-        { "--backend", NULL, GGPROF_OPT_STRING, &o->backend, NULL },
-        { "--test-backend-ops", NULL, GGPROF_OPT_STRING, &o->tbo, NULL },
-        { "--min-share", NULL, GGPROF_OPT_PERCENT, &o->min_share, NULL },
-        { "-n", NULL, GGPROF_OPT_COUNT, &o->n, NULL },
-        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt },
+        { "--backend", NULL, GGPROF_OPT_STRING, &o->backend, NULL, "NAME",
+          "run every case on this backend (default: the backend each case ran on)" },
+        { "--test-backend-ops", NULL, GGPROF_OPT_STRING, &o->tbo, NULL, "PATH",
+          "the test-backend-ops to run (default: the first in PATH, then the one beside ggprof; never a path the "
+          "trace names); it must be of the traced ggml: the cases carry its enum values" },
+        { "--min-share", NULL, GGPROF_OPT_PERCENT, &o->min_share, NULL, "PCT",
+          "only the cases of at least PCT% of the trace's op time" },
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->n, NULL, "N", "the N largest cases only (default 20; 0: all)" },
+        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt, "table|csv|json",
+          "table (default), csv or json" },
     };
     ggprof_args a = { opts, 5, &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, NULL };
     int rc = ggprof_parse_args(argc, argv, &a);

@@ -17,9 +17,9 @@
 #include "views.h"
 
 const char ggprof_usage_rollup[] =
-    "usage: ggprof rollup TRACE --by layer|block|phase|graph|request [--ops] [--format table|csv|json]\n"
+    "usage: ggprof rollup TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
-    "Rolls the records of TRACE up:\n"
+    "Rolls the records of TRACE up (--by is needed):\n"
     "  --by layer   per layer (llama.cpp's \"Qcur-3\", GGUF's \"blk.3.\"; '-' for records with none): OP\n"
     "               records, OP time, % of the trace's OP time, then SYNC time (barrier waits) and COPY\n"
     "               time in their own columns\n"
@@ -33,13 +33,10 @@ const char ggprof_usage_rollup[] =
     "               llama_decode batches from a prompt on. Prompt tokens and ms, generated tokens (decoded,\n"
     "               plus the first, sampled from the prompt), generation ms and ms per token, the mean\n"
     "               sequences in its generation batches, ms per token alone and when batched with others\n"
-    "  --ops        with --by layer or block: a row per op (and per sync or copy kind) in each layer or\n"
-    "               block\n"
-    "  --format F   table (default), csv or json (an array of objects; '-' in a table is null)\n"
+    GGPROF_HELP_OPTIONS
     "\n"
     "The same numbers are in the views layer_time, layer_op_time, block_time, block_op_time, graph_phase\n"
-    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n"
-    GGPROF_WINDOW_USAGE;
+    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n";
 
 /* A view's value as a cell: d integer, m ns shown in ms, p a real (percentage, rate), s text; NULL is empty. */
 static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
@@ -503,9 +500,12 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     int ops = 0;
     ggprof_window_opts window = { 0 };
     const ggprof_opt opts[] = {
-        { "--by", NULL, GGPROF_OPT_STRING, &by, NULL },
-        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
-        { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL },
+        { "--by", NULL, GGPROF_OPT_STRING, &by, NULL, "layer|block|phase|graph|request",
+          "what the records are rolled up by (above)" },
+        { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL, NULL,
+          "with --by layer or block: a row per op (and per sync or copy kind) in each layer or block" },
+        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL, "table|csv|json",
+          "table (default), csv or json (an array of objects; '-' in a table is null)" },
     };
     ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int bad = ggprof_parse_args(argc, argv, &a);

@@ -15,7 +15,7 @@
 #include "trace_db.h"
 
 const char ggprof_usage_merge[] =
-    "usage: ggprof merge -o OUT.db CLIENT TRACE...\n"
+    "usage: ggprof merge " GGPROF_HELP_SYNOPSIS " CLIENT TRACE...\n"
     "\n"
     "Writes one trace with the processes of every input. CLIENT's clock is the reference; each other TRACE is\n"
     "shifted by an offset estimated from matched request and response events: a ggml RPC server's graph\n"
@@ -23,7 +23,8 @@ const char ggprof_usage_merge[] =
     "backend of that port (the request) and the client's next wait on that backend (the response); the\n"
     "offset is the middle of the range in which every server compute falls between its request and its\n"
     "response. Traces without such pairs keep their own clock (offset 0), as for processes of one machine.\n"
-    "Prints each offset, the width of its range (its uncertainty) and the number of pairs.\n";
+    "Prints each offset, the width of its range (its uncertainty) and the number of pairs.\n"
+    GGPROF_HELP_OPTIONS;
 
 /* The tables a trace holds, and which of their columns are times to shift. */
 static const struct {
@@ -158,7 +159,9 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
 
 int ggprof_cmd_merge(int argc, char **argv) {
     const char *out = NULL;
-    const ggprof_opt opts[] = { { "--output", "-o", GGPROF_OPT_STRING, &out, NULL } };
+    const ggprof_opt opts[] = {
+        { "--output", "-o", GGPROF_OPT_STRING, &out, NULL, "OUT.db", "the merged trace to write (needed)" },
+    };
     const char **in = calloc((size_t) argc, sizeof(*in)); /* CLIENT TRACE... */
     if (!in) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
     ggprof_args a = { opts, 1, in, argc, 0, "%s", 0, 0, NULL };

@@ -31,9 +31,7 @@
 #include "v3_format.h"
 
 const char ggprof_usage_record[] =
-    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--sample N]\n"
-    "                     [--delay SEC] [--duration SEC] [--start-paused] [--max-mb N] [--snapshot-every SEC]\n"
-    "                     [--ring-kib N] [-q] -- CMD [ARGS...]\n"
+    "usage: ggprof record " GGPROF_HELP_SYNOPSIS " -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
@@ -45,33 +43,11 @@ const char ggprof_usage_record[] =
     "library; or, where ggml is inside the program, static or LTO, the entries patched and the backends' tables),\n"
     "what the engine turned off for that ggml, and why.\n"
     "\n"
-    "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists (a link there is\n"
-    "                        replaced too, never followed)\n"
-    "  --level LEVEL         graph: one record per graph compute; split: also splits and copies;\n"
-    "                        op: also every CPU op and the barrier waits between them (default)\n"
-    "  --serialize           also time GPU backends node by node (each node computed alone, then synchronized):\n"
-    "                        per-node wall time at the cost of the backend's batching; BLAS always is\n"
-    "  --alternate           record a fixed pseudo-random half of the scheduler graphs at level graph only:\n"
-    "                        adjacent graphs of the two kinds then show what the engine's per-split and\n"
-    "                        per-op work costs (tests/bench/overhead_ab.sh)\n"
-    "  --sample N            record one scheduler graph in N at the level (those whose graph id N divides), the\n"
-    "                        others at level graph: every graph's latency, the detail of a tenth or a hundredth\n"
-    "  --delay SEC           start recording SEC seconds after CMD starts (a capture window opens then)\n"
-    "  --duration SEC        stop recording SEC seconds after the first window opened; CMD runs on\n"
-    "  --start-paused        start with recording off; SIGUSR1 turns it on\n"
-    "  SIGUSR1 sent to this process turns recording off when on, on when off: each on-period is a capture window\n"
-    "                        (the trace's windows table; report lists them). A scheduler graph is recorded whole\n"
-    "                        when recording was on as it began, else not at all. ggprof_pause() and\n"
-    "                        ggprof_resume() in CMD pause within the windows.\n"
-    "  --max-mb N            flight recorder: keep the most recent N MB of records (the spill's oldest segments,\n"
-    "                        of N/8 MB each, are dropped whole; node descriptions are always kept); the trace\n"
-    "                        says how much was dropped (notes, meta flight_dropped_*)\n"
-    "  --snapshot-every SEC  every SEC seconds, write what is recorded so far to OUT.snapshot.db (replaced whole\n"
-    "                        each time) while CMD runs on; report, export and query read it. SIGUSR2 sent to\n"
-    "                        this process writes one now. Removed once CMD ends and OUT is written\n"
-    "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
-    "                        when the workload outruns the collector, records are dropped and counted\n"
-    "  -q, --quiet           print nothing but errors\n"
+    GGPROF_HELP_OPTIONS
+    "\n"
+    "SIGUSR1 sent to this process turns recording off when on, on when off: each on-period is a capture window\n"
+    "(the trace's windows table; report lists them). A scheduler graph is recorded whole when recording was on\n"
+    "as it began, else not at all. ggprof_pause() and ggprof_resume() in CMD pause within the windows.\n"
     "\n"
     "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n"
     "\n"
@@ -367,19 +343,42 @@ static long snapshot_tick(record_run *r) {
 
 static int record_parse(record_run *r, int argc, char **argv) {
     const ggprof_opt opts[] = {
-        { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL },
-        { "--level", NULL, GGPROF_OPT_STRING, &r->level_str, NULL },
-        { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL },
-        { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL },
-        { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL },
-        { "--sample", NULL, GGPROF_OPT_COUNT, &r->sample, NULL },
-        { "--delay", NULL, GGPROF_OPT_STRING, &r->delay_str, NULL },
-        { "--duration", NULL, GGPROF_OPT_STRING, &r->duration_str, NULL },
-        { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL },
-        { "--max-mb", NULL, GGPROF_OPT_COUNT, &r->max_mb, NULL },
-        { "--snapshot-every", NULL, GGPROF_OPT_STRING, &r->snapshot_str, NULL },
-        { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL },
-        { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
+        { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL, "OUT.db",
+          "trace database to write (default ggprof.db); replaced if it exists (a link there is replaced too, never "
+          "followed)" },
+        { "--level", NULL, GGPROF_OPT_STRING, &r->level_str, NULL, "graph|split|op",
+          "graph: one record per graph compute; split: also splits and copies; op: also every CPU op and the "
+          "barrier waits between them (default)" },
+        { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL, NULL,
+          "also time GPU backends node by node (each node computed alone, then synchronized): per-node wall time "
+          "at the cost of the backend's batching; BLAS always is" },
+        { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL, NULL,
+          "record a fixed pseudo-random half of the scheduler graphs at level graph only: adjacent graphs of the "
+          "two kinds then show what the engine's per-split and per-op work costs (tests/bench/overhead_ab.sh)" },
+        { "--sample", NULL, GGPROF_OPT_COUNT, &r->sample, NULL, "N",
+          "record one scheduler graph in N at the level (those whose graph id N divides), the others at level "
+          "graph: every graph's latency, the detail of a tenth or a hundredth" },
+        { "--delay", NULL, GGPROF_OPT_STRING, &r->delay_str, NULL, "SEC",
+          "start recording SEC seconds after CMD starts (a capture window opens then)" },
+        { "--duration", NULL, GGPROF_OPT_STRING, &r->duration_str, NULL, "SEC",
+          "stop recording SEC seconds after the first window opened; CMD runs on" },
+        { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL, NULL,
+          "start with recording off; SIGUSR1 turns it on" },
+        { "--max-mb", NULL, GGPROF_OPT_COUNT, &r->max_mb, NULL, "N",
+          "flight recorder: keep the most recent N MB of records (the spill's oldest segments, of N/8 MB each, "
+          "are dropped whole; node descriptions are always kept); the trace says how much was dropped (notes, "
+          "meta flight_dropped_*)" },
+        { "--snapshot-every", NULL, GGPROF_OPT_STRING, &r->snapshot_str, NULL, "SEC",
+          "every SEC seconds, write what is recorded so far to OUT.snapshot.db (replaced whole each time) while "
+          "CMD runs on; report, export and query read it. SIGUSR2 sent to this process writes one now. Removed "
+          "once CMD ends and OUT is written" },
+        { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL, "N",
+          "ring size per producing thread in KiB, a power of two (default 4096); when the workload outruns the "
+          "collector, records are dropped and counted" },
+        { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL, "[HOST:]PORT",
+          "while CMD runs, serve live totals at http://HOST:PORT/metrics for Prometheus and 'ggprof top' (HOST "
+          "defaults to 127.0.0.1; PORT 0 picks a free port, printed on stderr; docs/metrics.md)" },
+        { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL, NULL, "print nothing but errors" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0, NULL };
     int rc = ggprof_parse_args(argc, argv, &a);
