@@ -1,5 +1,5 @@
 # ggprof: `make` builds build/bin/ggprof and build/lib/libggprof.so; `make test` runs every test;
-# `make demo` goes from a fresh machine to a printed report of a profiled llama-completion run;
+# `make demo` goes from a fresh machine to a printed report of a profiled node-llama-cpp run (its prebuilt libraries);
 # `make install [PREFIX=/usr/local] [DESTDIR=...]` installs what `make` built (below).
 
 .DEFAULT_GOAL := all
@@ -239,8 +239,9 @@ test:
 	@$(MAKE) --no-print-directory all unit
 	@GGPROF_BUILD=$(BUILD) GGPROF_SAN=$(SAN) GGPROF_SAN_RT=$(SAN_RT) bash tests/run.sh $(SAN_TESTS)
 
+# `make demo` asks for only what it shows (node-llama-cpp's prebuilt libraries, no llama.cpp build): deps.sh --demo.
 demo:
-	@bash tests/deps.sh
+	@bash tests/deps.sh --demo
 	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 
