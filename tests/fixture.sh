@@ -2,6 +2,8 @@
 # Builds (once) everything the end-to-end tests and the demo run against, and prints KEY=VALUE lines.
 # Idempotent: each step leaves a stamp in the cache; a second run only prints the keys.
 # Cache: ${GGPROF_CACHE:-$HOME/.cache/ggprof}, keyed by the pinned versions below.
+# usage: fixture.sh [--ggml-pic]: --ggml-pic also builds step 4e (what tests/e2e/late_ggml_inside.sh links) and
+# prints GGML_PIC_DIR; the demo and the other tests do not need it.
 set -euo pipefail
 
 NLC_VERSION=3.21.1            # npm node-llama-cpp: ships llama.cpp v0.4.0 as a git bundle
@@ -10,6 +12,7 @@ LLAMA_NODE_VERSION=1.7.15     # npm @fugood/llama.node: ggml linked into its nod
 LLAMA_TAG=v0.4.0
 BUILD_KEY=cpu-openblas-rpc-1  # bump when the CMake options change
 STATIC_KEY=static-lto-1       # the static LTO build (step 4c): bump when its CMake options change
+PIC_KEY=pic-1                 # ggml alone as PIC static archives (step 4e): bump when its CMake options change
 CACHE=${GGPROF_CACHE:-$HOME/.cache/ggprof}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NODE_DIR=$CACHE/node-$NLC_VERSION
@@ -119,6 +122,22 @@ if [ ! -x "$STATIC_SAMPLE" ] || [ ! -x "$STATIC_SAMPLE-inlined" ] || [ ! -x "$ST
     mv "$STATIC_SAMPLE-exported.tmp" "$STATIC_SAMPLE"
 fi
 
+# 4e. (--ggml-pic only) ggml alone, static archives of position-independent code (4c's are LTO objects built without
+# -fPIC: they do not link into a shared object): what a library that carries ggml inside it links
+# (tests/e2e/late_ggml_inside.sh). A few minutes on 2 cores.
+PIC_BUILD=$CACHE/ggml-$LLAMA_TAG-$PIC_KEY
+if [ "${1:-}" = --ggml-pic ] && [ ! -f "$PIC_BUILD/.stamp" ]; then
+    log "building ggml $LLAMA_TAG as PIC static archives in $PIC_BUILD (a few minutes on 2 cores)"
+    cmake -S "$SRC" -B "$PIC_BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+        -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+    cmake --build "$PIC_BUILD" -j "$JOBS" --target ggml >&2
+    for a in libggml.a libggml-cpu.a libggml-base.a; do
+        [ -f "$PIC_BUILD/ggml/src/$a" ] || die "the PIC build did not produce $PIC_BUILD/ggml/src/$a"
+    done
+    touch "$PIC_BUILD/.stamp"
+fi
+
 # 5. mkmodel (our C program on the public gguf.h API) and the two random-weight models.
 MKMODEL=$MODELS/mkmodel
 if [ ! -x "$MKMODEL" ] || [ "$ROOT/samples/mkmodel.c" -nt "$MKMODEL" ]; then
@@ -144,3 +163,5 @@ echo "STATIC_SAMPLE=$STATIC_SAMPLE"
 echo "STATIC_SAMPLE_INLINED=$STATIC_SAMPLE-inlined"
 echo "STATIC_SAMPLE_STRIPPED=$STATIC_SAMPLE-stripped"
 echo "LLAMA_NODE_DIR=$LLAMA_NODE_DIR"
+[ "${1:-}" = --ggml-pic ] && echo "GGML_PIC_DIR=$PIC_BUILD/ggml/src"
+exit 0
