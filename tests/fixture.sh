@@ -7,6 +7,8 @@
 # Idempotent: each step leaves a stamp in the cache; a second run only prints the keys. The demo's steps are the
 # first steps of the full fixture, with the same stamps, so `make demo` then `make test` builds nothing twice.
 # Cache: ${GGPROF_CACHE:-$HOME/.cache/ggprof}, keyed by the pinned versions below.
+#        tests/fixture.sh --ggml-pic also builds step 6e (what tests/e2e/late_ggml_inside.sh links) and prints
+#                                   GGML_PIC_DIR; the demo and the other tests do not need it
 set -euo pipefail
 NLC_VERSION=3.21.1            # npm node-llama-cpp: ships llama.cpp v0.4.0 as a git bundle
 NLC_VULKAN2=3.22.1            # a second prebuilt Vulkan backend (a later ggml-vulkan) for the device-op tests
@@ -14,6 +16,7 @@ LLAMA_NODE_VERSION=1.7.15     # npm @fugood/llama.node: ggml linked into its nod
 LLAMA_TAG=v0.4.0
 BUILD_KEY=cpu-openblas-rpc-1  # bump when the CMake options change
 STATIC_KEY=static-lto-1       # the static LTO build (step 6c): bump when its CMake options change
+PIC_KEY=pic-1                 # ggml alone as PIC static archives (step 6e): bump when its CMake options change
 CACHE=${GGPROF_CACHE:-$HOME/.cache/ggprof}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NODE_DIR=$CACHE/node-$NLC_VERSION
@@ -157,6 +160,22 @@ if [ ! -x "$STATIC_SAMPLE" ] || [ ! -x "$STATIC_SAMPLE-inlined" ] || [ ! -x "$ST
     mv "$STATIC_SAMPLE-exported.tmp" "$STATIC_SAMPLE"
 fi
 
+# 6e. (--ggml-pic only) ggml alone, static archives of position-independent code (6c's are LTO objects built without
+# -fPIC: they do not link into a shared object): what a library that carries ggml inside it links
+# (tests/e2e/late_ggml_inside.sh). A few minutes on 2 cores.
+PIC_BUILD=$CACHE/ggml-$LLAMA_TAG-$PIC_KEY
+if [ "${1:-}" = --ggml-pic ] && [ ! -f "$PIC_BUILD/.stamp" ]; then
+    log "building ggml $LLAMA_TAG as PIC static archives in $PIC_BUILD (a few minutes on 2 cores)"
+    cmake -S "$SRC" -B "$PIC_BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+        -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+    cmake --build "$PIC_BUILD" -j "$JOBS" --target ggml >&2
+    for a in libggml.a libggml-cpu.a libggml-base.a; do
+        [ -f "$PIC_BUILD/ggml/src/$a" ] || die "the PIC build did not produce $PIC_BUILD/ggml/src/$a"
+    done
+    touch "$PIC_BUILD/.stamp"
+fi
+
 echo "LLAMA_SRC_DIR=$SRC"
 echo "LLAMA_BIN_DIR=$BIN"
 echo "GGUF_DENSE=$DENSE"
@@ -168,3 +187,5 @@ echo "STATIC_SAMPLE=$STATIC_SAMPLE"
 echo "STATIC_SAMPLE_INLINED=$STATIC_SAMPLE-inlined"
 echo "STATIC_SAMPLE_STRIPPED=$STATIC_SAMPLE-stripped"
 echo "LLAMA_NODE_DIR=$LLAMA_NODE_DIR"
+[ "${1:-}" = --ggml-pic ] && echo "GGML_PIC_DIR=$PIC_BUILD/ggml/src"
+exit 0
