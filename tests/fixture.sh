@@ -32,8 +32,14 @@ die() { printf 'fixture: %s\n' "$*" >&2; exit 1; }
 case "${1:-}" in
     '') DEMO=0 ;;
     --demo) DEMO=1 ;;
-    *) printf 'fixture: %s\n' "'$1' is not an option (--demo, or none)" >&2; exit 2 ;;
+    --ggml-pic) DEMO=0 ;;
+    *) printf 'fixture: %s\n' "'$1' is not an option (--demo, --ggml-pic, or none)" >&2; exit 2 ;;
 esac
+# One fixture run at a time per cache: two runs building into the same CMake folder (a `make test` and a `make demo`
+# started together) would corrupt it. The second waits for the first, then finds its stamps.
+mkdir -p "$CACHE"
+exec 9> "$CACHE/.fixture.lock"
+flock 9
 # 1. Debian packages.
 bash "$ROOT/tests/deps.sh" $([ $DEMO = 1 ] && echo --demo)
 
