@@ -429,8 +429,8 @@ int ggprof_cmd_report(int argc, char **argv) {
         return rc ? rc : fflush(stdout) == 0 ? 0 : GGPROF_EXIT_INTERNAL;
     }
     if (fast_json) {
-        printf("=== Findings ===\n  Not computed for a JSON profile read straight into the summary: --format json,"
-               " or --from/--to/--graphs, read it into a database first.\n\n");
+        printf("=== Findings ===\n  Not computed: a JSON profile is summed straight from the file (--format json\n"
+               "  reads it into a database, and finds them).\n\n");
     } else {
         ggprof_findings_print(stdout, &found, 5);
     }

@@ -350,7 +350,7 @@ static int rule_below_roof(const ggprof_findings_ctx *c, ggprof_finding *out) {
             ev_real(out, "gbps", gbps);
             ev_real(out, "gflops", gflops);
             ev_int(out, "count", best->count);
-            advise(out, "%s on %s runs at %.3g%% of its roof: 'ggprof top-ops --by-shape' for its shapes; a type"
+            advise(out, "%s on %s runs at %.3g%% of its roof: 'ggprof inefficiency' for its shapes; a type"
                         " with a faster kernel (q4_0, q8_0 on CPU), more tokens per graph (-ub), fewer threads"
                         " contending for memory", best->label, best->backend, roof_pct);
             fired = 1;
