@@ -5,10 +5,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "accounting.h"
 #include "analyzer_commands.h"
+#include "findings.h"
 #include "json_v3.h"
 #include "memory.h"
 #include "output.h"
+#include "roofline.h"
 #include "store.h"
 #include "trace.h"
 #include "v3_format.h"
@@ -16,13 +19,14 @@
 const char ggprof_usage_report[] =
     "usage: ggprof report TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
-    "Prints, for each op, copy and sync kind on each backend: % of recorded time, count, total, average,\n"
-    "minimum and maximum duration, bandwidth (bytes / time) and a representative shape (the upstream\n"
-    "profiler's console summary); then time per backend; for a backend timed on its device (Vulkan, CUDA,\n"
-    "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's\n"
-    "waiting for it the device was busy, the share of kernel time joined to a graph node; then the trace's\n"
-    "health: graphs, splits whose CPU ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3 JSON\n"
-    "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
+    "Opens with the findings: what the trace says to try, each from one rule (docs/findings.md), the five with\n"
+    "the most time at stake. Then prints, for each op, copy and sync kind on each backend: % of recorded time,\n"
+    "count, total, average, minimum and maximum duration, bandwidth (bytes / time) and a representative shape (the\n"
+    "upstream profiler's console summary); then time per backend; for a backend timed on its device (Vulkan, CUDA,\n"
+    "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's waiting for\n"
+    "it the device was busy, the share of kernel time joined to a graph node; then the trace's health: graphs,\n"
+    "splits whose CPU ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3\n"
+    "JSON profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
 
 
 static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {
@@ -285,17 +289,108 @@ static void print_memory(sqlite3 *db) {
     ggprof_mem_free(&m);
 }
 
+static const ggprof_col k_finding_cols[] = {
+    { "rule", "rule", NULL, 0 },
+    { "at stake ms", "at_stake_ms", "%.3f", 0 },
+    { "at_stake_ns", "at_stake_ns", NULL, GGPROF_COL_NO_TABLE },
+    { "pid", "pid", NULL, 0 },
+    { "op", "op", NULL, 0 },
+    { "layer", "layer", NULL, 0 },
+    { "backend", "backend", NULL, 0 },
+    { "node", "node", NULL, GGPROF_COL_FLEX },
+    { "evidence", "evidence", NULL, GGPROF_COL_NO_TABLE },
+    { "advice", "advice", NULL, GGPROF_COL_NO_TABLE },
+};
+
+/* The findings one a row: what --format csv writes. */
+static int write_findings_csv(const ggprof_findings *f) {
+    ggprof_table t;
+    ggprof_table_init(&t, k_finding_cols, sizeof(k_finding_cols) / sizeof(k_finding_cols[0]));
+    for (size_t i = 0; i < f->n; i++) {
+        const ggprof_finding *x = &f->v[i];
+        char ev[1024];
+        size_t p = 0;
+        ev[0] = '\0';
+        for (int k = 0; k < x->n_ev && p < sizeof(ev); k++) {
+            p += (size_t) snprintf(ev + p, sizeof(ev) - p, "%s%s=%s", k ? "; " : "", x->ev[k].key, x->ev[k].val);
+        }
+        ggprof_table_text(&t, x->rule);
+        ggprof_table_real(&t, (double) x->at_stake_ns / 1e6);
+        ggprof_table_int(&t, x->at_stake_ns);
+        ggprof_table_int(&t, x->pid);
+        ggprof_table_text(&t, ggprof_finding_ev(x, "op"));
+        ggprof_table_text(&t, ggprof_finding_ev(x, "layer"));
+        ggprof_table_text(&t, ggprof_finding_ev(x, "backend"));
+        ggprof_table_text(&t, ggprof_finding_ev(x, "node"));
+        ggprof_table_text(&t, ev);
+        ggprof_table_text(&t, x->advice);
+    }
+    int rc = ggprof_table_write(&t, GGPROF_FMT_CSV, stdout, 80);
+    ggprof_table_free(&t);
+    return rc;
+}
+
+static const char *const k_rec_type[] = { "op", "copy", "sync" };
+
+/* --format json: the accounting, the findings, the op statistics and the trace's health, one object. */
+static void write_json(sqlite3 *db, const ggprof_accounting *acc, const ggprof_findings *f, const ggprof_op_stats *s) {
+    printf("{\n  \"accounting\": [");
+    for (size_t i = 0; i < acc->n_procs; i++) {
+        const ggprof_acc_proc *p = &acc->procs[i];
+        printf("%s\n    {\"pid\": %d, \"wall_ns\": %" PRId64 ", \"start_known\": %s, \"categories\": {", i ? "," : "",
+               p->pid, p->wall_ns, p->start_known ? "true" : "false");
+        for (size_t k = 0; k < p->n_cats; k++) {
+            printf("%s", k ? ", " : "");
+            ggprof_json_put(stdout, p->cats[k].name, 0);
+            printf(": %" PRId64, p->cats[k].ns);
+        }
+        printf("},\n     \"phases\": {\"prompt_ns\": %" PRId64 ", \"generation_ns\": %" PRId64 ", \"decode_ns\": %" PRId64
+               ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 "}}",
+               p->prompt_ns, p->generation_ns, p->batch_ns, p->graphs_ns, p->n_graphs);
+    }
+    printf("%s],\n  \"findings\": ", acc->n_procs ? "\n  " : "");
+    ggprof_findings_json(stdout, f, "  ");
+    printf(",\n  \"ops\": [");
+    for (size_t i = 0; i < s->n; i++) {
+        const ggprof_op_stat *o = &s->v[i];
+        printf("%s\n    {\"type\": \"%s\", \"name\": ", i ? "," : "", o->type >= 0 && o->type < 3 ? k_rec_type[o->type] : "?");
+        ggprof_json_put(stdout, o->name, 0);
+        printf(", \"backend\": ");
+        ggprof_json_put(stdout, o->backend, 0);
+        printf(", \"count\": %" PRId64 ", \"total_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
+               ", \"bytes\": %" PRIu64 "}", o->count, o->total_ns, o->min_ns, o->max_ns, o->bytes);
+    }
+    printf("%s],\n  \"trace\": {\"processes\": %" PRId64 ", \"graphs\": %" PRId64 ", \"splits\": %" PRId64
+           ", \"records\": %" PRId64 ", \"dropped_records\": %" PRId64 "}\n}\n", s->n ? "\n  " : "",
+           scalar(db, "SELECT count(*) FROM processes", 0), scalar(db, "SELECT count(*) FROM graphs", 0),
+           scalar(db, "SELECT count(*) FROM splits", 0), s->n_records,
+           scalar(db, "SELECT value FROM meta WHERE key = 'dropped_records'", 0));
+}
+
 int ggprof_cmd_report(int argc, char **argv) {
     const char *trace = NULL;
     ggprof_window_opts window = { 0 };
-    ggprof_args a = { NULL, 0, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
+    int format = GGPROF_FMT_TABLE;
+    ggprof_roofs roofs = { 0 };
+    const ggprof_opt opts[] = {
+        { "--format", NULL, GGPROF_OPT_CALL, &format, ggprof_format_opt, "table|csv|json",
+          "table (default); csv: the findings, one a row; json: {\"accounting\": per process, the wall time in "
+          "categories, \"findings\": every finding ranked, \"ops\", \"trace\"}" },
+        { "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "BACKEND=GBPS,GFLOPS[,GFLOPS_F16]",
+          "a backend's roofs, for the below_roof rule (as top-ops takes them; repeatable)" },
+        { "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "FILE",
+          "roofs, one SPEC a line, as 'ggprof calibrate -o FILE' writes them" },
+    };
+    ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &trace, 1, 0, "one trace at a time ('%s' is a second)",
+                      0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof report TRACE");
     sqlite3 *db;
     char why[512];
     ggprof_op_stats s;
-    if (ggprof_trace_kind_of(trace) == GGPROF_TRACE_JSON && !window.set) {
+    int fast_json = ggprof_trace_kind_of(trace) == GGPROF_TRACE_JSON && !window.set && format == GGPROF_FMT_TABLE;
+    if (fast_json) {
         /* A JSON profile is read once, straight into the statistics: no database is built. What the health
          * section reads (processes, graphs, splits, notes) a version-3 JSON does not carry: an empty trace. */
         if (ggprof_json_v3_op_stats(trace, &s, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
@@ -311,6 +406,34 @@ int ggprof_cmd_report(int argc, char **argv) {
         sqlite3_close(db);
         return rc;
     }
+    /* The findings need the trace's tables: a JSON profile read straight into the statistics has none. */
+    ggprof_accounting acc = { 0 };
+    ggprof_findings   found = { 0 };
+    if (!fast_json && (ggprof_accounting_load(db, &acc, why, sizeof(why)) != 0 ||
+                       ggprof_findings_run(db, &acc, &roofs, &found, why, sizeof(why)) != 0)) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, why);
+        ggprof_accounting_free(&acc);
+        ggprof_op_stats_free(&s);
+        sqlite3_close(db);
+        return rc;
+    }
+    if (format != GGPROF_FMT_TABLE) {
+        if (format == GGPROF_FMT_JSON) write_json(db, &acc, &found, &s);
+        else if (write_findings_csv(&found) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing the table failed");
+        ggprof_findings_free(&found);
+        ggprof_accounting_free(&acc);
+        ggprof_op_stats_free(&s);
+        sqlite3_close(db);
+        return rc ? rc : fflush(stdout) == 0 ? 0 : GGPROF_EXIT_INTERNAL;
+    }
+    if (fast_json) {
+        printf("=== Findings ===\n  Not computed: a JSON profile is summed straight from the file (--format json\n"
+               "  reads it into a database, and finds them).\n\n");
+    } else {
+        ggprof_findings_print(stdout, &found, 5);
+    }
+    ggprof_findings_free(&found);
+    ggprof_accounting_free(&acc);
     if (s.n_records == 0) {
         int64_t procs  = scalar(db, "SELECT count(*) FROM processes", 0);
         int64_t graphs = scalar(db, "SELECT count(*) FROM graphs", 0);

@@ -1,0 +1,265 @@
+/* The whole run accounted for, per process: wall time cut into categories that add up to it (docs/findings.md). */
+#include "accounting.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Times from a trace may be anything: sums and differences saturate instead of overflowing. */
+static int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static int64_t sat_sub(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static int64_t pos(int64_t v) { return v > 0 ? v : 0; }
+
+typedef struct {
+    int64_t a, b;
+} ivl;
+
+typedef struct {
+    ivl   *v;
+    size_t n, cap;
+} ivl_list;
+
+static int ivl_push(ivl_list *l, int64_t a, int64_t d) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        ivl   *v   = realloc(l->v, cap * sizeof(*v));
+        if (!v) return -1;
+        l->v = v, l->cap = cap;
+    }
+    l->v[l->n].a   = a;
+    l->v[l->n++].b = sat_add(a, pos(d));
+    return 0;
+}
+
+static int ivl_cmp(const void *x, const void *y) {
+    const ivl *p = x, *q = y;
+    return p->a != q->a ? (p->a < q->a ? -1 : 1) : (p->b != q->b ? (p->b < q->b ? -1 : 1) : 0);
+}
+
+/* Sorts and merges overlapping intervals in place; returns their total length. */
+static int64_t ivl_merge(ivl_list *l) {
+    if (!l->n) return 0;
+    qsort(l->v, l->n, sizeof(*l->v), ivl_cmp);
+    size_t k = 0;
+    for (size_t i = 1; i < l->n; i++) {
+        if (l->v[i].a <= l->v[k].b) {
+            if (l->v[i].b > l->v[k].b) l->v[k].b = l->v[i].b;
+        } else {
+            l->v[++k] = l->v[i];
+        }
+    }
+    l->n        = k + 1;
+    int64_t sum = 0;
+    for (size_t i = 0; i < l->n; i++) sum = sat_add(sum, sat_sub(l->v[i].b, l->v[i].a));
+    return sum;
+}
+
+/* Length of [a, b) covered by the merged list m. */
+static int64_t ivl_covered(const ivl_list *m, int64_t a, int64_t b) {
+    int64_t t = 0;
+    size_t  lo = 0, hi = m->n;
+    while (lo < hi) { /* the first interval ending after a */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->v[mid].b <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t i = lo; i < m->n && m->v[i].a < b; i++) {
+        int64_t x = m->v[i].a > a ? m->v[i].a : a, y = m->v[i].b < b ? m->v[i].b : b;
+        if (y > x) t = sat_add(t, sat_sub(y, x));
+    }
+    return t;
+}
+
+static int load_ivls(sqlite3 *db, const char *sql, int32_t pid, ivl_list *l, ivl_list *tokens) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 0; /* a table this trace lacks */
+    sqlite3_bind_int(st, 1, pid);
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        rc = ivl_push(l, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        if (rc == 0 && tokens) rc = ivl_push(tokens, sqlite3_column_int64(st, 2), 0);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int64_t scalar_pid(sqlite3 *db, const char *sql, int32_t pid, int64_t dflt, int *found) {
+    sqlite3_stmt *st = NULL;
+    int64_t       v  = dflt;
+    if (found) *found = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, pid);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            v = sqlite3_column_int64(st, 0);
+            if (found) *found = 1;
+        }
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Adds a category of at most what is left of the wall time. */
+static void cat_take(ggprof_acc_proc *p, int64_t *left, const char *name, int64_t ns) {
+    ns = pos(ns);
+    if (ns > *left) ns = *left;
+    if (p->n_cats == GGPROF_ACC_MAX_CATS) return;
+    ggprof_acc_cat *c = &p->cats[p->n_cats++];
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->ns = ns;
+    *left -= ns;
+}
+
+static int account(sqlite3 *db, ggprof_acc_proc *p) {
+    int32_t pid = p->pid;
+    int     has;
+    /* Each table on its own: an older trace may lack one. */
+    static const char *const k_first[] = {
+        "SELECT min(start_ns) FROM events WHERE pid = ?1", "SELECT min(start_ns) FROM graph_list WHERE pid = ?1",
+        "SELECT min(start_ns) FROM batches WHERE pid = ?1",
+        "SELECT min(alloc_ns) FROM buffer_list WHERE pid = ?1 AND alloc_ns > 0" };
+    static const char *const k_last[] = {
+        "SELECT max(start_ns + duration_ns) FROM events WHERE pid = ?1",
+        "SELECT max(start_ns + duration_ns) FROM graph_list WHERE pid = ?1",
+        "SELECT max(start_ns + duration_ns) FROM batches WHERE pid = ?1" };
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (size_t i = 0; i < sizeof(k_first) / sizeof(k_first[0]); i++) {
+        int64_t v = scalar_pid(db, k_first[i], pid, 0, &has);
+        if (has && v < first) first = v;
+    }
+    for (size_t i = 0; i < sizeof(k_last) / sizeof(k_last[0]); i++) {
+        int64_t v = scalar_pid(db, k_last[i], pid, 0, &has);
+        if (has && v > last) last = v;
+    }
+    if (first == INT64_MAX) first = 0;
+    if (last == INT64_MIN) last = first;
+    int64_t pstart = scalar_pid(db, "SELECT start_ns FROM processes WHERE pid = ?1 AND start_ns > 0", pid, 0, &has);
+    p->start_ns = first;
+    if (has && pstart < first) p->start_ns = pstart, p->start_known = 1;
+    p->end_ns  = last > p->start_ns ? last : p->start_ns;
+    p->wall_ns = pos(sat_sub(p->end_ns, p->start_ns));
+
+    /* Graphs: the graph list, else each graph's span of records (a JSON profile). */
+    ivl_list g = { 0 }, b = { 0 }, btok = { 0 };
+    int      rc = load_ivls(db, "SELECT start_ns, duration_ns FROM graph_list WHERE pid = ?1", pid, &g, NULL);
+    if (rc == 0 && g.n == 0) {
+        rc = load_ivls(db, "SELECT min(start_ns), max(start_ns + duration_ns) - min(start_ns) FROM events"
+                           " WHERE pid = ?1 AND graph_id >= 0 GROUP BY sched_id, graph_id", pid, &g, NULL);
+    }
+    if (rc == 0) {
+        rc = load_ivls(db, "SELECT start_ns, duration_ns, n_tokens FROM batches WHERE pid = ?1 ORDER BY start_ns", pid, &b,
+                       &btok);
+    }
+    if (rc != 0) {
+        free(g.v), free(b.v), free(btok.v);
+        return -1;
+    }
+    p->n_graphs  = (int64_t) g.n;
+    p->graphs_ns = ivl_merge(&g);
+    if (g.n) p->first_graph_ns = g.v[0].a, p->last_graph_end_ns = g.v[g.n - 1].b;
+    for (size_t i = 0; i < b.n; i++) {
+        int64_t d = sat_sub(b.v[i].b, b.v[i].a);
+        p->batch_ns        = sat_add(p->batch_ns, d);
+        p->graph_build_ns  = sat_add(p->graph_build_ns, pos(sat_sub(d, ivl_covered(&g, b.v[i].a, b.v[i].b))));
+        if (btok.v[i].a > 1) p->prompt_ns = sat_add(p->prompt_ns, d);
+        else p->generation_ns = sat_add(p->generation_ns, d);
+    }
+    p->copies_ns = scalar_pid(db, "SELECT CAST(total(duration_ns) AS INTEGER) FROM events WHERE pid = ?1 AND type = 1"
+                                  " AND duration_ns > 0", pid, 0, NULL);
+    if (g.n) {
+        p->startup_ns   = pos(sat_sub(p->first_graph_ns, p->start_ns));
+        int64_t span    = pos(sat_sub(p->last_graph_end_ns, p->first_graph_ns));
+        p->host_gaps_ns = pos(sat_sub(sat_sub(span, p->graphs_ns), p->graph_build_ns));
+    }
+
+    /* Compute per backend: its splits' time, else its OP and SYNC records' (a JSON profile, or level op only),
+     * scaled into the graphs' time less the copies when they add up to more (backends computing at once). */
+    int64_t left = p->wall_ns;
+    cat_take(p, &left, "startup", p->startup_ns);
+    sqlite3_stmt *st = NULL;
+    const char *sql = scalar_pid(db, "SELECT count(*) FROM split_list WHERE pid = ?1", pid, 0, NULL)
+        ? "SELECT COALESCE(NULLIF(b.name, ''), 'backend ' || s.backend_id), CAST(total(s.duration_ns) AS INTEGER)"
+          " FROM split_list s LEFT JOIN backend_list b ON b.pid = s.pid AND b.sched_id = s.sched_id"
+          " AND b.id = s.backend_id WHERE s.pid = ?1 AND s.duration_ns > 0 GROUP BY 1 ORDER BY 2 DESC, 1"
+        : "SELECT COALESCE(NULLIF(b.name, ''), 'backend ' || e.backend_id), CAST(total(e.duration_ns) AS INTEGER)"
+          " FROM events e LEFT JOIN backend_list b ON b.pid = e.pid AND b.sched_id = e.sched_id"
+          " AND b.id = e.backend_id WHERE e.pid = ?1 AND e.type IN (0, 2) AND e.duration_ns > 0 GROUP BY 1"
+          " ORDER BY 2 DESC, 1";
+    int64_t in_graphs = g.n ? pos(sat_sub(p->graphs_ns, p->copies_ns)) : INT64_MAX, sum = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, pid);
+        for (int pass = 0; pass < 2; pass++) {
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                int64_t ns = pos(sqlite3_column_int64(st, 1));
+                if (pass == 0) {
+                    sum = sat_add(sum, ns);
+                    continue;
+                }
+                if (sum > in_graphs) ns = (int64_t) ((double) ns * ((double) in_graphs / (double) sum));
+                char name[72];
+                const char *bn = (const char *) sqlite3_column_text(st, 0);
+                snprintf(name, sizeof(name), "compute.%.60s", bn ? bn : "?");
+                cat_take(p, &left, name, ns);
+            }
+            sqlite3_reset(st);
+        }
+    }
+    sqlite3_finalize(st);
+    cat_take(p, &left, "copies", p->copies_ns);
+    cat_take(p, &left, "graph_build", p->graph_build_ns);
+    cat_take(p, &left, "host_gaps", p->host_gaps_ns);
+    cat_take(p, &left, "other", left);
+    free(g.v), free(b.v), free(btok.v);
+    return 0;
+}
+
+int ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len) {
+    memset(a, 0, sizeof(*a));
+    sqlite3_stmt *st = NULL;
+    const char *sql = "SELECT pid FROM events UNION SELECT pid FROM graph_list UNION SELECT pid FROM batches ORDER BY 1";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(why, why_len, "accounting: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    size_t cap = 0;
+    int    rc  = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 0) == SQLITE_NULL) continue;
+        if (a->n_procs == cap) {
+            cap = cap ? 2 * cap : 4;
+            ggprof_acc_proc *v = realloc(a->procs, cap * sizeof(*v));
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            a->procs = v;
+        }
+        ggprof_acc_proc *p = &a->procs[a->n_procs++];
+        memset(p, 0, sizeof(*p));
+        p->pid = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; rc == 0 && i < a->n_procs; i++) rc = account(db, &a->procs[i]);
+    if (rc != 0) {
+        snprintf(why, why_len, "accounting: out of memory");
+        ggprof_accounting_free(a);
+    }
+    return rc;
+}
+
+void ggprof_accounting_free(ggprof_accounting *a) {
+    free(a->procs);
+    memset(a, 0, sizeof(*a));
+}
+
+int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name) {
+    for (size_t i = 0; i < p->n_cats; i++) {
+        if (strcmp(p->cats[i].name, name) == 0) return p->cats[i].ns;
+    }
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* The whole run accounted for, per process (docs/findings.md): its wall time cut into categories that add up to
+ * it, from what the trace has (records, graphs, splits, batches, the process's start). What `report` prints and
+ * writes (--format json, "accounting") and what the findings rules read. */
+#ifndef GGPROF_ACCOUNTING_H
+#define GGPROF_ACCOUNTING_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GGPROF_ACC_MAX_CATS 24
+
+typedef struct {
+    char    name[72]; /* "startup", "compute.CPU", "copies", "graph_build", "host_gaps", "other" */
+    int64_t ns;
+} ggprof_acc_cat;
+
+typedef struct {
+    int32_t        pid;
+    int64_t        start_ns, end_ns, wall_ns; /* the process's start (or first record) to its last record */
+    int            start_known;               /* start_ns is the process's start (processes.start_ns) */
+    int64_t        first_graph_ns, last_graph_end_ns; /* 0 when no graph */
+    int64_t        graphs_ns, n_graphs, copies_ns, graph_build_ns, host_gaps_ns, startup_ns;
+    int64_t        batch_ns;                  /* time inside llama_decode (BATCH records) */
+    int64_t        prompt_ns, generation_ns;  /* batch time of batches of more than one token, of one token */
+    ggprof_acc_cat cats[GGPROF_ACC_MAX_CATS]; /* they sum to wall_ns */
+    size_t         n_cats;
+} ggprof_acc_proc;
+
+typedef struct {
+    ggprof_acc_proc *procs;
+    size_t           n_procs;
+} ggprof_accounting;
+
+/* Computes every process's accounting. Returns 0, or -1 with a one-line reason. */
+int  ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len);
+void ggprof_accounting_free(ggprof_accounting *a);
+/* The category's time in p, 0 when it has none. */
+int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
+
+#endif

@@ -1,0 +1,118 @@
+# report's findings (docs/findings.md): each rule fires on a run built for it, with the op, layer and backend
+# named, and stays silent on a run without the cause. Real llama-completion runs where a run shows the rule
+# (small_ubatch, thread_imbalance, below_roof, loading, peak_tensor); copies of a real trace altered with the
+# sqlite3 shell where it cannot on this machine (fallback, threads_oversubscribed, host_gap, graph_build, copies).
+# Every JSON output is parsed by python3's json module; the CSV by csv_col's reader.
+. "$(dirname "$0")/../lib.sh"
+S=$GGPROF_ROOT/samples/traces
+D=$OUT
+P="The quick brown fox jumps over the lazy dog. $(seq -s ' ' 1 40)"
+rec() { # DB ARGS...: llama-completion on the dense model, no warm-up, seed 1
+    local db=$1
+    shift
+    "$GGPROF" record -q -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" --no-warmup -no-cnv -s 1 "$@" \
+        > "${db%.db}.log" 2>&1
+}
+# rules JSON: the rules that fired, one a line; fired_ev JSON RULE KEY: that finding's evidence value.
+csv_rule_col() { python3 -c 'import csv,sys; [print(r["rule"]) for r in csv.DictReader(open(sys.argv[1]))]' "$1"; }
+rules() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(f["rule"]) for f in d["findings"]]' "$1"; }
+ev() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+f=[f for f in d["findings"] if f["rule"]==sys.argv[2]]; print(f[0]["evidence"].get(sys.argv[3], "-") if f else "silent")' "$@"; }
+report_json() { "$GGPROF" report "$1" --format json "${@:3}" > "$2" 2> "$2.err" || echo "report $1 failed: $(cat "$2.err")"; }
+
+# A prompt of 50+ tokens in ubatches of 8 on 2 threads; a short prompt on 1 thread.
+rec "$D/ub8.db" -p "$P" -n 2 -t 2 -ub 8 -b 64
+expect "ub8: llama-completion runs" "$?" 0
+rec "$D/t1.db" -p "Hello there" -n 4 -t 1
+expect "t1: llama-completion runs" "$?" 0
+
+report_json "$D/ub8.db" "$D/ub8.json" --roof CPU=20,100
+report_json "$D/ub8.db" "$D/ub8-noroof.json"
+report_json "$D/t1.db" "$D/t1.json"
+
+# The JSON's shape: accounting per process whose categories add up to its wall time, findings ranked.
+expect "json: top-level keys" "$(python3 -c 'import json,sys; print(sorted(json.load(open(sys.argv[1])).keys()))' "$D/ub8.json")" \
+    "['accounting', 'findings', 'ops', 'trace']"
+expect "json: categories sum to wall, per process" "$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); print(all(sum(a["categories"].values())==a["wall_ns"] and a["wall_ns"]>0 for a in d["accounting"]) and len(d["accounting"]) > 0)' "$D/ub8.json")" True
+expect "json: findings ranked by at_stake_ns, each with rule, evidence, advice" "$(python3 -c 'import json,sys
+f=json.load(open(sys.argv[1]))["findings"]; s=[x["at_stake_ns"] for x in f]
+print(s==sorted(s, reverse=True) and all(set(x)>={"rule","at_stake_ns","evidence","advice"} and x["advice"] for x in f))' "$D/ub8.json")" True
+
+# small_ubatch: 8 tokens a graph; silent on a prompt that fits one graph.
+expect "small_ubatch fires on -ub 8" "$(ev "$D/ub8.json" small_ubatch ubatch_tokens)" 8
+expect "small_ubatch silent on a one-graph prompt" "$(ev "$D/t1.json" small_ubatch ubatch_tokens)" silent
+# thread_imbalance: thread 0 waits at the barriers of 2 threads; none with 1 thread.
+expect "thread_imbalance fires on -t 2: backend" "$(ev "$D/ub8.json" thread_imbalance backend)" CPU
+expect "thread_imbalance names the op with the most barrier time" "$(ev "$D/ub8.json" thread_imbalance op)" \
+    "$(q "$D/ub8.db" "WITH s AS (SELECT type, name, duration_ns, LAG(type) OVER w AS pt, LAG(name) OVER w AS pn FROM events
+        WHERE graph_id IS NOT NULL AND type IN (0, 2) WINDOW w AS (PARTITION BY pid, graph_id, tid ORDER BY start_ns, rowid))
+        SELECT pn FROM s WHERE type = 2 AND name = 'cpu_barrier' AND pt = 0 GROUP BY pn ORDER BY sum(duration_ns) DESC LIMIT 1")"
+expect "thread_imbalance silent on -t 1" "$(ev "$D/t1.json" thread_imbalance op)" silent
+# below_roof: MUL_MAT on the CPU, far below a 20 GB/s roof; silent without a roof.
+expect "below_roof fires with --roof: op" "$(ev "$D/ub8.json" below_roof op):$(ev "$D/ub8.json" below_roof backend)" "MUL_MAT:CPU"
+expect "below_roof silent without --roof" "$(ev "$D/ub8-noroof.json" below_roof op)" silent
+# loading: a 4-token run is mostly loading (process start to first graph); silent when the trace knows neither the
+# process's start nor its buffers.
+expect_ge "loading fires on a short run" "$(ev "$D/t1.json" loading before_first_graph_ns)" 1
+cp "$D/t1.db" "$D/noload.db"
+sqlite3 "$D/noload.db" "UPDATE processes SET start_ns = NULL; DELETE FROM buffer_list"
+report_json "$D/noload.db" "$D/noload.json"
+expect "loading silent without the process's start or buffers" "$(ev "$D/noload.json" loading wall_ns)" silent
+# peak_tensor: the logits are most of the tiny model's compute buffer; silent on a trace without memory.
+expect "peak_tensor fires: the logits' tensor" "$(ev "$D/t1.json" peak_tensor node):$(ev "$D/t1.json" peak_tensor op)" \
+    "result_output:MUL_MAT"
+report_json "$S/llama-dense-f16.json.gz" "$D/sample.json"
+expect "peak_tensor silent without memory records" "$(ev "$D/sample.json" peak_tensor node)" silent
+
+# Altered copies of the 1-thread run (the sqlite3 shell writes; ggprof opens traces read-only).
+alter() { cp "$D/t1.db" "$D/$1.db" && sqlite3 "$D/$1.db" "$2" && report_json "$D/$1.db" "$D/$1.json"; }
+# fallback: Kcur-1's nodes ran on the CPU where BLAS (the best device here) does not support them. The trace
+# schema names the placements reasons once the placement work is merged; until then the opener refuses the columns.
+if grep -q preferred_backend_id "$GGPROF_ROOT/schema/trace_db.c"; then
+    alter fallback "DROP VIEW IF EXISTS tensor_placement; DROP VIEW IF EXISTS buffers; DROP TABLE placements;
+        CREATE TABLE placements(pid INTEGER, sched_id INTEGER, graph_id INTEGER, node_index INTEGER, node_id INTEGER,
+        backend_id INTEGER, preferred_backend_id INTEGER, reason TEXT);
+        INSERT INTO placements SELECT DISTINCT e.pid, e.sched_id, min(e.graph_id), e.node_index, e.node_id, e.backend_id,
+        0, 'unsupported' FROM events e JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id
+        WHERE e.type = 0 AND n.tensor_name = 'Kcur-1' GROUP BY e.pid, e.sched_id, e.node_index, e.node_id"
+    expect "fallback fires: op/layer/backend/preferred/reason" "$(for k in op layer backend preferred reason; do
+        ev "$D/fallback.json" fallback $k; done | paste -sd:)" "$(q "$D/t1.db" "SELECT op FROM nodes WHERE tensor_name = 'Kcur-1' LIMIT 1"):1:CPU:BLAS:unsupported"
+    expect "fallback silent without a placements table of reasons" "$(ev "$D/t1.json" fallback op)" silent
+else
+    echo "ok - $T: fallback # SKIP the trace schema has no placements.reason yet"
+fi
+# threads_oversubscribed: 4 threads on 2 allowed CPUs; silent with 2 on 2.
+pid=$(q "$D/t1.db" "SELECT pid FROM processes LIMIT 1")
+alter oversub "INSERT INTO meta VALUES ('threads.$pid', '4'), ('cpus_allowed.$pid', '2')"
+expect "threads_oversubscribed fires: threads:cpus" "$(ev "$D/oversub.json" threads_oversubscribed threads):$(ev "$D/oversub.json" threads_oversubscribed cpus)" 4:2
+alter fits "INSERT INTO meta VALUES ('threads.$pid', '2'), ('cpus_allowed.$pid', '2')"
+expect "threads_oversubscribed silent with threads = CPUs" "$(ev "$D/fits.json" threads_oversubscribed threads)" silent
+# host_gap: graphs pushed a second apart; silent on the real run.
+alter gaps "UPDATE graph_list SET start_ns = start_ns + 2000000000 WHERE graph_id = (SELECT max(graph_id) FROM graph_list)"
+expect "host_gap fires: before a graph" "$(ev "$D/gaps.json" host_gap before_graph)" "$(q "$D/t1.db" "SELECT max(graph_id) FROM graphs")"
+expect "host_gap silent on the real run" "$(ev "$D/t1.json" host_gap wall_ns)" silent
+# graph_build: llama_decode four times its graphs; silent on the real run.
+alter build "UPDATE batches SET duration_ns = duration_ns * 4"
+expect_ge "graph_build fires" "$(ev "$D/build.json" graph_build graph_build_ns)" 1
+expect "graph_build silent on the real run" "$(ev "$D/t1.json" graph_build decode_ns)" silent
+# copies: a host-to-device copy of each MUL_MAT's output as long as the op; silent on the real run.
+alter copies "INSERT INTO events(pid, tid, type, name, timing, backend_id, sched_id, graph_id, split_id, node_index,
+    node_id, start_ns, duration_ns, bytes) SELECT pid, tid, 1, 'copy_H2D', 1, 0, sched_id, graph_id, split_id, -1,
+    node_id, start_ns, duration_ns, 4096 FROM events WHERE type = 0 AND name = 'MUL_MAT'"
+expect "copies fires: op COPY on BLAS" "$(ev "$D/copies.json" copies op):$(ev "$D/copies.json" copies backend)" COPY:BLAS
+expect "copies silent on the real run" "$(ev "$D/t1.json" copies op)" silent
+
+# The text report opens with the section: at most five, ranked; the same rules as the JSON.
+"$GGPROF" report "$D/ub8.db" --roof CPU=20,100 > "$D/ub8.txt"
+expect "table: opens with the findings" "$(head -n 1 "$D/ub8.txt" | cut -c1-12)" "=== Findings"
+expect "table: the JSON's first rules, in order" "$(sed -n '/^=== Findings/,/^$/p' "$D/ub8.txt" | sed -n 's/^  [0-9]\. \([a-z_]*\):.*/\1/p')" \
+    "$(rules "$D/ub8.json" | head -n 5)"
+"$GGPROF" report "$D/noload.db" > "$D/none.txt"
+expect "table: one line when no rule fires" "$(sed -n 2p "$D/none.txt")" "  No rule fired: nothing stands out in this trace."
+# CSV: one row per finding, the same rules.
+"$GGPROF" report "$D/ub8.db" --format csv --roof CPU=20,100 > "$D/ub8.csv"
+expect "csv: the JSON's rules" "$(csv_rule_col "$D/ub8.csv")" "$(rules "$D/ub8.json")"
+# Bad input: exit 2, one line naming the value.
+"$GGPROF" report "$D/ub8.db" --format yaml > /dev/null 2> "$D/bad.err"
+expect "bad --format: exit 2, one line naming it" "$?:$(wc -l < "$D/bad.err"):$(grep -c yaml "$D/bad.err")" 2:1:1
