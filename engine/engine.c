@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -91,11 +92,22 @@ static void loss_flush(void) {
     if (ggprof_ring_write(&g_ring, t_slot, &m.h) == 0) t_loss_n = 0;
 }
 
-static void loss_at_exit(void) { loss_flush(); } /* the main thread: it runs no thread-specific destructor */
+/* A thread's last word: while losses are pending (the ring was overloaded, never otherwise), wake the collector and
+ * give it up to 50 ms to make room, so that the graphs are named; past that the counters still hold the totals. */
+static void loss_last_flush(void) {
+    for (int i = 0; t_loss_n && t_slot && g_ring.file && i < 50; i++) {
+        loss_flush();
+        if (!t_loss_n) break;
+        ggprof_ring_poke(&g_ring);
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+}
+
+static void loss_at_exit(void) { loss_last_flush(); } /* the main thread: it runs no thread-specific destructor */
 
 static void slot_destructor(void *p) {
     (void) p;
-    loss_flush();
+    loss_last_flush();
     ggprof_ring_release(&g_ring, t_slot);
     t_slot = NULL;
 }
