@@ -19,7 +19,7 @@ expect_ge "the graphs from before the damage are kept" "$(q "$db" "SELECT count(
 expect "... with their ops (2 a graph)" "$(q "$db" "SELECT count(*) FROM (SELECT graph_id FROM events WHERE type = 0
     GROUP BY pid, graph_id HAVING count(*) = 2) WHERE graph_id < 21")" 21
 expect "the trace's notes say what was dropped and why" "$(q "$db" "SELECT count(*) FROM notes
-    WHERE text LIKE 'ring header corrupted by the workload: _ slots skipped%n_slots slot_cap'")" 1
+    WHERE text LIKE 'ring header corrupted by the workload: % slots skipped%n_slots slot_cap'")" 1
 expect_ge "... counted in meta" "$(q "$db" "SELECT value FROM meta WHERE key = 'ring_corrupt_slots'")" 1
 expect "record warns, in one line" "$(grep -c '^ggprof: warning: ring header corrupted by the workload' "$OUT/err")" 1
 "$GGPROF" report "$db" > "$OUT/report.txt" 2>&1
