@@ -21,7 +21,7 @@ expect "... with their ops (2 a graph)" "$(q "$db" "SELECT count(*) FROM (SELECT
 expect "the trace's notes say what was dropped and why" "$(q "$db" "SELECT count(*) FROM notes
     WHERE text LIKE 'ring header corrupted by the workload: % slots skipped%n_slots slot_cap'")" 1
 expect_ge "... counted in meta" "$(q "$db" "SELECT value FROM meta WHERE key = 'ring_corrupt_slots'")" 1
-expect "record warns, in one line" "$(grep -c '^ggprof: warning: ring header corrupted by the workload' "$OUT/err")" 1
+expect "record warns, in one line" "$(grep -c '^ggprof: record: warning: ring header corrupted by the workload' "$OUT/err")" 1
 "$GGPROF" report "$db" > "$OUT/report.txt" 2>&1
 expect "report reads the trace" "$?" 0
 expect "report shows the note" "$(grep -c 'ring header corrupted by the workload' "$OUT/report.txt")" 1
