@@ -66,6 +66,7 @@ int ggprof_cmd_inefficiency(int argc, char **argv) {
 
     ggprof_table t;
     ggprof_table_init(&t, k_cols, sizeof(k_cols) / sizeof(k_cols[0]));
+    snprintf(t.coverage, sizeof(t.coverage), "%s", g.coverage);
     for (size_t i = 0; i < shown; i++) {
         const ggprof_rl_row *r = &rows[i];
         double gbps, gflops, ai, roof;
@@ -86,7 +87,7 @@ int ggprof_cmd_inefficiency(int argc, char **argv) {
     }
     if (fmt == GGPROF_FMT_TABLE) {
         if (n == 0) {
-            printf("No OP records in this trace.\n");
+            printf("No OP records in this trace.\n%s%s", t.coverage, t.coverage[0] ? "\n" : "");
         } else {
             printf("The %zu of %zu op and shape groups with the most time per output byte (ns/B).\n", shown, n);
         }

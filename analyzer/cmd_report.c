@@ -72,11 +72,37 @@ static void print_health(sqlite3 *db) {
     int64_t matched = scalar(db, "SELECT count(*) FROM splits WHERE ticks_matched = 1", 0);
     int64_t procs = scalar(db, "SELECT count(*) FROM processes", 0);
     int64_t dropped = scalar(db, "SELECT value FROM meta WHERE key = 'dropped_records'", 0);
+    char coverage[320];
+    /* records since the losses table; before it, the ring's dropped messages (said as unknown records) */
+    char dropped_s[32];
+    snprintf(dropped_s, sizeof(dropped_s), "%" PRId64, dropped);
+    if (ggprof_coverage_line(db, coverage, sizeof(coverage)) && strncmp(coverage, "records lost: unknown", 21) == 0) {
+        snprintf(dropped_s, sizeof(dropped_s), "unknown");
+    }
     printf("=== Trace ===\n");
     printf("  processes: %" PRId64 "  graphs: %" PRId64 "  splits: %" PRId64 " (CPU ticked: %" PRId64
-           ", ticks matched: %" PRId64 ")  dropped records: %" PRId64 "\n",
-           procs, graphs, splits, ticked, matched, dropped);
+           ", ticks matched: %" PRId64 ")  dropped records: %s\n",
+           procs, graphs, splits, ticked, matched, dropped_s);
     sqlite3_stmt *st = NULL;
+    if (coverage[0]) {
+        printf("  %s\n", coverage);
+        /* which graphs: the first few by id, so that a reader can look at them (report --graphs, export) */
+        if (sqlite3_prepare_v2(db, "SELECT pid, graph_id, sum(records) FROM losses WHERE graph_id IS NOT NULL"
+                               " GROUP BY pid, graph_id ORDER BY pid, graph_id LIMIT 9", -1, &st, NULL) == SQLITE_OK) {
+            int shown = 0;
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                if (shown == 8) {
+                    printf(", ...");
+                    break;
+                }
+                printf("%s%" PRId64 " (%" PRId64 ")", shown++ ? ", " : "  graphs that lost records (records lost): ",
+                       (int64_t) sqlite3_column_int64(st, 1), (int64_t) sqlite3_column_int64(st, 2));
+            }
+            if (shown) printf("\n");
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+    }
     if (sqlite3_prepare_v2(db, "SELECT pid, text FROM notes", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             char safe[1024];

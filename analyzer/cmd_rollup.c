@@ -529,6 +529,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
         if (rc) return ggprof_fail(rc, "%s", why);
         ggprof_table t;
         ggprof_table_init(&t, k_request_cols, NCOL(k_request_cols));
+        ggprof_table_coverage(&t, db);
         if (run_requests(db, &t, why, sizeof(why)) != 0) {
             rc = ggprof_fail(GGPROF_EXIT_USAGE, "'%s': %s", trace, why);
         } else if (ggprof_table_write(&t, fmt, stdout, 80) != 0 || fflush(stdout) != 0) {
@@ -555,6 +556,7 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     }
     ggprof_table t;
     ggprof_table_init(&t, is_graph ? k_graph_cols : d->cols, is_graph ? NCOL(k_graph_cols) : d->ncol);
+    ggprof_table_coverage(&t, db);
     int got;
     if (!is_graph && !d->sql) {
         ggprof_model l;

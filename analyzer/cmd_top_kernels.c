@@ -73,6 +73,7 @@ int ggprof_cmd_top_kernels(int argc, char **argv) {
     sqlite3_bind_int64(st, 1, n_rows ? (sqlite3_int64) n_rows : -1);
     ggprof_table t;
     ggprof_table_init(&t, k_cols, sizeof(k_cols) / sizeof(k_cols[0]));
+    ggprof_table_coverage(&t, db);
     ggprof_rl_types types;
     int32_t types_pid = -1;
     int step;
@@ -131,7 +132,7 @@ int ggprof_cmd_top_kernels(int argc, char **argv) {
     size_t n = ggprof_table_rows(&t);
     if (fmt == GGPROF_FMT_TABLE) {
         if (n == 0) {
-            printf("No OP records in this trace.\n");
+            printf("No OP records in this trace.\n%s%s", t.coverage, t.coverage[0] ? "\n" : "");
         } else {
             printf("The %zu longest op executions (graph, node: the node's place in its graph).\n", n);
         }

@@ -69,6 +69,7 @@ int ggprof_cmd_top_ops(int argc, char **argv) {
 
     ggprof_table t;
     ggprof_table_init(&t, k_cols, sizeof(k_cols) / sizeof(k_cols[0]));
+    snprintf(t.coverage, sizeof(t.coverage), "%s", g.coverage);
     int any_moe = 0;
     for (size_t i = 0; i < shown; i++) {
         const ggprof_rl_row *r = &rows[i];
@@ -89,7 +90,7 @@ int ggprof_cmd_top_ops(int argc, char **argv) {
     }
     if (fmt == GGPROF_FMT_TABLE) {
         if (n == 0) {
-            printf("No OP records in this trace.\n");
+            printf("No OP records in this trace.\n%s%s", t.coverage, t.coverage[0] ? "\n" : "");
         } else {
             printf("Top %zu of %zu ops by total time; %.3f ms in ops of %.3f ms recorded.\n", shown, n,
                    (double) g.op_ns / 1e6, (double) g.all_ns / 1e6);

@@ -3,7 +3,9 @@
 
 #include "v3_format.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +106,7 @@ static void csv_field(FILE *out, const char *s) {
 
 static void write_csv(const ggprof_table *t, FILE *out) {
     char buf[64];
+    if (t->coverage[0]) fprintf(out, "# coverage: %s\n", t->coverage);
     for (size_t c = 0; c < t->n_cols; c++) {
         if (c) fputc(',', out);
         csv_field(out, t->cols[c].key);
@@ -136,6 +139,12 @@ static void write_json(const ggprof_table *t, FILE *out) {
             } else {
                 fputs("null", out);
             }
+        }
+        if (t->coverage[0]) {
+            fputs(", ", out);
+            ggprof_json_put(out, "coverage", 0);
+            fputs(": ", out);
+            ggprof_json_put(out, t->coverage, 0);
         }
         fputs(r + 1 < rows ? "},\n" : "}\n", out);
     }
@@ -209,6 +218,7 @@ static int write_table(const ggprof_table *t, FILE *out, int width) {
     }
     free(w);
     free(numeric);
+    if (t->coverage[0]) fprintf(out, "%s\n", t->coverage);
     return 0;
 }
 
@@ -228,3 +238,43 @@ void ggprof_table_free(ggprof_table *t) {
     free(t->cells);
     memset(t, 0, sizeof(*t));
 }
+
+/* One integer from a query, or dflt when the query fails (a table an older trace lacks) or returns no row. */
+static int64_t query_int(sqlite3 *db, const char *sql, int64_t dflt, int *ok) {
+    sqlite3_stmt *st = NULL;
+    int64_t v = dflt;
+    int good = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
+    if (good && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (ok) *ok = good;
+    return v;
+}
+
+int ggprof_coverage_line(sqlite3 *db, char *buf, size_t len) {
+    buf[0] = '\0';
+    int has_losses = 0;
+    int64_t lost = query_int(db, "SELECT COALESCE(sum(records), 0) FROM losses", 0, &has_losses);
+    if (!has_losses) { /* a trace from before the losses table: its meta counted dropped messages */
+        int64_t msgs = query_int(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'dropped_records'", 0, NULL);
+        if (msgs <= 0) return 0;
+        snprintf(buf, len, "records lost: unknown (the ring dropped %" PRId64 " messages; this trace does not say which "
+                 "graphs lost records); see --ring-kib", msgs);
+        return 1;
+    }
+    if (lost <= 0) return 0;
+    int64_t graphs = query_int(db, "SELECT count(*) FROM graphs", 0, NULL);
+    int64_t hit    = query_int(db, "SELECT count(*) FROM (SELECT pid, graph_id FROM losses WHERE graph_id IS NOT NULL"
+                                   " INTERSECT SELECT pid, graph_id FROM graphs)", 0, NULL);
+    int64_t anon   = query_int(db, "SELECT COALESCE(sum(records), 0) FROM losses WHERE graph_id IS NULL", 0, NULL);
+    int64_t whole  = graphs - hit;
+    int n = snprintf(buf, len, "op records for %" PRId64 " of %" PRId64 " graphs (%.1f%%): %" PRId64 " graph%s lost records"
+                     " to a full ring (%" PRId64 " records lost", whole, graphs,
+                     graphs ? 100.0 * (double) whole / (double) graphs : 0.0, hit, hit == 1 ? "" : "s", lost);
+    if (anon > 0 && n >= 0 && (size_t) n < len) {
+        n += snprintf(buf + n, len - (size_t) n, ", %" PRId64 " of them in graphs not named", anon);
+    }
+    if (n >= 0 && (size_t) n < len) snprintf(buf + n, len - (size_t) n, "); see --ring-kib");
+    return 1;
+}
+
+void ggprof_table_coverage(ggprof_table *t, sqlite3 *db) { ggprof_coverage_line(db, t->coverage, sizeof(t->coverage)); }

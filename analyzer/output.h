@@ -34,6 +34,7 @@ typedef struct {
     ggprof_cell      *cells; /* row-major */
     size_t            n_cells, cap;
     int               oom;
+    char              coverage[320]; /* ggprof_table_coverage: "" when the trace lost nothing */
 } ggprof_table;
 
 void ggprof_table_init(ggprof_table *t, const ggprof_col *cols, size_t n_cols);
@@ -49,5 +50,15 @@ size_t ggprof_table_rows(const ggprof_table *t);
  * memory or out fails. */
 int  ggprof_table_write(const ggprof_table *t, ggprof_format f, FILE *out, int width);
 void ggprof_table_free(ggprof_table *t);
+
+/* What share of the trace's graphs its figures cover, when the ring lost records (the losses table; a trace from
+ * before it says "unknown" when its ring dropped messages): "op records for 29 of 296 graphs (9.8%): 267 graphs
+ * lost records to a full ring (2112345 records); see --ring-kib". Returns 1 with the line in buf, 0 (buf "") when
+ * nothing was lost. Every command that shows figures of the records says it with this line. */
+typedef struct sqlite3 sqlite3;
+int ggprof_coverage_line(sqlite3 *db, char *buf, size_t len);
+/* Gives t the trace's coverage line: after the text table, as a first "# coverage: ..." line of CSV, as a
+ * "coverage" field of each JSON object; nothing when the trace lost nothing (outputs stay as they were). */
+void ggprof_table_coverage(ggprof_table *t, sqlite3 *db);
 
 #endif

@@ -114,6 +114,7 @@ typedef struct {
     int64_t         *rec_seq;
     uint32_t        *rec_group;
     size_t           n_rec;
+    char             coverage[320]; /* ggprof_rank_rows: the trace's coverage line (output.h), "" if nothing lost */
 } ggprof_rl_groups;
 
 /* Reads every OP record of db, grouped by node description and backend, and costs each group.

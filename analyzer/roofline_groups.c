@@ -460,6 +460,7 @@ int ggprof_rank_rows(const ggprof_rank_opts *o, int by_shape, ggprof_rl_groups *
         sqlite3_close(db);
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", o->trace, why);
     }
+    ggprof_coverage_line(db, g->coverage, sizeof(g->coverage));
     sqlite3_close(db);
     if (ggprof_rl_rollup(g, &o->roofs, by_shape, rows, n) != 0) {
         ggprof_rl_groups_free(g);

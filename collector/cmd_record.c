@@ -200,29 +200,65 @@ static void snapshot_path_for(const char *db, char *out, size_t len) {
     snprintf(out, len, "%.*s.snapshot.db", (int) n, db);
 }
 
-/* What the flight recorder dropped, in the trace: meta keys and a note that report shows. */
-static void store_flight_note(sqlite3 *db, const ggprof_spill *s, long max_mb) {
-    char text[512], v[32];
-    snprintf(text, sizeof(text), "flight recorder (--max-mb %ld): the oldest %.1f MB of records were dropped (%" PRIu64
-             " spill segments, %" PRIu64 " graphs); the trace holds the most recent ones", max_mb,
-             (double) s->dropped_bytes / (1 << 20), s->dropped_segs, s->dropped_graphs);
+/* A note (report shows them) and meta keys, written into a finished trace. */
+static void db_note(sqlite3 *db, const char *text) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "INSERT INTO notes VALUES(0, ?)", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
         sqlite3_step(st);
     }
     sqlite3_finalize(st);
-    static const char *const keys[] = { "flight_dropped_bytes", "flight_dropped_segments", "flight_dropped_graphs" };
-    const uint64_t vals[] = { s->dropped_bytes, s->dropped_segs, s->dropped_graphs };
-    for (int k = 0; k < 3; k++) {
-        snprintf(v, sizeof(v), "%" PRIu64, vals[k]);
-        if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL) == SQLITE_OK) {
-            sqlite3_bind_text(st, 1, keys[k], -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, v, -1, SQLITE_TRANSIENT);
-            sqlite3_step(st);
-        }
+}
+
+static void db_meta_u64(sqlite3 *db, const char *key, uint64_t value) {
+    char v[32];
+    sqlite3_stmt *st = NULL;
+    snprintf(v, sizeof(v), "%" PRIu64, value);
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, v, -1, SQLITE_TRANSIENT);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+}
+
+/* What the flight recorder dropped, in the trace: meta keys and a note that report shows. */
+static void store_flight_note(sqlite3 *db, const ggprof_spill *s, long max_mb) {
+    char text[512];
+    snprintf(text, sizeof(text), "flight recorder (--max-mb %ld): the oldest %.1f MB of records were dropped (%" PRIu64
+             " spill segments, %" PRIu64 " graphs); the trace holds the most recent ones", max_mb,
+             (double) s->dropped_bytes / (1 << 20), s->dropped_segs, s->dropped_graphs);
+    db_note(db, text);
+    db_meta_u64(db, "flight_dropped_bytes", s->dropped_bytes);
+    db_meta_u64(db, "flight_dropped_segments", s->dropped_segs);
+    db_meta_u64(db, "flight_dropped_graphs", s->dropped_graphs);
+}
+
+/* What the ring lost, as data: the records the engine could not write (the ring's counters, exact), the graphs the
+ * sinks' LOSS messages named (losses), the rest in one row whose graph is not known; and what a workload that wrote
+ * over the ring made the collector skip. */
+static void store_ring_losses(sqlite3 *db, record_run *r, uint64_t lost) {
+    sqlite3_stmt *st = NULL;
+    int64_t named = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(sum(records), 0) FROM losses", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        named = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (named >= 0 && lost > (uint64_t) named &&
+        sqlite3_prepare_v2(db, "INSERT INTO losses VALUES(NULL, NULL, ?)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64) (lost - (uint64_t) named));
+        sqlite3_step(st);
         sqlite3_finalize(st);
     }
+    char changed[128], text[512];
+    bool intact = ggprof_ring_header_intact(&r->ring, changed, sizeof(changed));
+    if (intact && r->ring.corrupt == 0) return;
+    snprintf(text, sizeof(text), "ring header corrupted by the workload: %" PRIu64 " slots skipped%s%s%s", r->ring.corrupt,
+             r->ring.corrupt ? " (their unread records lost)" : "", intact ? "" : "; fields overwritten:", changed);
+    db_note(db, text);
+    db_meta_u64(db, "ring_corrupt_slots", r->ring.corrupt);
+    ggprof_err("warning: %s", text);
 }
 
 /* SEC as a number of seconds >= 0 into *out (-1 when not given); 1 after a one-line error. */
@@ -561,7 +597,7 @@ static int record_drain(record_run *r) {
         long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
         if (snap >= 0 && (due < 0 || snap < due)) due = snap;
         /* --metrics: every wake-up drains, at least 4 a second, so that a scrape is at most that late */
-        if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.file->slot_cap / 4, r->live ? 250 : 200, &ms)) {
+        if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 200, &ms)) {
             ggprof_spill_drain(&r->spill, &r->ring);
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
         }
@@ -613,9 +649,10 @@ static void record_disk_full(record_run *r, sqlite3 *db, ggprof_store_counts *c)
 
 /* The trace's metadata, the database, the JSON, and what record says of the run. */
 static int record_finish(record_run *r) {
-    uint64_t dropped    = ggprof_ring_dropped(&r->ring);
-    uint64_t noslot     = atomic_load(&r->ring.file->dropped_noslot); /* threads that found every slot taken */
-    uint32_t n_slots    = r->ring.file->n_slots;
+    uint64_t dropped    = ggprof_ring_dropped_records(&r->ring);
+    uint64_t messages   = ggprof_ring_dropped(&r->ring);
+    uint64_t noslot     = atomic_load(&r->ring.file->noslot_records); /* threads that found every slot taken */
+    uint32_t n_slots    = r->ring.n_slots;
     uint32_t n_attached = atomic_load(&r->ring.file->n_processes);
     char buf[64], cmdline[4096] = "", why[512];
     size_t cmdlen = 0;
@@ -627,7 +664,9 @@ static int record_finish(record_run *r) {
     snprintf(buf, sizeof(buf), "%d", r->exit_code);
     ggprof_store_meta(r->store, "exit_status", buf);
     snprintf(buf, sizeof(buf), "%" PRIu64, dropped);
-    ggprof_store_meta(r->store, "dropped_records", buf);
+    ggprof_store_meta(r->store, "dropped_records", buf); /* records since the losses table; messages before */
+    snprintf(buf, sizeof(buf), "%" PRIu64, messages);
+    ggprof_store_meta(r->store, "dropped_messages", buf);
     snprintf(buf, sizeof(buf), "%" PRIu64, r->wall_start);
     ggprof_store_meta(r->store, "started_unix", buf);
     snprintf(buf, sizeof(buf), "%" PRId64, r->clock_real);
@@ -646,6 +685,7 @@ static int record_finish(record_run *r) {
     }
     bool full = r->spill.err || c.full;
     if (full) record_disk_full(r, db, &c);
+    store_ring_losses(db, r, dropped);
     if (ggprof_windows_store(db, r->windows, r->n_windows) != 0) ggprof_err("internal: cannot store the capture windows");
     if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
     int json_ok = 0;

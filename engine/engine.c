@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -59,8 +60,54 @@ void ggprof_trace_note(const char *fmt, ...) {
 
 /* ---- per-thread ring slots ---- */
 
+/* What this thread could not write, graph by graph (ring.h, ggprof_msg_loss). The ring's counters already hold the
+ * totals exactly; this names the graphs. Kept per thread, so the drop path takes no lock, and the only cost while
+ * the ring accepts is the test of t_loss_n. */
+static __thread ggprof_loss_entry t_loss[GGPROF_LOSS_MAX];
+static __thread uint32_t          t_loss_n;
+
+static void loss_add(uint64_t graph_id, uint64_t records) {
+    for (uint32_t i = 0; i < t_loss_n; i++) {
+        if (t_loss[i].graph_id == graph_id) {
+            t_loss[i].records += records;
+            return;
+        }
+    }
+    if (t_loss_n == GGPROF_LOSS_MAX) { /* full: the last entry takes the rest, its graphs unnamed */
+        t_loss[GGPROF_LOSS_MAX - 1].graph_id = GGPROF_GRAPH_ANY;
+        t_loss[GGPROF_LOSS_MAX - 1].records += records;
+        return;
+    }
+    t_loss[t_loss_n++] = (ggprof_loss_entry){ graph_id, records };
+}
+
+/* Sends the pending entries as one LOSS message; they stay pending while the slot is still full. */
+static void loss_flush(void) {
+    if (!t_loss_n || !t_slot || !g_ring.file) return;
+    ggprof_msg_loss m;
+    memset(&m, 0, sizeof(m));
+    m.h = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_LOSS, 0 };
+    m.n = t_loss_n;
+    memcpy(m.e, t_loss, t_loss_n * sizeof(t_loss[0]));
+    if (ggprof_ring_write(&g_ring, t_slot, &m.h) == 0) t_loss_n = 0;
+}
+
+/* A thread's last word: while losses are pending (the ring was overloaded, never otherwise), wake the collector and
+ * give it up to 50 ms to make room, so that the graphs are named; past that the counters still hold the totals. */
+static void loss_last_flush(void) {
+    for (int i = 0; t_loss_n && t_slot && g_ring.file && i < 50; i++) {
+        loss_flush();
+        if (!t_loss_n) break;
+        ggprof_ring_poke(&g_ring);
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+}
+
+static void loss_at_exit(void) { loss_last_flush(); } /* the main thread: it runs no thread-specific destructor */
+
 static void slot_destructor(void *p) {
     (void) p;
+    loss_last_flush();
     ggprof_ring_release(&g_ring, t_slot);
     t_slot = NULL;
 }
@@ -86,7 +133,11 @@ int ggprof_emit(const ggprof_msg_hdr *msg) {
         t_slot = ggprof_ring_claim(&g_ring, ggprof_eng.pid, (int32_t) syscall(SYS_gettid));
         if (t_slot) pthread_setspecific(g_slot_key, t_slot);
     }
-    return ggprof_ring_write(&g_ring, t_slot, msg);
+    if (t_loss_n) loss_flush();
+    uint64_t lost, graph_id;
+    int rc = ggprof_ring_write_counted(&g_ring, t_slot, msg, &lost, &graph_id);
+    if (rc != 0 && lost && t_slot) loss_add(graph_id, lost); /* no slot: nowhere to say it, the counter has it */
+    return rc;
 }
 
 static void emit_process(void) {
@@ -114,6 +165,7 @@ static void after_fork_child(void) {
     ggprof_profile_after_fork();
     t_slot       = NULL;
     t_slot_tried = 0;
+    t_loss_n     = 0; /* the parent's losses are the parent's to send */
     ggprof_eng.pid = (int32_t) getpid();
     ggprof_desc_after_fork();
     if (g_sink_ok && g_ring.file) {
@@ -154,6 +206,7 @@ static void sink_init(void) {
         ggprof_eng.sample        = g_ring.file->flags >> GGPROF_RING_SAMPLE_SHIFT;
         pthread_key_create(&g_slot_key, slot_destructor);
         pthread_atfork(NULL, NULL, after_fork_child);
+        atexit(loss_at_exit);
     }
 }
 

@@ -17,7 +17,34 @@
 
 static ggprof_ring_slot *slot_at(const ggprof_ring *r, uint32_t i) {
     char *base = (char *) r->file + GGPROF_RING_HDR;
-    return (ggprof_ring_slot *) (base + (size_t) i * (GGPROF_SLOT_HDR + r->file->slot_cap));
+    return (ggprof_ring_slot *) (base + (size_t) i * (GGPROF_SLOT_HDR + r->slot_cap));
+}
+
+/* The bytes a ring of this geometry maps, or 0 when it is not a geometry ggprof_ring_create makes, or its size
+ * does not fit a size_t. */
+static size_t ring_size(uint32_t n_slots, uint64_t slot_cap) {
+    if (n_slots == 0 || slot_cap < 4096 || (slot_cap & (slot_cap - 1)) != 0 || slot_cap > SIZE_MAX / 2) return 0;
+    size_t per = GGPROF_SLOT_HDR + (size_t) slot_cap;
+    if ((size_t) n_slots > (SIZE_MAX - GGPROF_RING_HDR) / per) return 0;
+    return GGPROF_RING_HDR + (size_t) n_slots * per;
+}
+
+static void cpu_op_count(const ggprof_cpu_interval *iv, void *user) {
+    (void) iv;
+    ++*(uint64_t *) user;
+}
+
+uint64_t ggprof_msg_records(const ggprof_msg_hdr *msg, uint64_t *graph_id) {
+    uint64_t n = 0;
+    *graph_id  = GGPROF_GRAPH_ANY;
+    if (msg->kind == GGPROF_MSG_EVENT && msg->size >= sizeof(ggprof_msg_event)) {
+        *graph_id = ((const ggprof_msg_event *) msg)->graph_id;
+        n         = 1;
+    } else if (msg->kind == GGPROF_MSG_CPU_OPS && msg->size >= sizeof(ggprof_msg_cpu_ops)) {
+        *graph_id = ((const ggprof_msg_cpu_ops *) msg)->graph_id;
+        ggprof_cpu_ops_expand((const ggprof_msg_cpu_ops *) msg, cpu_op_count, &n); /* checks n_ops against size */
+    }
+    return n;
 }
 
 static char *slot_data(ggprof_ring_slot *s) { return (char *) s + GGPROF_SLOT_HDR; }
@@ -34,18 +61,23 @@ void ggprof_ring_temp_path(char *buf, size_t len, const char *tag) {
 }
 
 int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
-    if (slot_cap < 4096 || (slot_cap & (slot_cap - 1)) != 0 || n_slots == 0) {
-        errno = EINVAL;
+    size_t size = ring_size(n_slots, slot_cap);
+    uint64_t *tails = size ? calloc(n_slots, sizeof(uint64_t)) : NULL;
+    if (!tails) {
+        errno = size ? ENOMEM : EINVAL;
         return -1;
     }
-    size_t size = GGPROF_RING_HDR + (size_t) n_slots * (GGPROF_SLOT_HDR + slot_cap);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
+    if (fd < 0) {
+        free(tails);
+        return -1;
+    }
     /* Sparse: pages are only backed once a producer touches them. */
     if (ftruncate(fd, (off_t) size) != 0) {
         int e = errno;
         close(fd);
         unlink(path);
+        free(tails);
         errno = e;
         return -1;
     }
@@ -54,6 +86,7 @@ int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint6
     close(fd);
     if (p == MAP_FAILED) {
         unlink(path);
+        free(tails);
         errno = e;
         return -1;
     }
@@ -63,8 +96,7 @@ int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint6
     f->slot_cap = slot_cap;
     f->level    = level;
     atomic_store(&f->recording, 1);
-    r->file     = f;
-    r->map_size = size;
+    *r = (ggprof_ring){ .file = f, .map_size = size, .n_slots = n_slots, .slot_cap = slot_cap, .tails = tails };
     /* The magic goes last: an engine that sees it sees a complete header. */
     atomic_thread_fence(memory_order_release);
     memcpy(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC));
@@ -109,14 +141,21 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
         munmap(p, (size_t) st.st_size);
         return -1;
     }
-    size_t need = GGPROF_RING_HDR + (size_t) f->n_slots * (GGPROF_SLOT_HDR + f->slot_cap);
+    /* One copy of the geometry, checked against what is mapped: the producer never reads it again. */
+    uint32_t n_slots = f->n_slots;
+    uint64_t cap     = f->slot_cap;
+    size_t   need    = ring_size(n_slots, cap);
+    if (need == 0) {
+        snprintf(why, why_len, "ring '%s' has an impossible geometry (%u slots of %" PRIu64 " bytes)", path, n_slots, cap);
+        munmap(p, (size_t) st.st_size);
+        return -1;
+    }
     if ((size_t) st.st_size < need) {
         snprintf(why, why_len, "ring '%s' is truncated (%zu of %zu bytes)", path, (size_t) st.st_size, need);
         munmap(p, (size_t) st.st_size);
         return -1;
     }
-    r->file     = f;
-    r->map_size = (size_t) st.st_size;
+    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap };
     atomic_fetch_add(&f->n_processes, 1);
     return 0;
 }
@@ -140,14 +179,14 @@ static void prefault(ggprof_ring_slot *s, uint64_t cap) {
 }
 
 ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid) {
-    for (uint32_t i = 0; i < r->file->n_slots; i++) {
+    for (uint32_t i = 0; i < r->n_slots; i++) {
         ggprof_ring_slot *s = slot_at(r, i);
         uint32_t expect = GGPROF_SLOT_FREE;
         if (atomic_load_explicit(&s->state, memory_order_relaxed) != GGPROF_SLOT_FREE) continue;
         if (atomic_compare_exchange_strong(&s->state, &expect, GGPROF_SLOT_CLAIMED)) {
             s->pid = pid;
             s->tid = tid;
-            prefault(s, r->file->slot_cap);
+            prefault(s, r->slot_cap);
             return s;
         }
     }
@@ -155,19 +194,32 @@ ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid) {
 }
 
 int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg) {
-    const uint64_t cap  = r->file->slot_cap;
+    uint64_t lost, graph;
+    return ggprof_ring_write_counted(r, s, msg, &lost, &graph);
+}
+
+int ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
+                              uint64_t *graph_id) {
+    const uint64_t cap  = r->slot_cap;
     const uint64_t size = msg->size;
+    *lost = 0;
     if (s == NULL) {
+        /* Counted on the drop path only: what a message carries costs nothing while the ring accepts. */
+        *lost = ggprof_msg_records(msg, graph_id);
         atomic_fetch_add_explicit(&r->file->dropped_noslot, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->file->noslot_records, *lost, memory_order_relaxed);
         return -1;
     }
     uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
     uint64_t pos  = head & (cap - 1);
     uint64_t pad  = (pos + size > cap) ? cap - pos : 0; /* a message never wraps: pad to the end first */
-    if (head + pad + size - tail > cap) {
+    /* head and tail lie in memory the workload can write: whatever they say, the bytes written stay in the slot. */
+    if (size > cap || tail > head || head + pad + size - tail > cap) {
+        *lost = ggprof_msg_records(msg, graph_id);
         atomic_fetch_add_explicit(&s->dropped_msgs, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->dropped_bytes, size, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->dropped_records, *lost, memory_order_relaxed);
         return -1;
     }
     char *data = slot_data(s);
@@ -204,15 +256,27 @@ bool ggprof_ring_wait(ggprof_ring *r, uint32_t seen, long ms) {
     return rc == 0 || errno != ETIMEDOUT || ggprof_ring_wake_seen(r) != seen;
 }
 
+/* A slot's head is valid when it is at most a slot's capacity ahead of what the collector read (its own tail, never
+ * the one in shared memory). */
+static bool head_valid(const ggprof_ring *r, uint64_t head, uint64_t tail) { return head >= tail && head - tail <= r->slot_cap; }
+
 size_t ggprof_ring_drain_raw(ggprof_ring *r, ggprof_ring_chunk_fn fn, void *user) {
     size_t n = 0;
-    const uint64_t cap = r->file->slot_cap;
-    for (uint32_t i = 0; i < r->file->n_slots; i++) {
+    const uint64_t cap = r->slot_cap;
+    for (uint32_t i = 0; i < r->n_slots; i++) {
         ggprof_ring_slot *s = slot_at(r, i);
         uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
         if (state == GGPROF_SLOT_FREE) continue;
         uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
-        uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+        uint64_t tail = r->tails[i];
+        if (!head_valid(r, head, tail)) {
+            /* Not a position a producer can reach: the slot's unread bytes are skipped, and reading resumes from
+             * where the producer now writes. */
+            r->corrupt++;
+            r->tails[i] = head;
+            atomic_store_explicit(&s->tail, head, memory_order_release);
+            tail = head;
+        }
         if (head > tail) {
             /* The producer pads to the end before wrapping, so both runs hold whole messages. */
             uint64_t pos = tail & (cap - 1), len = head - tail;
@@ -220,13 +284,16 @@ size_t ggprof_ring_drain_raw(ggprof_ring *r, ggprof_ring_chunk_fn fn, void *user
             fn(s, slot_data(s) + pos, first, user);
             if (first < len) fn(s, slot_data(s), len - first, user);
             n += len;
+            r->tails[i] = head;
             atomic_store_explicit(&s->tail, head, memory_order_release);
         }
         if (state == GGPROF_SLOT_DONE) {
             /* The thread is gone and all it wrote is read: the slot can serve another thread. */
             atomic_store_explicit(&s->head, 0, memory_order_relaxed);
             atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
+            r->tails[i] = 0;
             atomic_fetch_add(&r->file->dropped_freed, atomic_exchange(&s->dropped_msgs, 0));
+            atomic_fetch_add(&r->file->freed_records, atomic_exchange(&s->dropped_records, 0));
             atomic_store_explicit(&s->dropped_bytes, 0, memory_order_relaxed);
             atomic_store_explicit(&s->state, GGPROF_SLOT_FREE, memory_order_release);
         }
@@ -276,20 +343,41 @@ size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user) {
 
 uint64_t ggprof_ring_dropped(const ggprof_ring *r) {
     uint64_t n = atomic_load(&r->file->dropped_noslot) + atomic_load(&r->file->dropped_freed);
-    for (uint32_t i = 0; i < r->file->n_slots; i++) n += atomic_load(&slot_at(r, i)->dropped_msgs);
+    for (uint32_t i = 0; i < r->n_slots; i++) n += atomic_load(&slot_at(r, i)->dropped_msgs);
     return n;
+}
+
+uint64_t ggprof_ring_dropped_records(const ggprof_ring *r) {
+    uint64_t n = atomic_load(&r->file->noslot_records) + atomic_load(&r->file->freed_records);
+    for (uint32_t i = 0; i < r->n_slots; i++) n += atomic_load(&slot_at(r, i)->dropped_records);
+    return n;
+}
+
+bool ggprof_ring_header_intact(const ggprof_ring *r, char *why, size_t why_len) {
+    const ggprof_ring_file *f = r->file;
+    int n = snprintf(why, why_len, "%s", "");
+    if (memcmp(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC)) != 0) n += snprintf(why + n, why_len - (size_t) n, " magic");
+    if (f->version != GGPROF_RING_VERSION && (size_t) n < why_len) n += snprintf(why + n, why_len - (size_t) n, " version");
+    if (f->n_slots != r->n_slots && (size_t) n < why_len) n += snprintf(why + n, why_len - (size_t) n, " n_slots");
+    if (f->slot_cap != r->slot_cap && (size_t) n < why_len) n += snprintf(why + n, why_len - (size_t) n, " slot_cap");
+    return n == 0;
 }
 
 bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain_at, long max_ms, long *sleep_ms) {
     const long lo = 5, hi = max_ms > lo ? max_ms : lo;
     uint64_t total = 0, fullest = 0;
     bool     done  = false;
-    for (uint32_t i = 0; i < r->file->n_slots; i++) {
+    for (uint32_t i = 0; i < r->n_slots; i++) {
         const ggprof_ring_slot *s = slot_at(r, i);
         uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
         if (state == GGPROF_SLOT_FREE) continue;
         done |= state == GGPROF_SLOT_DONE;
-        uint64_t b = atomic_load_explicit(&s->head, memory_order_acquire) - atomic_load_explicit(&s->tail, memory_order_relaxed);
+        uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire), tail = r->tails[i];
+        if (!head_valid(r, head, tail)) { /* the drain skips it */
+            done = true;
+            continue;
+        }
+        uint64_t b = head - tail;
         total += b;
         fullest = b > fullest ? b : fullest;
     }
@@ -297,7 +385,7 @@ bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain
      * by is what the producers published meanwhile. */
     uint64_t grew   = total > p->backlog ? total - p->backlog : 0;
     bool     drain  = done || fullest >= drain_at;
-    uint64_t target = drain_at ? drain_at : r->file->slot_cap / 8;
+    uint64_t target = drain_at ? drain_at : r->slot_cap / 8;
     uint64_t left   = drain ? target : target - fullest;
     double   ms     = grew ? (double) left * (double) (p->slept_ms > 0 ? p->slept_ms : lo) / (double) grew : (double) hi;
     p->slept_ms     = ms < lo ? lo : ms > hi ? hi : (long) ms;
@@ -308,5 +396,7 @@ bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain
 
 void ggprof_ring_unmap(ggprof_ring *r) {
     if (r->file) munmap(r->file, r->map_size);
-    r->file = NULL;
+    free(r->tails);
+    r->tails = NULL;
+    r->file  = NULL;
 }

@@ -13,7 +13,7 @@
  * Each producing thread claims a slot of its own, so a producer never waits for another and a process
  * killed mid-write leaves only its unpublished message behind: the head moves after the bytes are in. */
 #define GGPROF_RING_MAGIC   "GGPRING"
-#define GGPROF_RING_VERSION 4 /* 4: recording holds two bits; flags carry --sample */
+#define GGPROF_RING_VERSION 5 /* 5: drops counted in records too (slot and header counters, LOSS messages) */
 #define GGPROF_RING_HDR     4096
 #define GGPROF_SLOT_HDR     256
 
@@ -54,6 +54,8 @@ typedef struct {
     _Atomic uint32_t recording;      /* GGPROF_REC_ON records; see GGPROF_REC_PROGRAM_ON */
     _Atomic uint32_t wake;           /* moves when a producer releases its slot: the collector sleeps on it */
     _Atomic uint64_t dropped_freed;  /* drops counted in slots that were recycled */
+    _Atomic uint64_t noslot_records; /* records (ggprof_msg_records) in the dropped_noslot messages */
+    _Atomic uint64_t freed_records;  /* records in the dropped_freed messages */
 } ggprof_ring_file;
 
 typedef struct {
@@ -64,21 +66,49 @@ typedef struct {
     _Atomic uint64_t head;            /* bytes published, written by the producer only */
     _Atomic uint64_t dropped_msgs;    /* messages that did not fit */
     _Atomic uint64_t dropped_bytes;
-    char     line1_pad[64 - 24];
+    _Atomic uint64_t dropped_records; /* records (ggprof_msg_records) those messages carried */
+    char     line1_pad[64 - 32];
     _Atomic uint64_t tail;            /* bytes consumed, written by the collector only */
     char     line2_pad[GGPROF_SLOT_HDR - 128 - 8];
 } ggprof_ring_slot;
 
 /* Shared by processes built apart (a ring outlives neither side's build, but the collector reads what any engine
  * of the same version wrote): each field where the other side expects it, head and tail on lines of their own. */
-_Static_assert(sizeof(ggprof_ring_file) == 64 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
+_Static_assert(sizeof(ggprof_ring_file) == 80 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
 _Static_assert(sizeof(ggprof_ring_slot) == GGPROF_SLOT_HDR, "slot header layout");
 _Static_assert(offsetof(ggprof_ring_slot, head) == 64 && offsetof(ggprof_ring_slot, tail) == 128,
                "a slot's head and tail each on a cache line of its own");
 
+/* The sink's account of what it dropped, graph by graph: a thread keeps the records it could not write (per
+ * graph id, GGPROF_GRAPH_ANY once its table is full) and sends them as one LOSS message once its slot accepts
+ * again, and when it ends. The counters above stay exact whether or not a LOSS message gets through. */
+#define GGPROF_MSG_LOSS   18
+#define GGPROF_LOSS_MAX   64
+#define GGPROF_GRAPH_ANY  UINT64_MAX /* records outside any graph, or of graphs the table had no room to name */
+typedef struct {
+    uint64_t graph_id;
+    uint64_t records;
+} ggprof_loss_entry;
+typedef struct {
+    ggprof_msg_hdr    h;
+    uint32_t          n, pad;
+    ggprof_loss_entry e[GGPROF_LOSS_MAX];
+} ggprof_msg_loss;
+
+/* The records (rows of the trace's events table) a message makes: 1 for an EVENT, a CPU_OPS message's ops and
+ * syncs as the collector expands them, 0 for any other kind. *graph_id: the graph they belong to. */
+uint64_t ggprof_msg_records(const ggprof_msg_hdr *msg, uint64_t *graph_id);
+
+/* Each side's own copy of the geometry, taken once when it creates or attaches: the header lies in memory the
+ * workload can write, so nothing is sized or indexed from it after that. The collector also keeps its own tail of
+ * each slot (tails), and counts the times a slot's head was out of the possible range (corrupt). */
 typedef struct {
     ggprof_ring_file *file;
     size_t            map_size;
+    uint32_t          n_slots;
+    uint64_t          slot_cap;
+    uint64_t         *tails;   /* collector only: bytes consumed per slot */
+    uint64_t          corrupt; /* collector only: slots skipped, their head beyond what a producer can write */
 } ggprof_ring;
 
 /* Collector side. Errors return -1 with errno set. */
@@ -99,6 +129,11 @@ size_t ggprof_ring_drain(ggprof_ring *r, ggprof_ring_msg_fn fn, void *user);
 typedef void (*ggprof_msg_fn)(const ggprof_msg_hdr *msg, void *user);
 long ggprof_msgs_foreach(const void *bytes, size_t n, ggprof_msg_fn fn, void *user);
 uint64_t ggprof_ring_dropped(const ggprof_ring *r);
+/* The records those messages carried (ggprof_msg_records), every slot and the header together. */
+uint64_t ggprof_ring_dropped_records(const ggprof_ring *r);
+/* Collector side: whether the header's geometry (or magic, version) is still what was created; if not, why names
+ * the fields the workload changed. */
+bool ggprof_ring_header_intact(const ggprof_ring *r, char *why, size_t why_len);
 /* Paces a collector between drains. Each wake-up of the collector can take a core from a workload whose
  * threads spin in ggml's barriers, and each drain copies bytes: both are kept for when they are needed. Call
  * it after each sleep: it returns true when the collector should drain now (a slot holds drain_at bytes or
@@ -116,6 +151,9 @@ int  ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_
 ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid);
 /* Copies one message (size a multiple of 8, header filled) and publishes it; 0 if written, -1 if dropped. */
 int  ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg);
+/* The same; on a drop, *lost and *graph_id say what the message carried (ggprof_msg_records). */
+int  ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
+                               uint64_t *graph_id);
 /* A producer that ends (its thread exits) hands its slot back: the collector frees it once it has read it,
  * and is woken for that (ggprof_ring_poke): a program that starts and ends threads faster than the collector's
  * sleeps would otherwise run out of slots. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ring.h"
 #include "trace_db.h"
 #include "v3_format.h"
 
@@ -13,7 +14,7 @@
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
-       ST_COUNT };
+       ST_LOSS, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -35,6 +36,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_DEVMEM] = "INSERT INTO device_memory VALUES(?,?,?,?,?,?,?)",
     [ST_PLAN] = "INSERT OR REPLACE INTO plan_list VALUES(?,?,?,?,?,?)",
     [ST_PLACEMENT] = "INSERT INTO placements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_LOSS] = "INSERT INTO losses VALUES(?,?,?)",
 };
 
 
@@ -510,6 +512,24 @@ static void msg_note(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg
     s->counts.notes++;
 }
 
+/* What a thread's sink could not write, graph by graph (ring.h): data like any other, its counts only summed. */
+static void msg_loss(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_loss *l = (const void *) m;
+    sqlite3_stmt *st = s->st[ST_LOSS];
+    for (uint32_t i = 0; i < l->n && i < GGPROF_LOSS_MAX; i++) {
+        if (l->e[i].records == 0) continue;
+        sqlite3_bind_int(st, 1, pid);
+        if (l->e[i].graph_id == GGPROF_GRAPH_ANY || l->e[i].graph_id > INT64_MAX) {
+            sqlite3_bind_null(st, 2);
+        } else {
+            sqlite3_bind_int64(st, 2, (sqlite3_int64) l->e[i].graph_id);
+        }
+        sqlite3_bind_int64(st, 3, (sqlite3_int64) (l->e[i].records > INT32_MAX ? INT32_MAX : l->e[i].records));
+        run(s, st);
+    }
+}
+
 static void msg_node(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     (void) tid;
     store_node(s, pid, (const void *) m);
@@ -617,6 +637,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_BUFFER] = msg_buffer,
     [GGPROF_MSG_DEVMEM] = msg_devmem,
     [GGPROF_MSG_PLACEMENT] = msg_placement,
+    [GGPROF_MSG_LOSS] = msg_loss,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -630,6 +651,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region), [GGPROF_MSG_BATCH] = sizeof(ggprof_msg_batch),
     [GGPROF_MSG_FUSION] = sizeof(ggprof_msg_fusion), [GGPROF_MSG_BUFFER] = sizeof(ggprof_msg_buffer),
     [GGPROF_MSG_DEVMEM] = sizeof(ggprof_msg_devmem), [GGPROF_MSG_PLACEMENT] = sizeof(ggprof_msg_placement),
+    [GGPROF_MSG_LOSS] = sizeof(ggprof_msg_loss),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {

@@ -33,6 +33,8 @@ static const char k_ddl[] =
     "  node_id INTEGER, fused_index INTEGER, fused_node_id INTEGER, start_ns INTEGER, duration_ns INTEGER,\n"
     "  bytes INTEGER, wait_ns INTEGER, extra TEXT);\n"
     "CREATE TABLE notes(pid INTEGER, text TEXT);\n"
+    /* Optional for readers (older traces lack it): records the ring had no room for; graph_id NULL: not named. */
+    "CREATE TABLE losses(pid INTEGER, graph_id INTEGER, records INTEGER);\n"
     GGPROF_DB_WINDOWS_DDL
     GGPROF_DB_REPLAY_DDL
     "CREATE TABLE regions(pid INTEGER, tid INTEGER, name TEXT, depth INTEGER, start_ns INTEGER,\n"

@@ -1,5 +1,5 @@
 /* Unit tests of the shared-memory ring: order, wrap-around, drops, crash visibility, slot reuse, versions,
- * the collector's pacing. */
+ * the collector's pacing, drops counted in records, a header the workload scribbled on. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -248,6 +248,128 @@ static void test_pacer_drains_when_needed_and_sleeps_by_rate(void) {
     done(&c, &p);
 }
 
+/* A CPU_OPS message of n ops, no plan or join: n OP records, and a SYNC record per barrier wait. */
+static void cpu_ops(ggprof_msg_cpu_ops *m, uint32_t n, uint64_t graph_id) {
+    memset(m, 0, sizeof(*m) + n * sizeof(ggprof_cpu_op));
+    m->h        = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, 0 };
+    m->graph_id = graph_id;
+    m->n_ops    = n;
+    m->start_ns = 1000;
+    for (uint32_t i = 0; i < n; i++) {
+        m->ops[i].node_index = (int32_t) i;
+        m->ops[i].tick_ns    = 1000 + 10 * (i + 1);
+        m->ops[i].barrier_ns = i % 2 ? 3 : 0; /* every other op waits: a cpu_barrier record */
+    }
+}
+
+/* Drops are counted in the records the messages carried, not in messages: a CPU_OPS message of 100 ops that did
+ * not fit is 150 records lost (100 ops, 50 barrier waits), and the sink learns its graph. */
+static void test_drops_are_counted_in_records(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 4096);
+    ggprof_msg_cpu_ops *m = malloc(sizeof(*m) + 100 * sizeof(ggprof_cpu_op));
+    cpu_ops(m, 100, 42);
+    uint64_t graph = 0;
+    CHECK_EQ_INT(ggprof_msg_records(&m->h, &graph), 150);
+    CHECK_EQ_INT(graph, 42);
+    ggprof_ring_slot *s = ggprof_ring_claim(&p, 1, 1);
+    int written = 0, dropped = 0;
+    for (int i = 0; i < 5; i++) {
+        uint64_t lost = 99, g = 0;
+        if (ggprof_ring_write_counted(&p, s, &m->h, &lost, &g) == 0) {
+            written++;
+            CHECK_EQ_INT(lost, 0);
+        } else {
+            dropped++;
+            CHECK_EQ_INT(lost, 150);
+            CHECK_EQ_INT(g, 42);
+        }
+    }
+    ggprof_msg_event e = event(1);
+    ggprof_ring_write(&p, NULL, &e.h); /* no slot: one record */
+    CHECK(written > 0 && dropped > 0);
+    CHECK_EQ_INT(ggprof_ring_dropped(&c), dropped + 1);
+    CHECK_EQ_INT(ggprof_ring_dropped_records(&c), 150 * dropped + 1);
+    ggprof_ring_release(&p, s); /* recycled: the slot's count moves to the header, the total stays */
+    ggprof_ring_drain(&c, drop_all, NULL);
+    CHECK_EQ_INT(ggprof_ring_dropped_records(&c), 150 * dropped + 1);
+    free(m);
+    done(&c, &p);
+}
+
+typedef struct {
+    uint64_t bytes;
+    int      calls;
+} chunks_t;
+
+static void count_chunk(const ggprof_ring_slot *slot, const void *bytes, size_t n, void *user) {
+    (void) slot;
+    (void) bytes;
+    chunks_t *c = user;
+    c->bytes += n;
+    c->calls++;
+}
+
+/* The workload can write the header and the slots' heads: the collector sizes nothing from the header after it
+ * created the ring, and a head out of the possible range costs that slot's unread bytes only. */
+static void test_scribbled_header_and_head(void) {
+    ggprof_ring c, p;
+    const uint64_t cap = 4096;
+    fresh(&c, &p, cap);
+    ggprof_ring_slot *s = ggprof_ring_claim(&p, 1, 1);
+    write_bytes(&p, s, 1024);
+    char why[128];
+    CHECK(ggprof_ring_header_intact(&c, why, sizeof(why)));
+    c.file->n_slots  = 1u << 20; /* what a hostile workload writes */
+    c.file->slot_cap = 1ull << 40;
+    CHECK(!ggprof_ring_header_intact(&c, why, sizeof(why)));
+    CHECK(strstr(why, "n_slots") && strstr(why, "slot_cap"));
+    chunks_t got = { 0, 0 };
+    ggprof_ring_drain_raw(&c, count_chunk, &got); /* the old code walked a million slots here: SIGSEGV */
+    CHECK_EQ_INT(got.bytes, 1024);
+    CHECK_EQ_INT(c.corrupt, 0);
+    long ms;
+    ggprof_ring_pacer pacer = { 0, 0 };
+    ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms);
+    write_bytes(&p, s, 512);
+    atomic_store(&s->head, 1ull << 40); /* the old code copied a terabyte from here: EFAULT */
+    CHECK(ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms)); /* the drain is due, to skip it */
+    got = (chunks_t){ 0, 0 };
+    ggprof_ring_drain_raw(&c, count_chunk, &got);
+    CHECK_EQ_INT(got.bytes, 0);
+    CHECK_EQ_INT(c.corrupt, 1);
+    write_bytes(&p, s, 256); /* the producer goes on from the head it finds: read again */
+    ggprof_ring_drain_raw(&c, count_chunk, &got);
+    CHECK_EQ_INT(got.bytes, 256);
+    CHECK_EQ_INT(c.corrupt, 1);
+    atomic_store(&s->tail, 0); /* a tail moved back: the collector's own tail decides what is read */
+    ggprof_ring_drain_raw(&c, count_chunk, &got);
+    CHECK_EQ_INT(got.bytes, 256);
+    atomic_store(&s->head, 5); /* behind what was read */
+    ggprof_ring_drain_raw(&c, count_chunk, &got);
+    CHECK_EQ_INT(got.bytes, 256);
+    CHECK_EQ_INT(c.corrupt, 2);
+    done(&c, &p);
+}
+
+/* A geometry that overflows the size computation, or that no create makes, is refused at attach. */
+static void test_attach_rejects_impossible_geometry(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 4096);
+    ggprof_ring_unmap(&p);
+    char why[256];
+    c.file->n_slots  = 0xffffffffu;
+    c.file->slot_cap = 1ull << 62; /* n_slots * (256 + cap) wraps to a small number in 64 bits */
+    CHECK(ggprof_ring_attach(&p, g_path, why, sizeof(why)) == -1);
+    CHECK(strstr(why, "geometry") != NULL);
+    c.file->n_slots  = 4;
+    c.file->slot_cap = 4096 + 8; /* not a power of two */
+    CHECK(ggprof_ring_attach(&p, g_path, why, sizeof(why)) == -1);
+    c.file->slot_cap = 4096;
+    CHECK(ggprof_ring_attach(&p, g_path, why, sizeof(why)) == 0);
+    done(&c, &p);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_order_and_wrap);
@@ -258,5 +380,8 @@ int main(void) {
     RUN(test_attach_rejects_other_versions);
     RUN(test_large_messages_arrive_intact);
     RUN(test_pacer_drains_when_needed_and_sleeps_by_rate);
+    RUN(test_drops_are_counted_in_records);
+    RUN(test_scribbled_header_and_head);
+    RUN(test_attach_rejects_impossible_geometry);
     return failures ? 1 : 0;
 }
