@@ -189,12 +189,12 @@ int ggprof_cmd_merge(int argc, char **argv) {
     }
     sqlite3 *o = store ? ggprof_store_finish(store, why, sizeof(why)) : NULL;
     if (!rc && !o) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
-    /* again, with URI names on: the inputs attach read-only (file:...?mode=ro); "./" keeps a name that begins
-     * with "file:" a file name */
+    /* again (the hidden file, renamed over OUT at the end), with URI names on: the inputs attach read-only
+     * (file:...?mode=ro); "./" keeps a name that begins with "file:" a file name */
     if (o) {
         sqlite3_close(o);
         o = NULL;
-        char *name = sqlite3_mprintf("%s%s", strncmp(out, "file:", 5) == 0 ? "./" : "", out);
+        char *name = sqlite3_mprintf("%s%s", strncmp(of.tmp, "file:", 5) == 0 ? "./" : "", of.tmp);
         if (!name || sqlite3_open_v2(name, &o, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
             if (!rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot open '%s' again: %s", out, o ? sqlite3_errmsg(o) : "?");
             sqlite3_close(o);
