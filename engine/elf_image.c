@@ -187,3 +187,61 @@ bool ggprof_elf_relocates(const ggprof_elf *e, const char *name) {
 bool ggprof_elf_contains(const ggprof_elf *e, const char *needle) {
     return memmem(e->map, e->map_len, needle, strlen(needle)) != NULL;
 }
+
+/* The section that holds file contents at file address [addr, addr + len): allocated, not NOBITS, inside the image;
+ * NULL otherwise. */
+static const Elf64_Shdr *contents_at(const ggprof_elf *e, uint64_t addr, uint64_t len) {
+    const Elf64_Shdr *sh = e->shdr;
+    for (size_t i = 1; i < e->n_shdr; i++) {
+        const Elf64_Shdr *s = &sh[i];
+        if (!(s->sh_flags & SHF_ALLOC) || s->sh_type == SHT_NOBITS || addr < s->sh_addr) continue;
+        if (!range_ok(addr - s->sh_addr, len, s->sh_size) || !range_ok(s->sh_offset, s->sh_size, e->map_len)) continue;
+        return s;
+    }
+    return NULL;
+}
+
+static const Elf64_Sym *data_sym(const Elf64_Sym *syms, size_t n, const char *strs, size_t n_strs, const char *name) {
+    for (size_t i = 0; syms && i < n; i++) {
+        const Elf64_Sym *s = &syms[i];
+        if (ELF64_ST_TYPE(s->st_info) != STT_OBJECT || s->st_shndx == SHN_UNDEF || s->st_size == 0) continue;
+        const char *nm = sym_name(s, strs, n_strs);
+        if (nm && strcmp(nm, name) == 0) return s;
+    }
+    return NULL;
+}
+
+/* The data object `name` (.dynsym first) whose bytes lie whole in a section with file contents, and that section. */
+static const Elf64_Sym *find_data(const ggprof_elf *e, const char *name, const Elf64_Shdr **sec) {
+    const Elf64_Sym *s = data_sym(e->dynsym, e->n_dynsym, e->dynstr, e->dynstr_len, name);
+    if (!s) s = data_sym(e->symtab, e->n_symtab, e->symstr, e->symstr_len, name);
+    *sec = s ? contents_at(e, s->st_value, s->st_size) : NULL;
+    return *sec ? s : NULL;
+}
+
+const void *ggprof_elf_data(const ggprof_elf *e, const char *name, size_t *size) {
+    const Elf64_Shdr *sec;
+    const Elf64_Sym  *s = find_data(e, name, &sec);
+    if (!s) return NULL;
+    *size = s->st_size;
+    return e->map + sec->sh_offset + (s->st_value - sec->sh_addr);
+}
+
+const char *ggprof_elf_pointed_string(const ggprof_elf *e, const char *name, size_t max) {
+    const Elf64_Shdr *sec;
+    const Elf64_Sym  *s = find_data(e, name, &sec);
+    if (!s || s->st_size != sizeof(uint64_t)) return NULL;
+    uint64_t target, at = s->st_value;
+    memcpy(&target, e->map + sec->sh_offset + (at - sec->sh_addr), sizeof(target));
+    for (int r = 0; r < e->n_relas; r++) {
+        const Elf64_Rela *rel = e->rela[r];
+        for (size_t i = 0; i < e->n_rela[r]; i++) {
+            if (rel[i].r_offset == at && ELF64_R_TYPE(rel[i].r_info) == R_X86_64_RELATIVE) target = (uint64_t) rel[i].r_addend;
+        }
+    }
+    if (!(sec = contents_at(e, target, 1))) return NULL;
+    const char *str  = (const char *) e->map + sec->sh_offset + (target - sec->sh_addr);
+    size_t      room = (size_t) (sec->sh_size - (target - sec->sh_addr));
+    if (room > max) room = max;
+    return memchr(str, '\0', room) ? str : NULL;
+}

@@ -47,6 +47,17 @@ bool ggprof_elf_relocates(const ggprof_elf *e, const char *name);
 /* Whether the object has a .symtab (it was not stripped). */
 static inline bool ggprof_elf_has_symtab(const ggprof_elf *e) { return e->symtab != NULL; }
 
+/* The file's bytes of the data object `name` defined in the object (.dynsym, else .symtab), and its size: NULL when
+ * absent, or when it does not lie whole inside a section of the image that holds file contents. Its initial value:
+ * a pointer in it is read with ggprof_elf_pointed_string. */
+const void *ggprof_elf_data(const ggprof_elf *e, const char *name, size_t *size);
+
+/* The string a pointer-sized data object `name` (a `const char *` variable) points at, read from the file: the
+ * target is the object's R_X86_64_RELATIVE addend where one relocates it (a position-independent object), else the
+ * value the file holds; NULL unless the string lies inside a section with file contents and ends there with a NUL
+ * within max bytes. */
+const char *ggprof_elf_pointed_string(const ggprof_elf *e, const char *name, size_t max);
+
 /* Whether the file's bytes contain `needle` (e.g. a string only ggml puts in its read-only data). */
 bool ggprof_elf_contains(const ggprof_elf *e, const char *needle);
 

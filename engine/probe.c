@@ -1,4 +1,5 @@
 /* Finding the ggml a program loaded and checking it: its functions, its tensor layout, its op ids. */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,26 @@ static ggml_backend_t layout_sched_backend(ggml_backend_sched_t s, int i) {
 /* ggml_new_graph where only ggml_new_graph_custom is left: ggml's default size, no gradients. */
 static struct ggml_cgraph *(*g_new_graph_custom)(struct ggml_context *, size_t, bool);
 static struct ggml_cgraph *default_new_graph(struct ggml_context *ctx) { return g_new_graph_custom(ctx, 2048, false); }
+
+/* The version where ggml_version is missing (LTO dropped it, or a release before mid 2025 had none): llama.cpp's build
+ * info, data in the same image (common/build-info.cpp: LLAMA_BUILD_NUMBER, and LLAMA_COMMIT pointing at the commit
+ * string), as llama_build_info() spells it, named as llama.cpp's so that it is not read as ggml's. Read from the
+ * file, never by calling code; a commit with anything but [0-9A-Za-z._-] is cut there. */
+static char        g_image_version[32];
+static const char *image_version(void) { return g_image_version; }
+
+static bool version_from_image(const ggprof_elf *e) {
+    size_t      size   = 0;
+    const void *number = e ? ggprof_elf_data(e, "LLAMA_BUILD_NUMBER", &size) : NULL;
+    const char *commit = number && size == sizeof(int32_t) ? ggprof_elf_pointed_string(e, "LLAMA_COMMIT", 64) : NULL;
+    if (!commit) return false;
+    int32_t b;
+    memcpy(&b, number, sizeof(b));
+    int n = 0;
+    while (n < 16 && commit[n] && (isalnum((unsigned char) commit[n]) || strchr("._-", commit[n]))) n++;
+    snprintf(g_image_version, sizeof(g_image_version), "llama.cpp b%d-%.*s", (int) b, n, commit);
+    return true;
+}
 
 static void *find_sym(void *h, const ggprof_elf *e, const char *name) {
     void *p = h ? dlsym(h, name) : NULL;
@@ -85,6 +106,11 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
     WITHOUT(ggml_backend_sched_get_n_backends, layout_sched_n_backends)
     WITHOUT(ggml_backend_sched_get_backend, layout_sched_backend)
 #undef WITHOUT
+    if (!g->ggml_version && version_from_image(e)) {
+        g->ggml_version = image_version;
+        ggprof_trace_note("%s has no ggml_version: the version recorded is llama.cpp's build info in its image "
+                          "(LLAMA_BUILD_NUMBER, LLAMA_COMMIT): %s", g->lib, g_image_version);
+    }
     if (done_without[0]) {
         ggprof_trace_note("%s has no %s (inlined): read from ggml's structures instead, checked on probes", g->lib,
                           done_without);

@@ -13,7 +13,6 @@
 
 #include "internal.h"
 #include "patch.h"
-#include "timing.h"
 #include "wire.h"
 
 static char            g_summary[1024];
@@ -174,10 +173,10 @@ void ggprof_reach_after_find(const ggprof_ggml *g) {
     ggprof_trace_note("%s", g_summary);
     note_list("patched in", base, g_patched, ", ");
     if (g_off[0]) note_list("off in", base, g_off, "; ");
-    /* Graph-building calls (ggml_set_name, ggml_init, ...) are direct or inlined here: nothing says when a kept
-     * split plan went out of date. */
-    atomic_load(&ggprof_cpu)->plans_off("split plans off: graph-building calls are direct inside %s, so every CPU split is walked "
-                         "anew", base);
+    /* Graph-building calls (ggml_set_name, ggml_init, ...) are direct or inlined here: the generation counter
+     * does not move with them, so kernels/cpu keeps a split plan only while its nodes' print holds
+     * (ggprof_reach_embedded). */
+    ggprof_trace_note("split plans checked by their nodes' print: graph-building calls are direct inside %s", base);
 }
 
 static int main_cb(struct dl_phdr_info *info, size_t size, void *data) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "reach.h"
 #include "tick_model.h"
 
 /* Thread 0 reads the clock at every tick and around every barrier: with clock_gettime that timing cost
@@ -37,13 +38,18 @@ typedef struct {
  * cold: the last token's weights went through the caches since), about 8 us of thread 0's time per token of the
  * dense fixture model, on the token's critical path. llama.cpp computes the very same graph token after token
  * (graph reuse), so a plan is kept per split and used again while nothing can have changed the nodes:
- * ggprof_graph_gen moves with every wrapped ggml call that builds, renames or re-splits graphs (interpose.c). A
- * program that writes tensor fields directly, with no ggml call, is caught by walking again at every
- * PLAN_VERIFY_EVERY-th use: if the walk differs, the trace gets a note and this process keeps no plans any more. */
+ * ggprof_graph_gen moves with every wrapped ggml call that builds, renames or re-splits graphs (interpose.c).
+ * Where ggml is inside the program those calls are direct or inlined, not wrapped: there a plan also holds only
+ * while the split's nodes print as they did when it was walked (nodes_print: each node's own fields that decide
+ * its ticks and its description, and its sources' addresses, not its sources' fields). A program that writes
+ * tensor fields directly, with no ggml call (or a field the print leaves out), is caught by walking again at
+ * every PLAN_VERIFY_EVERY-th use: if the walk differs, the trace gets a note and this process keeps no plans any
+ * more. */
 typedef struct {
     struct ggml_tensor **nodes, **graph_nodes; /* the split: its nodes, inside its graph's */
     int       n, graph_n;
     uint32_t  gen, epoch; /* ggprof_graph_gen and ggprof_desc_epoch when it was walked */
+    uint64_t  print;      /* nodes_print when it was walked, where ggml is inside the program (else 0) */
     uint32_t  uses;       /* since the last walk */
     bool      keep;       /* walked, and every description it refers to reached the trace */
     int       n_exp, cap;
@@ -58,6 +64,14 @@ typedef struct {
 
 #define PLAN_VERIFY_EVERY 16
 #define MAX_PLANS         16 /* per thread, by the split's nodes pointer; one more is the verification's scratch */
+
+/* How the CPU splits were planned, for the note at exit: splits that used a kept plan, walks (a new plan, or one
+ * out of date), of these the ones the print found changed and the verification walks, and the stamp() units the
+ * prints and the walks took with the nodes they covered. */
+static struct {
+    _Atomic uint64_t kept, walked, changed, verified;
+    _Atomic uint64_t print_units, print_nodes, walk_units, walk_nodes;
+} g_plan_stats;
 
 typedef struct {
     /* What the tick and the barrier read, in the struct's first cache line. */
@@ -312,7 +326,35 @@ static _Atomic int      g_model;
 static _Atomic int      g_notes_left = 3; /* notes about unmatched splits, per process */
 static _Atomic bool     g_model_noted;    /* the trace says which model read the first split */
 
+static void cpu_plans_off(const char *why_fmt, const char *arg);
+static void read_anchor(uint64_t *st, uint64_t *ns);
+static uint64_t g_cal_stamp, g_cal_ns; /* stamp() and the clock read together at the first CPU split */
+
+/* One note at exit: how the CPU splits were planned, and what a print and a walk cost a node (stamp() units put on
+ * the clock by the anchors read at the first split and here). */
+static void plans_at_exit(void) {
+    uint64_t kept = atomic_load(&g_plan_stats.kept), walked = atomic_load(&g_plan_stats.walked);
+    uint64_t verified = atomic_load(&g_plan_stats.verified), changed = atomic_load(&g_plan_stats.changed);
+    uint64_t pu = atomic_load(&g_plan_stats.print_units), pn = atomic_load(&g_plan_stats.print_nodes);
+    uint64_t wu = atomic_load(&g_plan_stats.walk_units), wn = atomic_load(&g_plan_stats.walk_nodes);
+    if (kept + walked + verified == 0) return;
+    uint64_t st, ns;
+    read_anchor(&st, &ns);
+    double scale = st > g_cal_stamp && ns > g_cal_ns ? (double) (ns - g_cal_ns) / (double) (st - g_cal_stamp) : 1.0;
+    char   print[96] = "";
+    if (pn) snprintf(print, sizeof(print), "; printed %.1f ns a node", (double) pu * scale / (double) pn);
+    ggprof_trace_note("CPU split plans: %llu splits, %llu on a kept plan, %llu verification walks, %llu walked (%llu "
+                      "found changed by their nodes' print); walked %.1f ns a node%s",
+                      (unsigned long long) (kept + verified + walked), (unsigned long long) kept,
+                      (unsigned long long) verified, (unsigned long long) walked, (unsigned long long) changed,
+                      wn ? (double) wu * scale / (double) wn : 0.0, print);
+}
+
 static void env_init(void) {
+    const char *plans = getenv("GGPROF_PLANS"); /* 0: every split walked (what plans save, and a reference) */
+    if (plans && strcmp(plans, "0") == 0) cpu_plans_off("split plans off: %s, so every CPU split is walked anew", "GGPROF_PLANS=0");
+    read_anchor(&g_cal_stamp, &g_cal_ns);
+    atexit(plans_at_exit);
     const ggprof_ggml *g = &ggprof_eng.g;
     g_env = (ggprof_tick_env){ g->op.none, g->op.reshape, g->op.view, g->op.permute, g->op.transpose,
                                g->op.rms_norm, g->op.mul, g->links_off, g->has_compute_flag, !ggprof_eng.cpu_fusion };
@@ -376,6 +418,43 @@ static bool same_walk(const split_plan *a, const split_plan *b) {
            memcmp(a->exp_fid, b->exp_fid, n * sizeof(uint32_t)) == 0;
 }
 
+/* A split's nodes as a plan sees them, where no wrapped ggml call says when they change (ggml inside the program):
+ * per node its address, type and op, flags, shape, op parameters, sources' addresses and data address, so a node
+ * rebuilt, re-shaped, re-pointed or moved to other memory prints differently. Each field goes through its own
+ * odd multiplier (pairwise differences with few factors of two, so that two swapped pointers do not cancel) into
+ * one sum per node, independent products that pipeline, and the sums are chained node by node. It reads the
+ * node's first four cache lines (the walk reads about nine a node, its sources' too) and computes no description
+ * key: what it costs beside the walk is in the trace's note at exit (plans_at_exit). */
+#define PRINT_K(j) (0x9e3779b97f4a7c15ull * (2ull * (j) + 1))
+
+static uint64_t nodes_print(struct ggml_tensor *const *nodes, int n, const struct ggml_tensor *const *graph_nodes,
+                            int graph_n) {
+    size_t   lo = ggprof_eng.g.links_off;
+    uint64_t h  = ((uint64_t) (uintptr_t) nodes * PRINT_K(40) + (uint64_t) (uintptr_t) graph_nodes * PRINT_K(41) +
+                  (uint64_t) (uint32_t) n * PRINT_K(42) + (uint64_t) (uint32_t) graph_n * PRINT_K(43));
+    for (int i = 0; i < n; i++) {
+        const struct ggml_tensor *t = nodes[i];
+        if (i + 4 < n) {
+            const char *q = (const char *) nodes[i + 4];
+            for (size_t l = 0; l < lo + offsetof(struct ggml_tensor_links, name); l += 64) __builtin_prefetch(q + l);
+        }
+        const struct ggml_tensor_links *l = ggml_abi_links(t, lo);
+        uint64_t par[GGML_ABI_MAX_OP_PARAMS / 8];
+        memcpy(par, t->op_params, sizeof(par));
+        uint64_t a = (uint64_t) (uintptr_t) t * PRINT_K(0) +
+                     ((uint64_t) (uint32_t) t->type | (uint64_t) (uint32_t) t->op << 32) * PRINT_K(1) +
+                     (uint64_t) (uint32_t) t->flags * PRINT_K(2) + (uint64_t) (uintptr_t) l->data * PRINT_K(3);
+        uint64_t b = (uint64_t) t->ne[0] * PRINT_K(4) + (uint64_t) t->ne[1] * PRINT_K(5) +
+                     (uint64_t) t->ne[2] * PRINT_K(6) + (uint64_t) t->ne[3] * PRINT_K(7);
+        uint64_t c = 0, d = 0;
+        for (int k = 0; k < GGML_ABI_MAX_OP_PARAMS / 8; k++) c += par[k] * PRINT_K(8 + k);
+        for (int k = 0; k < GGML_ABI_MAX_SRC; k++) d += (uint64_t) (uintptr_t) l->src[k] * PRINT_K(16 + k);
+        h = (h ^ (a + b + c + d)) * 0xff51afd7ed558ccdull;
+        h ^= h >> 31;
+    }
+    return h ? h : 1; /* 0: no print taken */
+}
+
 static __thread split_plan *t_plans; /* MAX_PLANS + 1 */
 static _Atomic bool         g_plans_off;
 
@@ -392,13 +471,34 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
     uint32_t epoch = ggprof_desc_epoch();
     uintptr_t h    = ((uintptr_t) nodes >> 3) ^ (uintptr_t) n;
     split_plan *p  = &t_plans[(h ^ (h >> 7)) % MAX_PLANS];
-    bool held = p->keep && p->nodes == nodes && p->n == n && p->graph_nodes == graph_nodes && p->graph_n == graph_n &&
-                p->gen == gen && p->epoch == epoch && p->model == atomic_load_explicit(&g_model, memory_order_relaxed) &&
-                p->tested == 0 && !atomic_load_explicit(&g_plans_off, memory_order_relaxed);
-    if (held && ++p->uses < PLAN_VERIFY_EVERY) return p;
+    bool off  = atomic_load_explicit(&g_plans_off, memory_order_relaxed);
+    bool held = !off && p->keep && p->nodes == nodes && p->n == n && p->graph_nodes == graph_nodes &&
+                p->graph_n == graph_n && p->gen == gen && p->epoch == epoch &&
+                p->model == atomic_load_explicit(&g_model, memory_order_relaxed) && p->tested == 0;
+    /* Where graph-building calls are direct, the generation says nothing: the nodes' print must hold too. */
+    uint64_t print = 0;
+    if (!off && ggprof_reach_embedded()) {
+        uint64_t t0 = stamp();
+        print       = nodes_print(nodes, n, (const struct ggml_tensor *const *) graph_nodes, graph_n);
+        atomic_fetch_add_explicit(&g_plan_stats.print_units, stamp() - t0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_plan_stats.print_nodes, (uint64_t) n, memory_order_relaxed);
+        if (held && p->print != print) {
+            held = false;
+            atomic_fetch_add_explicit(&g_plan_stats.changed, 1, memory_order_relaxed);
+        }
+    }
+    if (held && ++p->uses < PLAN_VERIFY_EVERY) {
+        atomic_fetch_add_explicit(&g_plan_stats.kept, 1, memory_order_relaxed);
+        return p;
+    }
     split_plan *fresh = held ? &t_plans[MAX_PLANS] : p;
+    uint64_t t0 = stamp();
     if (!walk(fresh, nodes, n, graph_nodes, graph_n, uc, epoch)) return NULL;
-    fresh->gen = gen;
+    atomic_fetch_add_explicit(&g_plan_stats.walk_units, stamp() - t0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_plan_stats.walk_nodes, (uint64_t) n, memory_order_relaxed);
+    atomic_fetch_add_explicit(held ? &g_plan_stats.verified : &g_plan_stats.walked, 1, memory_order_relaxed);
+    fresh->gen   = gen;
+    fresh->print = print;
     if (held) {
         if (!same_walk(p, fresh) && !atomic_exchange(&g_plans_off, true)) {
             ggprof_note("split plans off: a node of a split changed with no ggml call (a program writing tensor fields "

@@ -20,6 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void) ggprof_elf_func(&e, names[i], &fn_size);
         (void) ggprof_elf_relocates(&e, names[i]);
     }
+    size_t data_size = 0;
+    (void) ggprof_elf_data(&e, "LLAMA_BUILD_NUMBER", &data_size);
+    (void) ggprof_elf_pointed_string(&e, "LLAMA_COMMIT", 64);
     (void) ggprof_elf_has_symtab(&e);
     (void) ggprof_elf_contains(&e, "RMS_NORM_BACK");
     ggprof_elf_close(&e);
