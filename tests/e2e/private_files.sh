@@ -61,7 +61,7 @@ look='echo "seg $(stat -c %a "$0.spill.0")"; exec "$1" compute 3 seg'
 expect "the flight recorder's segment is mode 0600 while recording" "$(head -n 1 "$OUT/f.out")" "seg 600"
 "$GGPROF" export "$OUT/f.db" --json "$OUT/e.json.gz" --text "$OUT/e.txt" --chrome "$OUT/e.chrome.json" \
     --html "$OUT/e.html" --otlp "$OUT/e.otlp" --roofline "$OUT/e.svg" --test-file "$OUT/e.cases" \
-    > /dev/null 2> "$OUT/e.err"
+    > /dev/null 2> "$OUT/export.err"
 expect "export writes every format" "$?" 0
 expect "every file record and export wrote is mode 0600" "$(stat -c '%n %a' "$OUT"/f.db "$OUT"/f.json.gz "$OUT"/e.* |
     grep -vc ' 600$')" 0
