@@ -6,6 +6,7 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "outfile.h"
 #include "analyzer_commands.h"
 
 const char ggprof_usage_calibrate[] =
@@ -62,16 +63,14 @@ int ggprof_cmd_calibrate(int argc, char **argv) {
     if (matmul) o.matmul_n = (int) x;
     /* Open the output first: a bad path should fail before a second of measuring, not after. */
     FILE *f = NULL;
-    if (out && !(f = fopen(out, "w"))) {
+    ggprof_outfile of; /* a new private file, renamed over OUT when whole (outfile.h) */
+    if (out && !(f = ggprof_outfile_open(&of, out))) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", out, strerror(errno));
     }
     ggprof_calib_result r;
     char why[256];
     if (ggprof_calibrate(&o, &r, why, sizeof(why)) != 0) {
-        if (f) {
-            fclose(f);
-            remove(out);
-        }
+        if (f) ggprof_outfile_close(&of, f, 1); /* what was at OUT stays */
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
     }
     printf("%d thread%s; bandwidth: 3 arrays of %zu MiB, best of %d; matmul: %d^3, best of %d\n", r.threads,
@@ -94,7 +93,7 @@ int ggprof_cmd_calibrate(int argc, char **argv) {
         if (r.blas_gflops > 0) fprintf(f, ", F32 %.2f GFLOP/s (OpenBLAS, %s)", r.blas_gflops, r.blas_lib);
         fprintf(f, "\n");
         write_roofs(f, &r);
-        if (ggprof_close_output(f, out) != 0) rc = GGPROF_EXIT_INTERNAL;
+        if (ggprof_outfile_close(&of, f, 0) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s': %s", out, strerror(errno));
     }
     if (fflush(stdout) != 0 || ferror(stdout)) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing to stdout failed");
     return rc;

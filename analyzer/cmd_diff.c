@@ -13,9 +13,11 @@
 #include "memory.h"
 #include "output.h"
 #include "trace.h"
-#include "layers.h"
+#include "model.h"
 #include "hash.h"
+#include "trace_db.h"
 #include "v3_format.h"
+#include "wire.h"
 
 const char ggprof_usage_diff[] =
     "usage: ggprof diff A B [--fail-above PCT] [--min-impact PCT] [--match-backend name|any] [-n N]\n"
@@ -169,27 +171,18 @@ static int push(samples *s, int64_t pid, int64_t graph, double v, double total) 
     return 0;
 }
 
-/* "[[512, 1408, 1, 1], [512, 6, 1, 1]]" -> "512x1408 512x6": trailing dimensions of 1 dropped. */
+/* "[[512, 1408, 1, 1], [512, 6, 1, 1]]" -> "512x1408 512x6": trailing dimensions of 1 dropped (shapes are 4 numbers
+ * each, schema/trace_db.h). */
 static char *compact_shapes(const char *json) {
     char out[256];
     size_t p = 0;
-    int64_t ne[4];
-    int dim = -1;
-    for (const char *s = json ? json : ""; *s && p < sizeof(out) - 64; s++) {
-        if (*s == '[' && s != json) {
-            dim = 0;
-        } else if (*s == ']' && dim >= 0) {
-            int nd = dim;
-            while (nd > 1 && ne[nd - 1] == 1) nd--;
-            if (p) out[p++] = ' ';
-            for (int i = 0; i < nd; i++) p += (size_t) snprintf(out + p, sizeof(out) - p, "%s%lld", i ? "x" : "", (long long) ne[i]);
-            dim = -1;
-        } else if (dim >= 0 && ((*s >= '0' && *s <= '9') || *s == '-')) {
-            char *end;
-            long long v = strtoll(s, &end, 10);
-            if (dim < 4) ne[dim++] = v;
-            s = end - 1;
-        }
+    int64_t ne[GGPROF_MAX_SRC][4];
+    int n = ggprof_db_ints(json, &ne[0][0], GGPROF_MAX_SRC * 4) / 4;
+    for (int k = 0; k < n && p < sizeof(out) - 64; k++) {
+        int nd = 4;
+        while (nd > 1 && ne[k][nd - 1] == 1) nd--;
+        if (p) out[p++] = ' ';
+        for (int i = 0; i < nd; i++) p += (size_t) snprintf(out + p, sizeof(out) - p, "%s%lld", i ? "x" : "", (long long) ne[k][i]);
     }
     out[p] = '\0';
     return strdup(out);
@@ -249,7 +242,7 @@ static long group_of(const section_def *d, group_map *m, const char *const *q, i
 typedef struct {
     int32_t              pid;
     int64_t              graph_id;
-    const ggprof_lgraph *g;
+    const ggprof_model_graph *g;
 } diff_graph;
 
 static int cmp_diff_graph(const void *a, const void *b) {
@@ -294,8 +287,8 @@ static int sig_eq(const row_sig *a, const row_sig *b) {
 
 /* Each section's group of a new signature, from the row's columns as text (an op is its name and sub-op; a
  * record without its node has "[]" shapes and types). */
-static int sig_groups(row_sig *s, const ggprof_layers *l, group_map *map, int match_any) {
-    const ggprof_lnode *n = s->node ? &l->nodes[s->node - 1] : NULL;
+static int sig_groups(row_sig *s, const ggprof_model *l, group_map *map, int match_any) {
+    const ggprof_model_node *n = s->node ? &l->nodes[s->node - 1] : NULL;
     const char *name      = l->names[s->name];
     char type[16], sub_op[24], layer[16], backend[32], op[512];
     const char *q[N_Q]    = { 0 };
@@ -318,7 +311,7 @@ static int sig_groups(row_sig *s, const ggprof_layers *l, group_map *map, int ma
     q[Q_TYPE_SRC] = n && n->type_src ? n->type_src : "[]";
     if (match_any) {
         q[Q_BACKEND] = "any";
-    } else if (!(q[Q_BACKEND] = ggprof_layers_backend(l, s->pid, s->sched_id, s->backend_id))) {
+    } else if (!(q[Q_BACKEND] = ggprof_model_backend_name(l, s->pid, s->sched_id, s->backend_id))) {
         snprintf(backend, sizeof(backend), "backend %d", s->backend_id);
         q[Q_BACKEND] = backend;
     }
@@ -341,7 +334,7 @@ static uint64_t sig_at(const void *ctx, size_t i) { return sig_hash(&((const sig
 
 static int same_sig(const void *ctx, size_t i, const void *key) { return sig_eq(&((const sig_map *) ctx)->v[i], key); }
 
-static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_layers *l, group_map *map, int match_any) {
+static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_model *l, group_map *map, int match_any) {
     if (ggprof_index_reserve(&m->index, 0, m->n, sig_at, m) != 0) return NULL;
     uint32_t *slot = ggprof_index_slot(&m->index, sig_hash(key), same_sig, m, key);
     if (*slot) return &m->v[*slot - 1];
@@ -375,12 +368,12 @@ typedef struct {
     sig_map    sigs;
 } diff_pass;
 
-/* ggprof_layers_each's consumer: a graph's records into their groups (the phase: the graph's, when listed). */
-static int load_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+/* ggprof_model_each's consumer: a graph's records into their groups (the phase: the graph's, when listed). */
+static int load_records(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g) {
     diff_pass  *d     = ctx;
     const char *phase = g ? g->phase : NULL;
     for (size_t i = 0; i < n; i++) {
-        const ggprof_lrec *e = &rec[i];
+        const ggprof_model_rec *e = &rec[i];
         row_sig key          = { e->pid, e->type, e->backend_id, e->layer, e->sched_id, e->name, e->node, phase, { 0 } };
         const row_sig *s     = sig_get(&d->sigs, &key, l, d->map, d->match_any);
         if (!s) return -1;
@@ -395,7 +388,7 @@ static int load_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *re
 
 /* The phases from the trace's graphs (a graph's time per token), after its records (load_records): graph_ns gets
  * each phase's graph durations; r gets the run's totals. */
-static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int side, run_info *r) {
+static int load(const ggprof_model *l, group_map *map, group_map *graph_ns, int side, run_info *r) {
     /* The graphs, one per (process, graph id): the first in graph_phase's order. */
     diff_graph *dg = malloc((l->n_graphs ? l->n_graphs : 1) * sizeof(*dg));
     if (!dg) return -1;
@@ -403,7 +396,7 @@ static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int
     for (size_t i = 0; i < l->n_graphs; i++) dg[i] = (diff_graph) { l->graphs[i].pid, l->graphs[i].graph_id, &l->graphs[i] };
     ggprof_sort(dg, l->n_graphs, sizeof(*dg), cmp_diff_graph);
     for (size_t i = 0; i < l->n_graphs; i++) {
-        if (n && dg[i].graph_id != GGPROF_LAYERS_NULL && dg[n - 1].pid == dg[i].pid && dg[n - 1].graph_id == dg[i].graph_id) {
+        if (n && dg[i].graph_id != GGPROF_MODEL_NULL && dg[n - 1].pid == dg[i].pid && dg[n - 1].graph_id == dg[i].graph_id) {
             continue;
         }
         dg[n++] = dg[i];
@@ -411,7 +404,7 @@ static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int
     int rc    = 0;
     r->graphs = (int64_t) n;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const ggprof_lgraph *g = dg[i].g;
+        const ggprof_model_graph *g = dg[i].g;
         if (g->has_tokens) r->tokens = ggprof_ns_add(r->tokens, g->n_tokens);
         if (!g->has_tokens || g->n_tokens <= 0) continue;
         const char *q[N_Q] = { 0 };
@@ -580,14 +573,14 @@ static int open_run(run_info *r, const ggprof_window_opts *w, group_map *map, gr
     if (rc) return ggprof_fail(rc, "%s", why);
     char what[600];
     snprintf(what, sizeof(what), "diff: reading '%s'", r->path);
-    ggprof_layers l;
+    ggprof_model l;
     diff_pass d = { map, graph_ns, side, match_any, r, { 0 } };
-    rc = ggprof_layers_each(r->db, &l, 0, what, load_records, &d, why, sizeof(why));
+    rc = ggprof_model_each(r->db, &l, 0, what, load_records, &d, why, sizeof(why));
     free(d.sigs.v);
     ggprof_index_free(&d.sigs.index);
     if (rc != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", r->path, why);
     rc = load(&l, map, graph_ns, side, r);
-    ggprof_layers_free(&l);
+    ggprof_model_free(&l);
     return rc ? ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': out of memory", r->path) : 0;
 }
 

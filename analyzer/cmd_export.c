@@ -7,7 +7,7 @@
 #include "analyzer_commands.h"
 #include "export.h"
 #include "json_v3.h"
-#include "layers.h"
+#include "model.h"
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
@@ -45,29 +45,42 @@ const char ggprof_usage_export[] =
     "                  time from record's clock readings; per-op detail stays in the database\n"
     GGPROF_WINDOW_USAGE;
 
-typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
+typedef int (*export_fn)(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len);
+
+/* The three formats without options, in the exporters' one signature. */
+static int export_text(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    (void) o;
+    return ggprof_export_text(db, path, why, why_len);
+}
+static int export_json(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    (void) o;
+    return ggprof_json_v3_export(db, path, why, why_len);
+}
+static int export_otlp(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    (void) o;
+    return ggprof_export_otlp(db, path, why, why_len);
+}
 
 /* One row per format: the option that names it and the function that writes it. */
 static const struct {
     const char *option;
     export_fn   fn;
 } k_formats[] = {
-    { "--json", ggprof_json_v3_export },
-    { "--text", ggprof_export_text },
+    { "--json", export_json },
+    { "--text", export_text },
     { "--chrome", ggprof_export_chrome },
     { "--html", ggprof_export_html },
     { "--roofline", ggprof_export_roofline },
     { "--test-file", ggprof_export_test_file },
-    { "--otlp", ggprof_export_otlp },
+    { "--otlp", export_otlp },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
-long long ggprof_export_max_records = GGPROF_LAYERS_MAX_RECORDS;
-
-void ggprof_export_say_sampled(const char *path, int64_t records, int64_t kept, int64_t every) {
+/* What a sampled export kept, on stderr. */
+static void say_sampled(const char *path, long long max_records, int64_t records, int64_t kept, int64_t every) {
     ggprof_err("'%s': %lld records, more than --max-records %lld: it shows the records of one graph in every %lld"
                " (%lld records) and every graph and split; a window (--from/--to, --graphs) shows all of its records,"
-               " --max-records 0 all of the trace's", path, (long long) records, ggprof_export_max_records, (long long) every,
+               " --max-records 0 all of the trace's", path, (long long) records, max_records, (long long) every,
                (long long) kept);
 }
 
@@ -91,18 +104,19 @@ int ggprof_cmd_export(int argc, char **argv) {
     if (rc) return rc;
     int n_out = 0;
     for (size_t f = 0; f < N_FORMATS; f++) n_out += out[f] != NULL;
-    if (max_records >= 0) ggprof_export_html_set_max_records(max_records);
-    if (max_shown >= 0) ggprof_export_max_records = max_shown;
-    ggprof_export_test_file_set_min_share(min_share);
+    ggprof_export_opts eo = { .max_records      = max_shown >= 0 ? max_shown : GGPROF_MODEL_MAX_RECORDS,
+                              .html_max_records = max_records >= 0 ? max_records : 0,
+                              .roofs            = roofs,
+                              .min_share        = min_share,
+                              .sampled          = say_sampled };
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
-    ggprof_export_roofline_set_roofs(&roofs);
     sqlite3 *db;
     char why[512];
     rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     for (size_t f = 0; f < N_FORMATS && rc == 0; f++) {
-        if (out[f] && k_formats[f].fn(db, out[f], why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        if (out[f] && k_formats[f].fn(db, out[f], &eo, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     }
     sqlite3_close(db);
     return rc;

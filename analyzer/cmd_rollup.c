@@ -9,10 +9,11 @@
 #include "cli.h"
 #include "analyzer_commands.h"
 #include "hash.h"
-#include "layers.h"
+#include "model.h"
 #include "output.h"
 #include "requests.h"
 #include "trace.h"
+#include "layer_rule.h"
 #include "views.h"
 
 const char ggprof_usage_rollup[] =
@@ -54,7 +55,7 @@ static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
     }
 }
 
-/* ------------------------------------------------------------ layers and blocks, from the one pass (layers.h) */
+/* ------------------------------------------------------------ layers and blocks, from the one pass (model.h) */
 
 /* The records summed by layer, type, name and node: a few thousand rows, from which every layer and block
  * roll-up is made. The views layer_time, layer_op_time, block_time and block_op_time say the same in SQL
@@ -87,23 +88,23 @@ static uint64_t part_at(const void *ctx, size_t i) {
 
 static int same_part(const void *ctx, size_t i, const void *key) {
     const part *x = &((const parts *) ctx)->v[i];
-    const ggprof_lrec *r = key;
+    const ggprof_model_rec *r = key;
     return x->layer == r->layer && x->type == r->type && x->name == r->name && x->node == r->node;
 }
 
-/* ggprof_layers_each's consumer: a graph's records into their parts. */
+/* ggprof_model_each's consumer: a graph's records into their parts. */
 typedef struct {
     parts       *p;
     ggprof_index index;
     size_t       cap;
 } parts_pass;
 
-static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+static int parts_add(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g) {
     (void) g;
     parts_pass *pp = ctx;
     parts      *p  = pp->p;
     for (size_t i = 0; i < n; i++) {
-        const ggprof_lrec *r = &rec[i];
+        const ggprof_model_rec *r = &rec[i];
         if (ggprof_index_reserve(&pp->index, 0, p->n, part_at, p) != 0) return -1;
         uint32_t *slot = ggprof_index_slot(&pp->index, part_hash(r->layer, r->type, r->name, r->node), same_part, p, r);
         if (!*slot) {
@@ -113,7 +114,7 @@ static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, 
                 if (!v) return -1;
                 p->v = v;
             }
-            const ggprof_lnode *node = ggprof_lrec_node(l, r);
+            const ggprof_model_node *node = ggprof_model_rec_node(l, r);
             p->v[p->n] = (part) { r->layer, r->type, r->name, r->node,
                                   ggprof_block_of(r->type, l->names[r->name], node ? node->tensor_name : NULL), 0, 0 };
             *slot = (uint32_t) ++p->n;
@@ -126,10 +127,10 @@ static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, 
 }
 
 /* The records, a graph at a time, summed per (layer, type, name, node): memory grows with the model. */
-static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
+static int parts_load(sqlite3 *db, ggprof_model *l, parts *p, char *why, size_t why_len) {
     memset(p, 0, sizeof(*p));
     parts_pass pp = { p, { 0 }, 0 };
-    int rc = ggprof_layers_each(db, l, 0, "rollup: reading", parts_add, &pp, why, why_len);
+    int rc = ggprof_model_each(db, l, 0, "rollup: reading", parts_add, &pp, why, why_len);
     ggprof_index_free(&pp.index);
     if (rc != 0) return -1;
     p->op_ns = l->op_ns;
@@ -558,12 +559,12 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     ggprof_table_coverage(&t, db);
     int got;
     if (!is_graph && !d->sql) {
-        ggprof_layers l;
+        ggprof_model l;
         parts p;
         got = parts_load(db, &l, &p, why, sizeof(why));
         if (got == 0 && (got = run_parts(&p, by, ops, &t)) != 0) snprintf(why, sizeof(why), "out of memory");
         free(p.v);
-        ggprof_layers_free(&l);
+        ggprof_model_free(&l);
     } else {
         got = is_graph ? run_graphs(db, &t) : run_view(db, d, &t);
         if (got != 0) snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db));

@@ -11,6 +11,7 @@
 
 #include "export.h"
 #include "hash.h"
+#include "outfile.h"
 #include "v3_format.h"
 
 /* ---------------------------------------------------------------- clocks and ids */
@@ -207,7 +208,8 @@ static int seq_ids_of(seq_ids *x, sqlite3_stmt *sq, int64_t pid, int64_t batch) 
 }
 
 int ggprof_export_otlp(sqlite3 *db, const char *path, char *why, size_t why_len) {
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         return -1;
@@ -300,8 +302,7 @@ int ggprof_export_otlp(sqlite3 *db, const char *path, char *why, size_t why_len)
     free(ids.text);
     sqlite3_finalize(g);
     sqlite3_finalize(o.proc);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    if (ggprof_outfile_close(&of, f, rc != SQLITE_OK) != 0) {
         if (rc == SQLITE_OK) snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

@@ -286,24 +286,6 @@ int ggprof_trace_open_window(const char *path, const ggprof_window_opts *w, sqli
     return 0;
 }
 
-/* "[[a, b, c, d], [e, f, g, h]]" -> up to three shapes. */
-static void parse_shapes(const char *s, int64_t out[3][4]) {
-    memset(out, 0, sizeof(int64_t) * 12);
-    if (!s) return;
-    int src = -1, dim = 0;
-    for (const char *p = s; *p && src < 3; p++) {
-        if (*p == '[' && p != s) {
-            src++;
-            dim = 0;
-        } else if ((*p >= '0' && *p <= '9') || *p == '-') {
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (src >= 0 && src < 3 && dim < 4) out[src][dim++] = v;
-            p = end - 1;
-        }
-    }
-}
-
 int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
     memset(out, 0, sizeof(*out));
     sqlite3_stmt *st = NULL, *shape = NULL;
@@ -322,7 +304,7 @@ int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
         if (is_new && s) {
             sqlite3_bind_int64(shape, 1, sqlite3_column_int64(st, 5));
             sqlite3_bind_int64(shape, 2, sqlite3_column_int64(st, 6));
-            if (sqlite3_step(shape) == SQLITE_ROW) parse_shapes((const char *) sqlite3_column_text(shape, 0), s->rep_ne_src);
+            if (sqlite3_step(shape) == SQLITE_ROW) ggprof_db_ints((const char *) sqlite3_column_text(shape, 0), &s->rep_ne_src[0][0], 12);
             sqlite3_reset(shape);
         }
     }

@@ -1,4 +1,5 @@
 /* ggprof merge: puts traces of several processes (an RPC client and its servers) on one timeline. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "cli.h"
 #include "collector_commands.h"
+#include "outfile.h"
 #include "store.h"
 #include "trace.h"
 
@@ -168,9 +170,11 @@ int ggprof_cmd_merge(int argc, char **argv) {
         else if (strstr(in[i], ".json")) rc = ggprof_fail(GGPROF_EXIT_USAGE, "merge takes trace databases; '%s' is JSON", in[i]);
     }
     ggprof_store *store = NULL;
+    ggprof_outfile of = { .tmp = "" }; /* OUT written beside it, renamed over it once whole */
     if (!rc) {
-        unlink(out);
-        if (ggprof_store_create(&store, out, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        int ofd = ggprof_outfile_begin(&of, out);
+        if (ofd < 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", out, strerror(errno));
+        else if (close(ofd), ggprof_store_create(&store, of.tmp, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     }
     sqlite3 *o = store ? ggprof_store_finish(store, why, sizeof(why)) : NULL;
     if (!rc && !o) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
@@ -214,6 +218,6 @@ int ggprof_cmd_merge(int argc, char **argv) {
     free(est);
     free(in);
     if (o && sqlite3_close(o) != SQLITE_OK && !rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot close '%s'", out);
-    if (rc && out) unlink(out);
+    if (out && ggprof_outfile_end(&of, !rc) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s': %s", out, strerror(errno));
     return rc;
 }

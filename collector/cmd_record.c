@@ -21,6 +21,7 @@
 #include "json_v3.h"
 #include "live.h"
 #include "metrics_http.h"
+#include "outfile.h"
 #include "progress.h"
 #include "ring.h"
 #include "self_path.h"
@@ -123,16 +124,6 @@ static int find_engine(char *out, size_t len) {
     return ggprof_sibling("GGPROF_LIB", (const void *) find_engine, "../lib/libggprof.so", R_OK, out, len);
 }
 
-/* A recording is its user's alone, as perf.data is: the trace files are new files (a fresh inode, never one that
- * someone else holds open or a link put in their place), mode 0600; SQLite's journal takes the database's mode. */
-static int create_private(const char *path) {
-    if (unlink(path) != 0 && errno != ENOENT) return -1;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    close(fd);
-    return 0;
-}
-
 /* OUT.db -> OUT.json.gz; any other name gets .json.gz appended. */
 static void json_path_for(const char *db, char *out, size_t len) {
     size_t n = strlen(db);
@@ -219,6 +210,7 @@ typedef struct {
     ggprof_ring   ring;    /* mapped while ring.file */
     ggprof_spill  spill;
     bool          spill_open, out_made, keep_out;
+    ggprof_outfile out_file; /* OUT.db is written under a hidden name beside it, renamed over OUT at the end */
     pid_t         child;
     int           status, exit_code;
     uint64_t      wall_start;
@@ -363,24 +355,27 @@ static long windows_tick(record_run *r) {
 /* ---- snapshots: the trace so far, written by a child while the collector drains on ---- */
 
 /* In a child of the collector (it only reads the spill; the parent goes on writing after the frames it saw):
- * replays the spill into OUT.snapshot.db.tmp, then renames it over OUT.snapshot.db. */
+ * replays the spill into a hidden file beside OUT.snapshot.db, then renames it over OUT.snapshot.db. */
 static void snapshot_write(record_run *r) {
-    char tmp[PATH_MAX + 8], why[512];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", r->snapshot);
+    char why[512];
+    ggprof_outfile of;
     ggprof_store *st = NULL;
-    if (create_private(tmp) != 0 || ggprof_store_create(&st, tmp, why, sizeof(why)) != 0) _exit(1);
+    int fd = ggprof_outfile_begin(&of, r->snapshot);
+    if (fd < 0) _exit(1);
+    close(fd);
+    if (ggprof_store_create(&st, of.tmp, why, sizeof(why)) != 0) _exit(ggprof_outfile_end(&of, 0) + 1);
     ggprof_progress_quiet = true;
     ggprof_spill_replay(&r->spill, st, false);
     ggprof_store_meta(st, "snapshot", "1");
     sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
-    if (!db) _exit(1);
+    if (!db) _exit(ggprof_outfile_end(&of, 0) + 1);
     uint64_t now = ggprof_now_ns();
     if (r->n_windows && r->on) r->windows[r->n_windows - 1] = (ggprof_window) { r->windows[r->n_windows - 1].start_ns, now,
                                                                                 r->windows[r->n_windows - 1].opened_by, "snapshot" };
     ggprof_windows_store(db, r->windows, r->n_windows);
     if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
     sqlite3_close(db);
-    _exit(rename(tmp, r->snapshot) == 0 ? 0 : 1);
+    _exit(ggprof_outfile_end(&of, 1) == 0 ? 0 : 1);
 }
 
 /* Starts a snapshot when one is due (--snapshot-every, SIGUSR2) and none is being written. Returns the ms until
@@ -490,10 +485,12 @@ static int record_prepare(record_run *r) {
     if (lstat(r->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", r->out);
     }
-    if (create_private(r->out) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
-    char why[512];
-    if (ggprof_store_create(&r->store, r->out, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    int ofd = ggprof_outfile_begin(&r->out_file, r->out);
+    if (ofd < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
+    close(ofd);
     r->out_made = true;
+    char why[512];
+    if (ggprof_store_create(&r->store, r->out_file.tmp, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     ggprof_ring_temp_path(r->ring_path, sizeof(r->ring_path), "record");
     if (ggprof_ring_create(&r->ring, r->ring_path, 64, (uint64_t) r->ring_kib * 1024, (uint32_t) r->level) != 0) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));
@@ -684,6 +681,7 @@ static int record_finish(record_run *r) {
     r->store    = NULL;
     if (!db) {
         ggprof_err("%s", why);
+        ggprof_outfile_end(&r->out_file, 1);
         return r->exit_code ? 0 : GGPROF_EXIT_INTERNAL;
     }
     bool full = r->spill.err || c.full;
@@ -694,15 +692,16 @@ static int record_finish(record_run *r) {
     int json_ok = 0;
     if (full) {
         unlink(r->json);
-    } else if (create_private(r->json) != 0) {
-        snprintf(why, sizeof(why), "cannot write '%s': %s", r->json, strerror(errno));
-        json_ok = -1;
     } else {
         json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
     }
     if (!r->quiet && !full && c.processes) print_processes(db, r->level);
     if (r->n_snapshots) unlink(r->snapshot); /* the whole trace is in OUT now */
     sqlite3_close(db);
+    if (ggprof_outfile_end(&r->out_file, 1) != 0) {
+        ggprof_err("cannot write '%s': %s", r->out, strerror(errno));
+        return GGPROF_EXIT_INTERNAL;
+    }
     if (json_ok != 0) ggprof_err("%s", why);
     if (r->quiet && !full) return 0;
     if (full) {
@@ -743,7 +742,7 @@ static void record_cleanup(record_run *r) {
         char why[512];
         sqlite3_close(ggprof_store_finish(r->store, why, sizeof(why)));
     }
-    if (r->out_made && !r->keep_out) unlink(r->out);
+    if (r->out_made) ggprof_outfile_end(&r->out_file, 0); /* one never renamed over OUT goes */
 }
 
 int ggprof_cmd_record(int argc, char **argv) {

@@ -26,7 +26,7 @@ for s in dense moe; do
         "$(diff -u "$G/rollup-$s.txt" "$OUT/rollup-$s.txt" > "$OUT/rollup-$s.diff" && echo same)" same
 done
 
-# rollup groups layers and blocks in C (layers.c's one pass); the views say the same in SQL. Both as '|'
+# rollup groups layers and blocks in C (model.c's one pass); the views say the same in SQL. Both as '|'
 # separated rows (no name in the samples has a comma or a '|').
 same_as_view() { # TRACE LABEL BY... -- SQL
     local t=$1 label=$2
