@@ -204,7 +204,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 $(BUILD)/fuzz/fuzz_elf: tests/fuzz/fuzz_elf.c engine/elf_image.c engine/elf_image.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Iengine -o $@ tests/fuzz/fuzz_elf.c engine/elf_image.c
-fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db $(BUILD)/fuzz/fuzz_elf
+fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db $(BUILD)/fuzz/fuzz_elf $(BUILD)/fuzz/fuzz_trust
 .PHONY: fuzz
 
 # The sanitizer runtime a SAN=... build preloads (tests/sanitizers.sh asks here rather than choosing it again).

@@ -25,17 +25,18 @@ cc -O1 -rdynamic -s -o "$OUT/elf/rdynamic" "$OUT/seed.c" && cc -O1 -o "$OUT/elf/
     cc -O1 -shared -fPIC -s -o "$OUT/elf/lib.so" "$OUT/seed.c"
 expect "elf seeds written (real ELF files)" "$(ls "$OUT/elf" | wc -l)" 4
 
-mkdir -p "$OUT/db"
+mkdir -p "$OUT/db" "$OUT/trust"
 cp "$GGPROF_ROOT"/tests/fuzz/db/* "$OUT/db/"
+cp "$GGPROF_ROOT"/tests/fuzz/trust/* "$OUT/trust/"
 export FUZZ_DB_BASE="$GGPROF_ROOT/samples/traces/llama-dense-f16.json.gz"
 
 # A database input runs every analysis command (about 5 a second under ASan): it must at least run its seeds. An
 # ELF input is parsed in microseconds: at least 10,000 mutations of the seeds.
-declare -A min_runs=([json]=100 [wire]=100 [db]=$(ls "$OUT/db" | wc -l) [elf]=10000)
-for t in json wire db elf; do
+declare -A min_runs=([json]=100 [wire]=100 [db]=$(ls "$OUT/db" | wc -l) [trust]=$(ls "$OUT/trust" | wc -l) [elf]=10000)
+for t in json wire db trust elf; do
     extra=()
-    [ "$t" = db ] && extra=(-dict="$GGPROF_ROOT/tests/fuzz/db.dict")
-    (cd "$OUT" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$B/fuzz/fuzz_$t" -max_total_time="$S" \
+    [ "$t" = db ] || [ "$t" = trust ] && extra=(-dict="$GGPROF_ROOT/tests/fuzz/db.dict")
+    (cd "$OUT" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$B/fuzz/fuzz_$t" -max_total_time="$S" -artifact_prefix="$OUT/" \
         -max_len=65536 -rss_limit_mb=2048 "${extra[@]}" "$OUT/$t" > "$OUT/$t.log" 2>&1)
     rc=$?
     runs=$(sed -n 's/^#\([0-9]*\).*DONE.*/\1/p' "$OUT/$t.log")
