@@ -5,7 +5,7 @@
 
 #include "api.h"
 #include "schedulers.h"
-#include "engine.h"
+#include "internal.h"
 #include "ggml-profiler.h"
 #include "summary.h"
 #include "v3_format.h"
@@ -157,6 +157,18 @@ static ggprof_api_sched *api_for(ggml_backend_sched_t sched, bool create) {
         *slot    = a;
     }
     return *slot;
+}
+
+/* The seed's C API: turns the engine on without a sink (records stay in the process) and keeps node descriptions by
+ * id. Returns false when ggml is missing or not the ggml this engine understands. */
+static bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
+    ggprof_engine_set_ggml(real_fn_in_ggml_base);
+    ggprof_engine_setup();
+    if (!ggprof_eng.g.ok) return false;
+    ggprof_desc_keep();
+    if (!ggprof_sink_attached()) ggprof_eng.level = GGPROF_LEVEL_OP;
+    ggprof_eng.enabled = true;
+    return true;
 }
 
 GGPROF_API void ggml_backend_sched_set_profiling(ggml_backend_sched_t sched, bool enable) {

@@ -206,7 +206,7 @@ static uint32_t lookup_or_send(const struct ggml_tensor *t, int is_copy, uint64_
     m.node_id = g_next_node_id++;
     /* Cache only what reached the ring, so a dropped description is sent again next time. Past 3/4 full the
      * table stops growing and new descriptions are sent each time: correct, only larger. */
-    bool sent = ggprof_emit(&m.h) == 0 || ggprof_sink_ring()->file == NULL; /* no ring: nothing to send again */
+    bool sent = ggprof_emit(&m.h) == 0 || !ggprof_sink_has_ring(); /* no ring: nothing to send again */
     if (g_keep_descs) keep_description(&m);
     if (sent && g_next_node_id <= NODE_CACHE_SIZE * 3 / 4 &&
         atomic_load_explicit(&g_nodes[pos].key, memory_order_relaxed) == 0) {
@@ -225,12 +225,15 @@ uint32_t ggprof_node_id_keyed(const struct ggml_tensor *t, uint64_t key, bool *k
 uint32_t ggprof_copy_node_id(const struct ggml_tensor *t) { return lookup_or_send(t, 1, ggprof_node_key(t, 1), NULL); }
 
 
-void ggprof_desc_after_fork(void) {
+/* In a forked child: forget the descriptions sent so far (its trace is its own). */
+static void ggprof_desc_after_fork(void) {
     for (uint32_t i = 0; i < NODE_CACHE_SIZE; i++) atomic_store(&g_nodes[i].key, 0);
     atomic_fetch_add(&g_desc_epoch, 1);
     memset(g_type_sent, 0, sizeof(g_type_sent));
     pthread_mutex_init(&g_desc_lock, NULL);
 }
+
+static void __attribute__((constructor(101))) desc_register(void) { ggprof_sink_on_fork(ggprof_desc_after_fork); }
 
 void ggprof_desc_keep(void) {
     pthread_mutex_lock(&g_desc_lock);

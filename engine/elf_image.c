@@ -18,7 +18,7 @@
 #define HOST_ELFDATA ELFDATA2MSB
 #endif
 
-/* The engine's notes (engine.c). Weak: the unit test and the fuzz target link this file without the engine. */
+/* The engine's notes (sink.c). Weak: the unit test and the fuzz target link this file without the engine. */
 extern void ggprof_note(const char *fmt, ...) __attribute__((weak, visibility("hidden"), format(printf, 1, 2)));
 
 /* [off, off + len) lies inside [0, limit): computed so that no sum wraps. */

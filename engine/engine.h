@@ -1,4 +1,5 @@
-/* Internal interface of libggprof.so: state shared by the wrappers, the emitters and kernels/. */
+/* The engine's interface for kernels/: what they use of libggprof.so (its state, emitting, notes, descriptions,
+ * resolving). What only the engine's own files share is in internal.h. */
 #ifndef GGPROF_ENGINE_H
 #define GGPROF_ENGINE_H
 
@@ -30,14 +31,10 @@ typedef struct {
 } ggprof_ggml;
 
 /* Moves with every wrapped ggml call that can change a graph's nodes or their metadata: building, renaming,
- * flagging, splitting (interpose.c). What the engine learned from walking a split's nodes holds while it stays
- * put (kernels/cpu's split plans). Any change of value will do, so a bump is a plain load and store. */
+ * flagging, splitting (the sink keeps it, interpose.c and memory.c bump it: ggprof_graph_changed, internal.h). What
+ * the engine learned from walking a split's nodes holds while it stays put (kernels/cpu's split plans). */
 extern _Atomic uint32_t ggprof_graph_gen;
 static inline uint32_t ggprof_graph_gen_now(void) { return atomic_load_explicit(&ggprof_graph_gen, memory_order_acquire); }
-static inline void     ggprof_graph_changed(void) {
-    atomic_store_explicit(&ggprof_graph_gen, atomic_load_explicit(&ggprof_graph_gen, memory_order_relaxed) + 1,
-                          memory_order_release);
-}
 
 /* Process-wide engine state. */
 typedef struct {
@@ -61,17 +58,6 @@ static inline const struct ggml_tensor_links *ggprof_links(const struct ggml_ten
     return ggml_abi_links(t, ggprof_eng.g.links_off);
 }
 
-/* Whether a backend computes node t of a graph: ggml skips the empty ops (NONE, RESHAPE, VIEW, PERMUTE,
- * TRANSPOSE) and, in the releases that flag them, the nodes not flagged for compute. */
-static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_tensor *t) {
-    return !(t->op == g->op.none || t->op == g->op.reshape || t->op == g->op.view || t->op == g->op.permute ||
-             t->op == g->op.transpose || (g->has_compute_flag && !(t->flags & GGML_ABI_FLAG_COMPUTE)));
-}
-
-/* Called by every wrapper with the real function it resolved; sets the engine up on first use.
- * Returns true when the engine records (level permitting). */
-bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
-
 /* Whether the CPU backend's abort callback should carry the tick now: a recording at level op. Needs no
  * ggml, so it can be asked before the engine has found it. */
 bool ggprof_ticks_wanted(void);
@@ -79,15 +65,6 @@ bool ggprof_ticks_wanted(void);
 /* For producers that do not need ggml (device kernel tracing): attaches the sink and describes the process
  * once. Returns true when records can be written. */
 bool ggprof_device_ready(void);
-
-/* GGML_PROFILE (no `ggprof record`): a scheduler that computed graphs was freed, or a graph was recorded. */
-void ggprof_profile_sched_freed(void);
-void ggprof_profile_graph_recorded(void);
-
-/* The seed's C API: turns the engine on without a sink (records stay in the process) and keeps node
- * descriptions by id. Returns false when ggml is missing or not the ggml this engine understands. */
-bool ggprof_api_activate(const void *real_fn_in_ggml_base);
-const ggprof_msg_node *ggprof_node_desc(uint32_t id);
 
 /* A function of the ggml found (its library's dynamic symbols, else the symbol table of the program or library
  * that has ggml inside), NULL when absent (probe.c). */
@@ -114,15 +91,9 @@ _Noreturn void ggprof_missing_real(const char *name);
     static void *_Atomic real_##fn##_slot;                                                                     \
     REAL_FROM(real_##fn##_slot, fn)
 
-/* The ggml the engine will find: an address inside the object that holds it (reach.c, for ggml inside a program,
- * before any wrapper runs). */
-void ggprof_engine_set_ggml(const void *fn_in_ggml);
-
 /* Emitters: each writes one message to the calling thread's ring slot; 0 if written, -1 if dropped. */
 int      ggprof_emit(const ggprof_msg_hdr *msg);
-uint32_t ggprof_node_id(const struct ggml_tensor *t);      /* describes a node once, returns its id */
-uint32_t ggprof_copy_node_id(const struct ggml_tensor *t); /* the seed's COPY description of a tensor */
-/* The same in two steps, for callers that remember ids by a node's place in its graph: the key of the node's
+/* A node's description sent once (describe.c; ggprof_node_id, internal.h, in one step), in two steps, for callers that remember ids by a node's place in its graph: the key of the node's
  * description, and its id. *kept says whether the id may be remembered (its description reached the trace);
  * remembered ids hold only while ggprof_desc_epoch() returns the value it had when they were given. */
 uint64_t ggprof_node_key(const struct ggml_tensor *t, int is_copy);
@@ -138,13 +109,5 @@ extern __thread int ggprof_busy;
 static inline int  ggprof_guard_take(void) { return ggprof_busy++; }
 static inline void ggprof_guard_drop(int *taken) { (void) taken, ggprof_busy--; }
 #define GGPROF_GUARD int ggprof_guard_ __attribute__((cleanup(ggprof_guard_drop), unused)) = ggprof_guard_take()
-
-/* The scheduler graph this thread computes: 1 recorded, 0 not (outside a capture window, or paused, when it
- * began), -1 none. ggprof_emit keeps or drops the graph's messages by it. */
-extern __thread int ggprof_t_graph_on;
-/* The llama_decode call this thread is in (llama.c), 0 outside one: graphs computed in it name it. */
-extern __thread uint32_t ggprof_t_batch;
-/* 1 when the program and the collector both record now (GGPROF_REC_ON), or no collector is attached. */
-int ggprof_recording_now(void);
 
 #endif

@@ -591,8 +591,6 @@ GGPROF_API void ggml_backend_sched_free(ggml_backend_sched_t sched) {
 
 /* ---- calls that can change a graph's nodes: split plans are walked again after any of them ---- */
 
-_Atomic uint32_t ggprof_graph_gen;
-
 /* Nodes change where a graph is built (names and flags are set as it is), and where the scheduler rewrites its
  * copy of a graph and the nodes' sources when it splits one. A graph is rebuilt where an old one lay only in a
  * context made afresh: a ggml_init (llama.cpp hands it the same buffer for every graph it builds) or a
@@ -784,8 +782,8 @@ static const ggprof_entry g_entries[] = {
 
 #define N_ENTRIES ((int) (sizeof(g_entries) / sizeof(g_entries[0])))
 
-/* Both lists, made once (at start or when ggml is first found: one thread at a time). */
-const ggprof_entry *ggprof_interpose_entries(int *n) {
+/* The three lists, made once (at load, one thread). */
+static const ggprof_entry *ggprof_interpose_entries(int *n) {
     static ggprof_entry all[N_ENTRIES + 16];
     static int          n_all;
     if (!n_all) {
@@ -800,4 +798,11 @@ const ggprof_entry *ggprof_interpose_entries(int *n) {
     }
     *n = n_all;
     return all;
+}
+
+/* reach.c is handed them before it looks at the program (its constructor runs after those of priority 101). */
+static void __attribute__((constructor(101))) entries_register(void) {
+    int                 n = 0;
+    const ggprof_entry *e = ggprof_interpose_entries(&n);
+    ggprof_reach_set_entries(e, n);
 }

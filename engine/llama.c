@@ -58,7 +58,7 @@ static void describe(ggprof_msg_batch *m, const ggprof_llama_batch *b) {
 static int32_t traced(int32_t (*real)(struct llama_context *, ggprof_llama_batch), int api, struct llama_context *ctx,
                       ggprof_llama_batch batch) {
     /* Only when a collector records now, and not inside another call (llama_decode never nests; be sure). */
-    if (ggprof_t_batch || !ggprof_device_ready() || !ggprof_recording_now() || !ggprof_sink_ring()->file) {
+    if (ggprof_t_batch || !ggprof_device_ready() || !ggprof_recording_now() || !ggprof_sink_has_ring()) {
         return real(ctx, batch);
     }
     ggprof_msg_batch m;

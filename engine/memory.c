@@ -38,10 +38,6 @@ static bool buffers_known(const ggprof_ggml *g) {
 /* ---- devices ---- */
 
 static _Atomic bool g_buffers_seen;
-static char         g_late_lib[128]; /* set once, before the first graph (reach.c, one thread at a time) */
-
-void ggprof_memory_found_late(const char *lib) { snprintf(g_late_lib, sizeof(g_late_lib), "%s", lib); }
-
 
 /* The devices that hold buffers, as their buffer types name them: the registry's device list lives in libggml,
  * which a program may not have (ggml inside it, or only libggml-base resolved), and these are the ones that matter. */
@@ -104,9 +100,10 @@ void ggprof_memory_after_graph(void) {
         /* A Node addon with ggml inside is found at its first graph (through the scheduler's PLT entry), after its
          * direct calls allocated every buffer. Finding it when it is loaded would take a dlopen wrapper, which changes
          * whose RUNPATH a dlopen searches. */
-        if (g_late_lib[0] && !atomic_load(&g_buffers_seen)) {
+        const char *late_lib = ggprof_reach_late_lib(); /* "" unless ggml was found late in a library (reach.c) */
+        if (late_lib[0] && !atomic_load(&g_buffers_seen)) {
             ggprof_trace_note("memory off in %s: ggml inside a library loaded after start is found at its first graph, "
-                              "after its buffers were allocated (no memory records, no tensor placement)", g_late_lib);
+                              "after its buffers were allocated (no memory records, no tensor placement)", late_lib);
         }
     }
 }

@@ -31,7 +31,7 @@ static int start_collector(const char *profile, char *why, size_t why_len) {
         return -1;
     }
     ggprof_ring_temp_path(ring, sizeof(ring), "profile");
-    if (ggprof_ring_create(ggprof_sink_ring(), ring, 64, 4u << 20, GGPROF_LEVEL_OP) != 0) {
+    if (ggprof_sink_create(ring, 64, 4u << 20, GGPROF_LEVEL_OP) != 0) {
         snprintf(why, why_len, "cannot create the ring '%s': %s", ring, strerror(errno));
         return -1;
     }
@@ -109,17 +109,24 @@ void ggprof_profile_graph_recorded(void) { atomic_fetch_add_explicit(&g_unflushe
 static void profile_at_exit(void) { profile_flush(true); }
 
 
-int ggprof_profile_start(const char *profile, char *why, size_t why_len) {
+/* Creates the ring and starts a collector for it (0), and writes the profile at exit (the sink calls it). */
+static int ggprof_profile_start(const char *profile, char *why, size_t why_len) {
     if (start_collector(profile, why, why_len) != 0) return -1;
     atexit(profile_at_exit);
     return 0;
 }
 
-void ggprof_profile_after_fork(void) {
+static void ggprof_profile_after_fork(void) {
     /* The profile is the parent's: a child's records go to the same collector, but only the parent asks for the
      * profile to be written. */
     if (g_ack_fd >= 0) {
         close(g_ack_fd);
         g_ack_fd = -1;
     }
+}
+
+/* Registered with the sink before any wrapper can run (constructor(101), as kernels/cpu registers its timing). */
+static void __attribute__((constructor(101))) profile_register(void) {
+    ggprof_sink_set_profile_start(ggprof_profile_start);
+    ggprof_sink_on_fork(ggprof_profile_after_fork);
 }

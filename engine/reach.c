@@ -22,45 +22,16 @@ static bool            g_embedded;
 static bool            g_barrier_gomp; /* set before any barrier can run: at start, or before ggml first computes */
 static uintptr_t       g_cpu_graph_compute; /* the CPU backend's graph_compute, where a symbol table names it */
 static _Atomic long    g_iface_off = -2;    /* where a backend keeps iface.graph_compute: -2 unknown yet, -1 none */
+static char            g_late_lib[128];     /* ggml found inside a library loaded after start: its file name */
+static const ggprof_entry *g_entries;       /* the wrappers' patchable entries (interpose.c hands them, at load) */
+static int             g_n_entries;
 
-struct obj_find {
-    uintptr_t addr;
-    char     *path;
-    size_t    path_len;
-    uintptr_t bias;
-    bool      found, is_main;
-};
-
-static int obj_cb(struct dl_phdr_info *info, size_t size, void *data) {
-    (void) size;
-    struct obj_find *f = data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (f->addr < lo || f->addr >= lo + ph->p_memsz) continue;
-        f->found   = true;
-        f->bias    = info->dlpi_addr;
-        f->is_main = !info->dlpi_name || !info->dlpi_name[0];
-        if (f->is_main) {
-            ssize_t n = readlink("/proc/self/exe", f->path, f->path_len - 1);
-            f->path[n > 0 ? n : 0] = '\0';
-        } else {
-            snprintf(f->path, f->path_len, "%s", info->dlpi_name);
-        }
-        return 1;
-    }
-    return 0;
+void ggprof_reach_set_entries(const ggprof_entry *entries, int n) {
+    g_entries   = entries;
+    g_n_entries = n;
 }
 
-bool ggprof_object_of(const void *addr, char *path, size_t path_len, uintptr_t *bias, bool *is_main) {
-    struct obj_find f = { (uintptr_t) addr, path, path_len, 0, false, false };
-    dl_iterate_phdr(obj_cb, &f);
-    if (!f.found || !path[0]) return false;
-    if (bias) *bias = f.bias;
-    if (is_main) *is_main = f.is_main;
-    return true;
-}
+const char *ggprof_reach_late_lib(void) { return g_late_lib; }
 
 bool ggprof_reach_embeds(const ggprof_elf *e) {
     return ggprof_elf_func(e, "ggml_graph_compute", NULL) && ggprof_elf_func(e, "ggml_barrier", NULL) &&
@@ -155,13 +126,11 @@ void ggprof_reach_after_find(const ggprof_ggml *g) {
     if (!g_embedded) { /* a library with ggml inside, loaded after start (a Node addon) */
         ggprof_elf e;
         if (ggprof_elf_open(&e, g->lib, g->bias)) {
-            int n = 0;
-            const ggprof_entry *ent = ggprof_interpose_entries(&n);
             if (ggprof_reach_embeds(&e)) {
-                ggprof_reach_patch(&e, g->lib, ent, n);
+                ggprof_reach_patch(&e, g->lib, g_entries, g_n_entries);
                 /* Its calls reach the engine from now on: buffers it allocated with direct calls before may be
                  * missed (memory.c says so at the first graph if none was seen). */
-                ggprof_memory_found_late(strrchr(g->lib, '/') ? strrchr(g->lib, '/') + 1 : g->lib);
+                snprintf(g_late_lib, sizeof(g_late_lib), "%s", strrchr(g->lib, '/') ? strrchr(g->lib, '/') + 1 : g->lib);
             }
             ggprof_elf_close(&e);
         }
@@ -189,7 +158,7 @@ static int main_cb(struct dl_phdr_info *info, size_t size, void *data) {
 /* At start: an executable with ggml inside is patched before its code runs (before any of its threads exists). One
  * stripped of its symbols that still carries ggml's op names, with no ggml library loaded, gets one line saying
  * that nothing can be attached. Programs that load ggml later (a Node addon) are looked at when the engine first
- * finds ggml (engine.c). */
+ * finds ggml (setup.c). */
 static void __attribute__((constructor)) reach_at_start(void) {
     if (!getenv("GGPROF_RING") && !getenv("GGML_PROFILE")) return;
     char      path[512];
@@ -200,10 +169,8 @@ static void __attribute__((constructor)) reach_at_start(void) {
     dl_iterate_phdr(main_cb, &bias);
     ggprof_elf e;
     if (!ggprof_elf_open(&e, path, bias)) return;
-    int nent = 0;
-    const ggprof_entry *ent = ggprof_interpose_entries(&nent);
     if (ggprof_reach_embeds(&e)) {
-        ggprof_reach_patch(&e, path, ent, nent);
+        ggprof_reach_patch(&e, path, g_entries, g_n_entries);
     } else if (!ggprof_elf_func(&e, "ggml_init", NULL) && !ggprof_elf_has_symtab(&e) &&
                ggprof_elf_contains(&e, "RMS_NORM_BACK") && !dlsym(RTLD_NEXT, "ggml_init")) {
         const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;

@@ -23,8 +23,13 @@ typedef struct ggprof_entry_s {
     const char   *serves;    /* what goes without it, for the note */
 } ggprof_entry;
 
-/* The loaded object that holds addr: its file (the executable's through /proc/self/exe) and load bias. */
-bool ggprof_object_of(const void *addr, char *path, size_t path_len, uintptr_t *bias, bool *is_main);
+/* The wrappers' entries that may need patching, handed once at load (interpose.c, a constructor(101)), before
+ * reach.c looks at the program; kept, not copied. */
+void ggprof_reach_set_entries(const ggprof_entry *entries, int n);
+
+/* The file name of the library loaded after start that ggml was found inside (a Node addon), "" when none: its
+ * buffers allocated before were missed (memory.c notes it). */
+const char *ggprof_reach_late_lib(void);
 
 /* Whether the object embeds ggml: its core and its CPU backend in one object whose CPU backend calls ggml_barrier
  * directly (no PLT entry for it): a static or LTO build. A shared libggml (even b3889's single libggml.so) does not. */

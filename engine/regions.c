@@ -7,15 +7,15 @@
 #include "ggprof.h"
 
 GGPROF_API void ggprof_pause(void) {
-    if (ggprof_sink_ring()->file) atomic_fetch_and(&ggprof_sink_ring()->file->recording, ~GGPROF_REC_PROGRAM_ON);
+    ggprof_sink_program_switch(false);
 }
 
 GGPROF_API void ggprof_resume(void) {
-    if (ggprof_sink_ring()->file) atomic_fetch_or(&ggprof_sink_ring()->file->recording, GGPROF_REC_PROGRAM_ON);
+    ggprof_sink_program_switch(true);
 }
 
 GGPROF_API int ggprof_recording(void) {
-    return ggprof_sink_ring()->file && atomic_load(&ggprof_sink_ring()->file->recording) == GGPROF_REC_ON ? 1 : 0;
+    return ggprof_sink_has_ring() && ggprof_sink_recording() == GGPROF_REC_ON ? 1 : 0;
 }
 
 #define MAX_REGION_DEPTH 32

@@ -4,8 +4,9 @@
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
-#include "engine.h"
+#include "internal.h"
 
 struct find_ctx {
     const char *name;
@@ -53,4 +54,45 @@ void *ggprof_resolve_real(const char *name, const void *caller, const void *self
 void ggprof_missing_real(const char *name) {
     fprintf(stderr, "ggprof: fatal: cannot find the real %s to forward to\n", name);
     abort();
+}
+
+/* ---- which loaded object holds an address ---- */
+
+struct obj_find {
+    uintptr_t addr;
+    char     *path;
+    size_t    path_len;
+    uintptr_t bias;
+    bool      found, is_main;
+};
+
+static int obj_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void) size;
+    struct obj_find *f = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (f->addr < lo || f->addr >= lo + ph->p_memsz) continue;
+        f->found   = true;
+        f->bias    = info->dlpi_addr;
+        f->is_main = !info->dlpi_name || !info->dlpi_name[0];
+        if (f->is_main) {
+            ssize_t n = readlink("/proc/self/exe", f->path, f->path_len - 1);
+            f->path[n > 0 ? n : 0] = '\0';
+        } else {
+            snprintf(f->path, f->path_len, "%s", info->dlpi_name);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+bool ggprof_object_of(const void *addr, char *path, size_t path_len, uintptr_t *bias, bool *is_main) {
+    struct obj_find f = { (uintptr_t) addr, path, path_len, 0, false, false };
+    dl_iterate_phdr(obj_cb, &f);
+    if (!f.found || !path[0]) return false;
+    if (bias) *bias = f.bias;
+    if (is_main) *is_main = f.is_main;
+    return true;
 }

@@ -93,6 +93,7 @@ check_symbols() { # OBJ_DIR: prints one "not ok" line per call against the layer
         local rel=${o#"$dir"/} f
         rel=${rel#*/} # below pic/ or bin/
         f=$(folder_of "${rel%.o}.c")
+        [ -f "$ROOT/${rel%.o}.c" ] || [ "$dir" != "$BUILD_DIR/obj" ] || continue # a renamed file's old object
         [ -n "$(allowed "$f")" ] || [ "$f" = schema ] || continue
         nm -g --defined-only "$o" 2> /dev/null | awk -v f="$f" 'NF == 3 { print $3, f }' >> "$defs"
         nm -u "$o" 2> /dev/null | awk -v f="$f" -v o="$rel" '{ print $NF, f, o }' >> "$uses"
@@ -134,63 +135,79 @@ else
 fi
 rm -rf "$plant"
 
-# Inside analyzer/: no call cycle among its files. Each file has a place in this order, bottom first (a pattern is a
-# rank its files share); an object may call (nm -u against the others' nm --defined-only) only files of a lower rank.
-# The order is analyzer/README.md's: the model and its rule at the bottom, the commands on top.
+# Inside a folder: no call cycle among its files. Each file has a place in its folder's order, bottom first (a
+# pattern is a rank its files share); an object may call (nm -u against the others' nm --defined-only) only files of a
+# lower rank. analyzer/'s order is analyzer/README.md's: the model and its rule at the bottom, the commands on top.
+# engine/'s is engine/README.md's: the sink at the bottom; what ggml is (its ELF image, resolving, patching, how its
+# calls reach the engine, probing, describing, schedulers); the set-up; the wrappers on top.
 ANALYZER_ORDER="layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory roofline roofs
     roofline_groups testcases calibrate accounting findings export_text export_chrome export_html export_otlp export_roofline cmd_*"
-analyzer_rank() { # FILE STEM: its rank in ANALYZER_ORDER, or -1 when it has none
+ENGINE_ORDER="sink elf_image resolve patch reach probe describe schedulers setup profile regions llama memory api
+    interpose"
+file_rank() { # ORDER STEM: the file's rank in ORDER, or -1 when it has none
     local i=0 g
-    for g in $ANALYZER_ORDER; do
+    for g in $1; do
         # shellcheck disable=SC2254 # the order's patterns are globs on purpose
-        case "$1" in $g) echo "$i"; return ;; esac
+        case "$2" in $g) echo "$i"; return ;; esac
         i=$((i + 1))
     done
     echo -1
 }
-check_analyzer_calls() { # DIR of analyzer/*.o: one "not ok" line per upward call or unplaced file, "ok" when none
-    local dir=$1 defs uses o stem out
+check_folder_calls() { # FOLDER ORDER DIR (its *.o): one "not ok" line per upward call or unplaced file, "ok" when none
+    local folder=$1 order=$2 dir=$3 defs uses o stem r out
     defs=$(mktemp) uses=$(mktemp)
     for o in "$dir"/*.o; do
         stem=$(basename "$o" .o)
-        nm -g --defined-only "$o" 2> /dev/null | awk -v f="$stem" -v r="$(analyzer_rank "$stem")" 'NF == 3 { print $3, f, r }' >> "$defs"
-        nm -u "$o" 2> /dev/null | awk -v f="$stem" -v r="$(analyzer_rank "$stem")" '{ print $NF, f, r }' >> "$uses"
+        # an object whose source is gone (a file renamed since this build folder was made) is no part of the tree
+        [ -f "$ROOT/$folder/$stem.c" ] || continue
+        r=$(file_rank "$order" "$stem")
+        nm -g --defined-only "$o" 2> /dev/null | awk -v f="$stem" -v r="$r" 'NF == 3 { print $3, f, r }' >> "$defs"
+        nm -u "$o" 2> /dev/null | awk -v f="$stem" -v r="$r" '{ print $NF, f, r }' >> "$uses"
     done
-    out=$(awk 'FNR == NR { def[$1] = $2; rank[$1] = $3; next }
+    out=$(awk -v d="$folder" 'FNR == NR { def[$1] = $2; rank[$1] = $3; next }
         ($1 in def) && def[$1] != $2 {
             if ($3 < 0) bad[$2] = 1
             else if (rank[$1] < 0) bad[def[$1]] = 1
-            else if (rank[$1] >= $3) printf "not ok - layering: analyzer/%s.c calls %s of analyzer/%s.c, not below it in the analyzer order\n", $2, $1, def[$1]
+            else if (rank[$1] >= $3) printf "not ok - layering: %s/%s.c calls %s of %s/%s.c, not below it in the %s order\n", d, $2, $1, d, def[$1], d
         }
-        END { for (f in bad) printf "not ok - layering: analyzer/%s.c has no place in the analyzer order (tests/layering.sh)\n", f }' \
+        END { for (f in bad) printf "not ok - layering: %s/%s.c has no place in the %s order (tests/layering.sh)\n", d, f, d }' \
         "$defs" "$uses" | sort -u)
     local cycles
     cycles=$(awk 'FNR == NR { def[$1] = $2; next } ($1 in def) && def[$1] != $2 { print $2, def[$1] }' "$defs" "$uses" |
         sort -u | tsort 2>&1 > /dev/null | grep -c 'input contains a loop')
     rm -f "$defs" "$uses"
     [ -n "$out" ] && echo "$out"
-    [ "$cycles" != 0 ] && echo "not ok - layering: $cycles call cycle(s) among analyzer/'s files"
-    [ -z "$out" ] && [ "$cycles" = 0 ] && echo "ok - layering: 0 call cycles inside analyzer/, each file calls only files below it"
+    [ "$cycles" != 0 ] && echo "not ok - layering: $cycles call cycle(s) among $folder/'s files"
+    [ -z "$out" ] && [ "$cycles" = 0 ] && echo "ok - layering: 0 call cycles inside $folder/, each file calls only files below it"
 }
-if [ -d "$BUILD_DIR/obj/bin/analyzer" ]; then
-    check_analyzer_calls "$BUILD_DIR/obj/bin/analyzer"
-    # The check itself, on a copy of the objects with an upward call planted: layer_rule.o (the bottom) calling
-    # views.c's ggprof_views_create, a cycle through views.c, must fail.
+# The check itself, on a copy of the folder's objects with an upward call planted into LOW's object: LOW calling
+# SYMBOL of HIGH, which calls down to LOW (a cycle), must fail.
+check_folder_plant() { # FOLDER ORDER DIR LOW SYMBOL HIGH
+    local folder=$1 order=$2 dir=$3 low=$4 sym=$5 high=$6 plant
     plant=$(mktemp -d)
-    cp "$BUILD_DIR"/obj/bin/analyzer/*.o "$plant/"
-    echo 'int ggprof_views_create(void *db); int ggprof_planted_up(void) { return ggprof_views_create(0); }' |
-        cc -x c -c -o "$plant/planted.tmp" -
-    ld -r -o "$plant/layer_rule.tmp" "$plant/layer_rule.o" "$plant/planted.tmp" && mv "$plant/layer_rule.tmp" "$plant/layer_rule.o"
+    cp "$dir"/*.o "$plant/"
+    echo "int $sym(void *); int ggprof_planted_up(void) { return $sym(0); }" | cc -x c -c -o "$plant/planted.tmp" -
+    ld -r -o "$plant/$low.tmp" "$plant/$low.o" "$plant/planted.tmp" && mv "$plant/$low.tmp" "$plant/$low.o"
     rm -f "$plant/planted.tmp"
-    if check_analyzer_calls "$plant" | grep -q '^not ok - layering: analyzer/layer_rule.c calls ggprof_views_create'; then
-        echo "ok - layering: a planted upward call inside analyzer/ (layer_rule.c to views.c) is caught"
+    if check_folder_calls "$folder" "$order" "$plant" | grep -q "^not ok - layering: $folder/$low.c calls $sym "; then
+        echo "ok - layering: a planted upward call inside $folder/ ($low.c to $high.c) is caught"
     else
-        echo "not ok - layering: a planted upward call inside analyzer/ (layer_rule.c to views.c) went unnoticed"
+        echo "not ok - layering: a planted upward call inside $folder/ ($low.c to $high.c) went unnoticed"
     fi
     rm -rf "$plant"
-else
-    echo "not ok - layering: no objects in $BUILD_DIR/obj/bin/analyzer to check analyzer/'s calls of (run make first)"
-fi
+}
+check_folder() { # FOLDER ORDER OBJ_DIR LOW SYMBOL HIGH: the folder's calls, then the check on a planted upward call
+    if [ -d "$3" ]; then
+        check_folder_calls "$1" "$2" "$3"
+        check_folder_plant "$@"
+    else
+        echo "not ok - layering: no objects in $3 to check $1/'s calls of (run make first)"
+    fi
+}
+# analyzer/: layer_rule.o (the bottom) calling views.c's ggprof_views_create, a cycle through views.c.
+check_folder analyzer "$ANALYZER_ORDER" "$BUILD_DIR/obj/bin/analyzer" layer_rule ggprof_views_create views
+# engine/: sink.o (the bottom) calling setup.c's ggprof_engine_ready, a cycle through setup.c (which calls the sink).
+check_folder engine "$ENGINE_ORDER" "$BUILD_DIR/obj/pic/engine" sink ggprof_engine_ready setup
 
 # Every source file is named in its folder's README (by its name, its .c/.h partner's, or a pattern the README
 # writes, such as `cmd_<name>.c` or `export_*.c`): the READMEs say what lives where.

@@ -1,4 +1,6 @@
-/* libggprof.so core: the sink (the ring, notes, emitting), the process message, the engine's life (set-up, fork). */
+/* The bottom of libggprof.so: the sink (the ring, notes, emitting per thread, the process message, fork), the engine's
+ * process-wide state and the graph generation. It calls nothing of the engine's other files: what must run at its
+ * start-up and fork is registered with it by the files above (a table of hooks, as timing.h's CPU timing is). */
 #include "engine.h"
 
 #include <pthread.h>
@@ -19,9 +21,9 @@ const ggprof_cpu_timing *_Atomic ggprof_cpu;
 void ggprof_register_cpu_timing(const ggprof_cpu_timing *t) { atomic_store(&ggprof_cpu, t); }
 __thread int  ggprof_busy;
 
+_Atomic uint32_t ggprof_graph_gen;
+
 static ggprof_ring     g_ring;
-ggprof_ring *ggprof_sink_ring(void) { return &g_ring; }
-static pthread_once_t  g_init_once = PTHREAD_ONCE_INIT;
 static pthread_key_t   g_slot_key;
 static bool            g_sink_ok;
 static _Atomic int     g_process_sent;
@@ -30,6 +32,45 @@ static __thread int               t_slot_tried;
 /* A real function inside libggml-base, to find its library: the first thread to enter ggml sets it (threads may
  * enter at once: TSan found the plain store racing). */
 static _Atomic(const void *) g_base_fn;
+
+/* ---- the hooks the files above register (at load, from a constructor(101), before any wrapper can run) ---- */
+
+#define MAX_FORK_HOOKS 4
+static void (*g_fork_hooks[MAX_FORK_HOOKS])(void);
+static int g_n_fork_hooks;
+static int (*g_profile_start)(const char *profile, char *why, size_t why_len);
+
+void ggprof_sink_on_fork(void (*hook)(void)) {
+    if (g_n_fork_hooks < MAX_FORK_HOOKS) g_fork_hooks[g_n_fork_hooks++] = hook;
+}
+
+void ggprof_sink_set_profile_start(int (*start)(const char *profile, char *why, size_t why_len)) {
+    g_profile_start = start;
+}
+
+static int profile_start(const char *profile, char *why, size_t why_len) {
+    if (g_profile_start) return g_profile_start(profile, why, why_len);
+    snprintf(why, why_len, "GGML_PROFILE: no profile start registered");
+    return -1;
+}
+
+/* ---- the ring, behind these functions ---- */
+
+bool ggprof_sink_has_ring(void) { return g_ring.file != NULL; }
+
+uint32_t ggprof_sink_recording(void) {
+    return g_ring.file ? atomic_load(&g_ring.file->recording) : 0;
+}
+
+void ggprof_sink_program_switch(bool on) {
+    if (!g_ring.file) return;
+    if (on) atomic_fetch_or(&g_ring.file->recording, GGPROF_REC_PROGRAM_ON);
+    else atomic_fetch_and(&g_ring.file->recording, ~GGPROF_REC_PROGRAM_ON);
+}
+
+int ggprof_sink_create(const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
+    return ggprof_ring_create(&g_ring, path, n_slots, slot_cap, level);
+}
 
 /* ---- notes: one line on stderr, and into the trace when there is one ---- */
 
@@ -159,15 +200,13 @@ static void emit_process(void) {
 }
 
 static void after_fork_child(void) {
-    /* The child must never write into its parent's slot: it claims its own and describes itself anew. Under
-     * GGML_PROFILE the profile is the parent's: a child's records go to the same collector, but only the
-     * parent asks for the profile to be written. */
-    ggprof_profile_after_fork();
+    /* The child must never write into its parent's slot: it claims its own and describes itself anew (the hooks:
+     * describe.c forgets the descriptions sent; under GGML_PROFILE, profile.c leaves the profile to the parent). */
     t_slot       = NULL;
     t_slot_tried = 0;
     t_loss_n     = 0; /* the parent's losses are the parent's to send */
     ggprof_eng.pid = (int32_t) getpid();
-    ggprof_desc_after_fork();
+    for (int i = 0; i < g_n_fork_hooks; i++) g_fork_hooks[i](); /* profile.c, describe.c */
     if (g_sink_ok && g_ring.file) {
         atomic_fetch_add(&g_ring.file->n_processes, 1);
         if (atomic_load(&g_process_sent)) emit_process();
@@ -191,7 +230,7 @@ static void sink_init(void) {
             g_sink_ok = true;
         }
     } else if (profile) {
-        if (ggprof_profile_start(profile, why, sizeof(why)) != 0) {
+        if (profile_start(profile, why, sizeof(why)) != 0) {
             fprintf(stderr, "ggprof: profiling off: %s\n", why);
         } else {
             g_sink_ok = true;
@@ -210,7 +249,7 @@ static void sink_init(void) {
     }
 }
 
-static bool ggprof_sink_ready(void) {
+bool ggprof_sink_ready(void) {
     pthread_once(&g_sink_once, sink_init);
     return g_sink_ok;
 }
@@ -226,50 +265,19 @@ bool ggprof_device_ready(void) {
     return !ggprof_busy;
 }
 
-/* Finds ggml and checks it whether or not a sink exists: the seed's C API may turn profiling on later. */
-static void engine_init(void) {
-    bool sink = ggprof_sink_ready();
-    GGPROF_GUARD;
-    ggprof_ggml *g = &ggprof_eng.g;
-    if (!ggprof_ggml_find(g, atomic_load(&g_base_fn))) {
-        ggprof_eng.broken = true;
-        return;
-    }
-    const char *fusion = getenv("GGML_CPU_DISABLE_FUSION"); /* read as ggml-cpu.c reads it */
-    ggprof_eng.cpu_fusion = !(fusion && atoi(fusion) == 1);
-    g->ok              = true;
-    ggprof_eng.enabled = sink;
-    if (sink) {
-        atomic_store(&g_process_sent, 1);
-        emit_process();
-    }
-    ggprof_reach_after_find(g);
+bool ggprof_sink_attached(void) { return g_sink_ok; }
+
+void ggprof_sink_describe_process(void) {
+    atomic_store(&g_process_sent, 1);
+    emit_process();
 }
 
 /* Called on every interposed call: a plain load once it is set (a compare-and-swap each time would take the
  * cache line from every other thread in ggml). */
-static void set_base_fn(const void *fn) {
+void ggprof_engine_set_ggml(const void *fn) {
     if (atomic_load_explicit(&g_base_fn, memory_order_relaxed)) return;
     const void *none = NULL;
     atomic_compare_exchange_strong(&g_base_fn, &none, fn);
 }
 
-void ggprof_engine_set_ggml(const void *fn_in_ggml) { set_base_fn(fn_in_ggml); }
-
-bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
-    set_base_fn(real_fn_in_ggml_base);
-    pthread_once(&g_init_once, engine_init);
-    if (!ggprof_eng.g.ok) return false;
-    ggprof_desc_keep();
-    if (!g_sink_ok) ggprof_eng.level = GGPROF_LEVEL_OP;
-    ggprof_eng.enabled = true;
-    return true;
-}
-
-bool ggprof_engine_ready(const void *real_fn_in_ggml_base) {
-    if (ggprof_eng.broken) return false;
-    set_base_fn(real_fn_in_ggml_base);
-    pthread_once(&g_init_once, engine_init);
-    return ggprof_eng.enabled && !ggprof_busy;
-}
-
+const void *ggprof_engine_ggml(void) { return atomic_load(&g_base_fn); }
