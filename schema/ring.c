@@ -155,7 +155,15 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
         munmap(p, (size_t) st.st_size);
         return -1;
     }
-    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap };
+    /* A collector that attaches (ggprof collect, for GGML_PROFILE's ring) reads with its own tails, as the one
+     * that creates the ring does; the producers never touch them. */
+    uint64_t *tails = calloc(n_slots, sizeof(uint64_t));
+    if (!tails) {
+        snprintf(why, why_len, "ring '%s': out of memory", path);
+        munmap(p, (size_t) st.st_size);
+        return -1;
+    }
+    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap, .tails = tails };
     atomic_fetch_add(&f->n_processes, 1);
     return 0;
 }
