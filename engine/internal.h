@@ -34,6 +34,9 @@ void ggprof_memory_at_end(void);
  * the trace says memory is off there. */
 void ggprof_memory_found_late(const char *lib);
 
+/* placement.c: after a recorded scheduler graph, which backend each node ran on and why, when its plan is new. */
+void ggprof_placement_after_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph, uint64_t graph_id);
+
 /* reach.c: once ggml is found, patches what a library with ggml inside calls directly (a Node addon loaded after
  * start), decides whether split plans can be kept, and notes how ggml is reached. */
 void ggprof_reach_after_find(const ggprof_ggml *g);
