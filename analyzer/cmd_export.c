@@ -8,6 +8,7 @@
 #include "export.h"
 #include "json_v3.h"
 #include "model.h"
+#include "placement.h"
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
@@ -17,6 +18,7 @@ const char ggprof_usage_export[] =
     "                           [--html OUT.html [--html-max-records N]] [--max-records N]\n"
     "                           [--roofline OUT.svg [--roof SPEC]... [--roof-file FILE]]\n"
     "                           [--test-file OUT.txt [--min-share PCT]] [--otlp OUT.jsonl]\n"
+    "                           [--dot OUT.dot [--layer N] [--graph ID]]\n"
     "\n"
     "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
     "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
@@ -43,6 +45,10 @@ const char ggprof_usage_export[] =
     "                  Collector's otlpjsonfile receiver reads): each llama_decode call a trace, its span the\n"
     "                  parent of the graphs computed in it; graphs outside any call a trace each. Times on Unix\n"
     "                  time from record's clock readings; per-op detail stays in the database\n"
+    "  --dot OUT       one layer of one graph as a Graphviz digraph (dot -Tsvg OUT > OUT.svg): a box per node\n"
+    "                  (op, name, shape, backend, time), filled by backend, the nodes that ran off the best\n"
+    "                  device outlined red with the reason, edges from sources; --layer N (default: the\n"
+    "                  lowest), --graph ID (default: the first graph of the largest plan). See docs/placement.md\n"
     GGPROF_WINDOW_USAGE;
 
 typedef int (*export_fn)(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len);
@@ -61,6 +67,10 @@ static int export_otlp(sqlite3 *db, const char *path, const ggprof_export_opts *
     return ggprof_export_otlp(db, path, why, why_len);
 }
 
+static int export_dot(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    return ggprof_placement_dot(db, path, o->dot_layer, o->dot_graph, why, why_len);
+}
+
 /* One row per format: the option that names it and the function that writes it. */
 static const struct {
     const char *option;
@@ -73,6 +83,7 @@ static const struct {
     { "--roofline", ggprof_export_roofline },
     { "--test-file", ggprof_export_test_file },
     { "--otlp", export_otlp },
+    { "--dot", export_dot },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
@@ -91,7 +102,7 @@ int ggprof_cmd_export(int argc, char **argv) {
     double min_share = 0;
     ggprof_roofs roofs = { .n = 0 };
     ggprof_window_opts window = { 0 };
-    ggprof_opt opts[N_FORMATS + 5];
+    ggprof_opt opts[N_FORMATS + 7];
     for (size_t f = 0; f < N_FORMATS; f++) opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL };
     opts[N_FORMATS]     = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL };
     opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
@@ -99,7 +110,10 @@ int ggprof_cmd_export(int argc, char **argv) {
     opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL };
     long max_shown = -1;
     opts[N_FORMATS + 4] = (ggprof_opt){ "--max-records", NULL, GGPROF_OPT_COUNT, &max_shown, NULL };
-    ggprof_args a = { opts, N_FORMATS + 5, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
+    long dot_layer = -1, dot_graph = -1;
+    opts[N_FORMATS + 5] = (ggprof_opt){ "--layer", NULL, GGPROF_OPT_COUNT, &dot_layer, NULL };
+    opts[N_FORMATS + 6] = (ggprof_opt){ "--graph", NULL, GGPROF_OPT_COUNT, &dot_graph, NULL };
+    ggprof_args a = { opts, N_FORMATS + 7, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     int n_out = 0;
@@ -108,9 +122,14 @@ int ggprof_cmd_export(int argc, char **argv) {
                               .html_max_records = max_records >= 0 ? max_records : 0,
                               .roofs            = roofs,
                               .min_share        = min_share,
+                              .dot_layer        = dot_layer > 100000 ? 100000 : (int) dot_layer,
+                              .dot_graph        = dot_graph,
                               .sampled          = say_sampled };
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
+    if ((dot_layer >= 0 || dot_graph >= 0) && !out[N_FORMATS - 1]) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--layer and --graph go with --dot OUT.dot");
+    }
     sqlite3 *db;
     char why[512];
     rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));

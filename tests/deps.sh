@@ -10,6 +10,7 @@ pkgs+=(debootstrap) # tests/compat/: Debian sid's llama.cpp-tools in a chroot
 pkgs+=(libcapstone-dev) # engine/patch.c: capstone decodes the entries it patches where ggml is inside a program (libcapstone4 at run time)
 pkgs+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (json.load, the sqlite3 shell), peak memory
 pkgs+=(libxml2-utils) # tests/e2e/hostile_names.sh: xmllint checks the roofline SVG is well-formed
+pkgs+=(graphviz) # tests/e2e/placement.sh: dot -Tsvg renders export --dot
 pkgs+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 pkgs+=(libmicrohttpd-dev) # collector/metrics_http.c: record --metrics serves HTTP (its header; libmicrohttpd12, opened at run time)
 pkgs+=(prometheus tmux curl) # tests/e2e/metrics.sh: a real Prometheus scraping record --metrics, promtool, curl to ask both; ggprof top in tmux
