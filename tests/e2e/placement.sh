@@ -98,6 +98,9 @@ section=$(sed -n '/^Placement:/,/^=== Trace/p' "$OUT/report.txt")
 expect "report: a Placement row per backend" "$(echo "$section" | grep -cE '^(Vulkan0|CPU) ')" 2
 expect "report: MUL_MAT's fallback for its weights, with its time" \
     "$(echo "$section" | awk '$1 == "MUL_MAT" && $2 == "weights_on_host" && $3 == "CPU" && $4 == "Vulkan0" && $6 > 0' | wc -l)" 1
+last=$(q "$db" "SELECT max(graph_id) FROM graph_list")
+expect "report --graphs of the last graph: the plan made at an earlier graph still holds there" \
+    "$("$GGPROF" report "$db" --graphs "$last-$last" | sed -n '/^Placement:/,/^=== Trace/p' | grep -cE '^(Vulkan0|CPU) ')" 2
 expect "report: the custom op's fallback in the sample's" \
     "$("$GGPROF" report "$fb" | awk '$1 == "MAP_CUSTOM1" && $2 == "unsupported"' | wc -l)" 1
 expect "report: no section for a trace without placements (placement unknown)" \
