@@ -12,23 +12,23 @@
 
 #define MAX_PLANS 64
 typedef struct {
-    ggml_backend_sched_t sched;
-    int                  n_nodes, n_splits;
+    uint32_t sched_id; /* a scheduler freed and another made at its address gets a new id */
+    int      n_nodes, n_splits;
 } plan_key;
 static plan_key        g_plans[MAX_PLANS];
 static int             g_n_plans;
 static pthread_mutex_t g_plans_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* True when (sched, n_nodes, n_splits) differs from what this scheduler sent last; remembers it. */
-static bool plan_is_new(ggml_backend_sched_t sched, int n_nodes, int n_splits) {
+/* True when (n_nodes, n_splits) differs from what this scheduler sent last; remembers it. */
+static bool plan_is_new(uint32_t sched_id, int n_nodes, int n_splits) {
     pthread_mutex_lock(&g_plans_lock);
     plan_key *k = NULL;
     for (int i = 0; i < g_n_plans && !k; i++) {
-        if (g_plans[i].sched == sched) k = &g_plans[i];
+        if (g_plans[i].sched_id == sched_id) k = &g_plans[i];
     }
-    if (!k) k = g_n_plans < MAX_PLANS ? &g_plans[g_n_plans++] : &g_plans[(uintptr_t) sched / 64 % MAX_PLANS];
-    bool fresh = k->sched != sched || k->n_nodes != n_nodes || k->n_splits != n_splits;
-    *k = (plan_key){ sched, n_nodes, n_splits };
+    if (!k) k = g_n_plans < MAX_PLANS ? &g_plans[g_n_plans++] : &g_plans[sched_id % MAX_PLANS];
+    bool fresh = k->sched_id != sched_id || k->n_nodes != n_nodes || k->n_splits != n_splits;
+    *k = (plan_key){ sched_id, n_nodes, n_splits };
     pthread_mutex_unlock(&g_plans_lock);
     return fresh;
 }
@@ -111,9 +111,11 @@ void ggprof_placement_after_graph(ggml_backend_sched_t sched, struct ggml_cgraph
     if (!sched || !graph || !g->ggml_backend_sched_get_tensor_backend) return;
     int                  n_nodes = g->ggml_graph_n_nodes(graph);
     struct ggml_tensor **nodes   = g->ggml_graph_nodes(graph);
-    if (n_nodes <= 0 || n_nodes > (1 << 24) || !nodes || !plan_is_new(sched, n_nodes, g->ggml_backend_sched_get_n_splits(sched))) return;
-    ggprof_sched *se = ggprof_sched_find(sched, false);
-    if (!se) return;
+    ggprof_sched        *se      = ggprof_sched_find(sched, false);
+    if (!se || n_nodes <= 0 || n_nodes > (1 << 24) || !nodes ||
+        !plan_is_new(se->id, n_nodes, g->ggml_backend_sched_get_n_splits(sched))) {
+        return;
+    }
     GGPROF_GUARD;
     int best = -1; /* the scheduler's highest-priority device */
     for (int i = 0; i < se->n && best < 0; i++) {
