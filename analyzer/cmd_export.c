@@ -8,6 +8,7 @@
 #include "export.h"
 #include "json_v3.h"
 #include "model.h"
+#include "placement.h"
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
@@ -32,6 +33,10 @@ static int export_json(sqlite3 *db, const char *path, const ggprof_export_opts *
 static int export_otlp(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
     (void) o;
     return ggprof_export_otlp(db, path, why, why_len);
+}
+
+static int export_dot(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    return ggprof_placement_dot(db, path, o->dot_layer, o->dot_graph, why, why_len);
 }
 
 /* One row per format: the option that names it and the function that writes it. */
@@ -63,6 +68,10 @@ static const struct {
       "otlpjsonfile receiver reads): each llama_decode call a trace, its span the parent of the graphs computed "
       "in it; graphs outside any call a trace each. Times on Unix time from record's clock readings; per-op "
       "detail stays in the database" },
+    { "--dot", export_dot, "OUT.dot",
+      "one layer of one graph as a Graphviz digraph (dot -Tsvg OUT > OUT.svg): a box per node (op, name, shape, "
+      "backend, time), filled by backend, the nodes that ran off the best device outlined red with the reason, "
+      "edges from sources. See docs/placement.md" },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
@@ -81,7 +90,7 @@ int ggprof_cmd_export(int argc, char **argv) {
     double min_share = 0;
     ggprof_roofs roofs = { .n = 0 };
     ggprof_window_opts window = { 0 };
-    ggprof_opt opts[N_FORMATS + 5];
+    ggprof_opt opts[N_FORMATS + 7];
     for (size_t f = 0; f < N_FORMATS; f++) {
         opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL, k_formats[f].arg,
                                 k_formats[f].help };
@@ -101,7 +110,12 @@ int ggprof_cmd_export(int argc, char **argv) {
                                         "no limit) read the records of one graph in every ceil(records/N) only, and "
                                         "every graph and split, so that a long run's file opens in Perfetto UI and a "
                                         "browser: said on stderr and in the file (\"sampled\"); a WINDOW has them all" };
-    ggprof_args a = { opts, N_FORMATS + 5, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
+    long dot_layer = -1, dot_graph = -1;
+    opts[N_FORMATS + 5] = (ggprof_opt){ "--layer", NULL, GGPROF_OPT_COUNT, &dot_layer, NULL, "N",
+                                        "with --dot: the layer to draw (default: the lowest)" };
+    opts[N_FORMATS + 6] = (ggprof_opt){ "--graph", NULL, GGPROF_OPT_COUNT, &dot_graph, NULL, "ID",
+                                        "with --dot: the graph to draw (default: the first graph of the largest plan)" };
+    ggprof_args a = { opts, N_FORMATS + 7, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     int n_out = 0;
@@ -110,9 +124,14 @@ int ggprof_cmd_export(int argc, char **argv) {
                               .html_max_records = max_records >= 0 ? max_records : 0,
                               .roofs            = roofs,
                               .min_share        = min_share,
+                              .dot_layer        = dot_layer > 100000 ? 100000 : (int) dot_layer,
+                              .dot_graph        = dot_graph,
                               .sampled          = say_sampled };
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
+    if ((dot_layer >= 0 || dot_graph >= 0) && !out[N_FORMATS - 1]) {
+        return ggprof_fail(GGPROF_EXIT_USAGE, "--layer and --graph go with --dot OUT.dot");
+    }
     sqlite3 *db;
     char why[512];
     rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));

@@ -12,6 +12,7 @@
 #include "memory.h"
 #include "output.h"
 #include "roofline.h"
+#include "placement.h"
 #include "store.h"
 #include "trace.h"
 #include "v3_format.h"
@@ -25,7 +26,7 @@ const char ggprof_usage_report[] =
     "upstream profiler's console summary); then time per backend; for a backend timed on its device (Vulkan, CUDA,\n"
     "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's waiting for\n"
     "it the device was busy, the share of kernel time joined to a graph node; then the trace's health: graphs,\n"
-    "splits whose CPU ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3\n"
+    "splits whose CPU ticks matched, records dropped; where each node ran and why (Placement). TRACE is a database written by 'ggprof record' or a version-3\n"
     "JSON profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
 
 
@@ -476,6 +477,7 @@ int ggprof_cmd_report(int argc, char **argv) {
     }
     print_devices(db);
     print_memory(db);
+    ggprof_placement_print(stdout, db);
     print_health(db);
     ggprof_op_stats_free(&s);
     sqlite3_close(db);

@@ -21,6 +21,9 @@ typedef struct {
     ggprof_roofs roofs;
     /* --min-share PCT (test file): only the cases of at least PCT% of the trace's op time. */
     double min_share;
+    /* --layer N, --graph ID (dot): the layer and graph drawn; -1: the defaults (placement.h). */
+    int     dot_layer;
+    int64_t dot_graph;
     /* Says what a sampled export kept (the command's line on stderr); NULL says nothing. */
     void (*sampled)(const char *path, long long max_records, int64_t records, int64_t kept, int64_t every);
 } ggprof_export_opts;

@@ -10,6 +10,7 @@
 #include "export.h"
 #include "model.h"
 #include "memory.h"
+#include "placement.h"
 #include "outfile.h"
 #include "roofline.h"
 #include "sort.h"
@@ -566,6 +567,7 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
     }
     sqlite3_finalize(st);
     fputs("]", f);
+    ggprof_placement_html(f, db);
     fputs(",\n\"lanes\":[", f);
     if (m->lanes.n) fwrite(m->lanes.p, 1, m->lanes.n, f);
     fputs("]", f);

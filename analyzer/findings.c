@@ -87,12 +87,12 @@ static double share(int64_t part, int64_t whole) { return whole > 0 ? (double) p
 
 /* ---------------------------------------------------------------- the rules */
 
-/* fallback: nodes that ran off the scheduler's best device (the placements table), grouped by reason, op and
+/* fallback: nodes that ran off the scheduler's best device (the node_placements table), grouped by reason, op and
  * backend; at stake: their OP time where they ran. */
 static int rule_fallback(const ggprof_findings_ctx *c, ggprof_finding *out) {
     sqlite3_stmt *st = prep(c,
         "WITH fb AS (SELECT pid, sched_id, node_id, min(backend_id) AS backend_id, min(preferred_backend_id) AS pref,"
-        "   min(reason) AS reason FROM placements WHERE reason IS NOT NULL AND reason != 'preferred'"
+        "   min(reason) AS reason FROM node_placements WHERE reason IS NOT NULL AND reason != 'preferred'"
         "   AND preferred_backend_id IS NOT NULL GROUP BY pid, sched_id, node_id),"
         " ev AS (SELECT pid, node_id, CAST(total(duration_ns) AS INTEGER) AS ns FROM events WHERE type = 0"
         "   AND duration_ns > 0 GROUP BY pid, node_id),"

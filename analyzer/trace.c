@@ -91,7 +91,9 @@ static int has_column(sqlite3 *db, const char *s, const char *t, const char *c) 
  * in temp.win_graphs, a row of no graph (or of a table of times: batches, regions, kernels) when it starts
  * in [lo, hi), and the rows of process pid. "1" keeps all. */
 static char *window_where(sqlite3 *db, const char *s, const char *t, const ggprof_window_opts *w, int64_t lo, int64_t hi) {
-    int graphs = has_column(db, s, t, "graph_id") && has_column(db, s, t, "pid") && strcmp(t, "batches") != 0;
+    /* node_placements: a plan's rows name its first graph and hold for later ones: kept whole */
+    int graphs = has_column(db, s, t, "graph_id") && has_column(db, s, t, "pid") && strcmp(t, "batches") != 0 &&
+                 strcmp(t, "node_placements") != 0;
     int timed  = has_column(db, s, t, "start_ns") &&
                 (graphs || strcmp(t, "batches") == 0 || strcmp(t, "regions") == 0 || strcmp(t, "kernel_list") == 0);
     char pid[64] = "";

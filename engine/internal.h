@@ -108,5 +108,7 @@ extern __thread uint32_t ggprof_t_batch;
 /* memory.c: the devices' memory after the first scheduler graph, and at the end (the first scheduler freed, or exit). */
 void ggprof_memory_after_graph(void);
 void ggprof_memory_at_end(void);
+/* placement.c: after a recorded scheduler graph, which backend each node ran on and why, when its plan is new. */
+void ggprof_placement_after_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph, uint64_t graph_id);
 
 #endif

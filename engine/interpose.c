@@ -134,6 +134,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     GGPROF_GUARD;
     flush_pending(&gc, gc.split_id + 1, -1);
     emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->ggml_backend_sched_get_n_splits(sched), t0, t1);
+    ggprof_placement_after_graph(sched, graph, gc.graph_id);
     ggprof_memory_after_graph();
     ggprof_profile_graph_recorded();
     ggprof_t_graph_on = -1;

@@ -49,6 +49,7 @@ static inline const struct ggml_tensor_links *ggml_abi_links(const struct ggml_t
 #define GGML_ABI_FLAG_OUTPUT  2
 #define GGML_ABI_FLAG_COMPUTE 16
 #define GGML_ABI_TYPE_F32     0
+#define GGML_ABI_BUFFER_USAGE_WEIGHTS 1 /* enum ggml_backend_buffer_usage: ANY 0, WEIGHTS 1, COMPUTE 2 */
 #define GGML_ABI_DEV_CPU      0
 #define GGML_ABI_DEV_ACCEL    3
 
@@ -160,6 +161,9 @@ struct ggml_init_params {
     X(size_t, ggml_backend_buffer_get_alloc_size, (ggml_backend_buffer_t, const struct ggml_tensor *),         \
       "tensor placement")                                                                                      \
     X(bool, ggml_gallocr_alloc_graph, (struct ggml_gallocr *, struct ggml_cgraph *), "tensor placement")      \
-    X(void, ggml_backend_dev_memory, (ggml_backend_dev_t, size_t *, size_t *), "device memory")
+    X(void, ggml_backend_dev_memory, (ggml_backend_dev_t, size_t *, size_t *), "device memory")              \
+    X(ggml_backend_t, ggml_backend_sched_get_tensor_backend, (ggml_backend_sched_t, struct ggml_tensor *),    \
+      "node placement")                                                                                        \
+    X(bool, ggml_backend_supports_op, (ggml_backend_t, const struct ggml_tensor *), "node placement reasons")
 
 #endif

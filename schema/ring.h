@@ -82,7 +82,6 @@ _Static_assert(offsetof(ggprof_ring_slot, head) == 64 && offsetof(ggprof_ring_sl
 /* The sink's account of what it dropped, graph by graph: a thread keeps the records it could not write (per
  * graph id, GGPROF_GRAPH_ANY once its table is full) and sends them as one LOSS message once its slot accepts
  * again, and when it ends. The counters above stay exact whether or not a LOSS message gets through. */
-#define GGPROF_MSG_LOSS   18
 #define GGPROF_LOSS_MAX   64
 #define GGPROF_GRAPH_ANY  UINT64_MAX /* records outside any graph, or of graphs the table had no room to name */
 typedef struct {

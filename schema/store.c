@@ -14,7 +14,7 @@
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
-       ST_LOSS, ST_COUNT };
+       ST_LOSS, ST_NODE_PLACE, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -37,6 +37,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_PLAN] = "INSERT OR REPLACE INTO plan_list VALUES(?,?,?,?,?,?)",
     [ST_PLACEMENT] = "INSERT INTO placements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_LOSS] = "INSERT INTO losses VALUES(?,?,?)",
+    [ST_NODE_PLACE] = "INSERT INTO node_placements VALUES(?,?,?,?,?,?,?,?,?)",
 };
 
 
@@ -619,6 +620,34 @@ static void msg_placement(ggprof_store *s, int32_t pid, int32_t tid, const ggpro
     }
 }
 
+static void msg_node_places(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_node_places *p  = (const void *) m;
+    sqlite3_stmt                 *st = s->st[ST_NODE_PLACE];
+    for (uint32_t i = 0; i < p->n; i++) {
+        const ggprof_node_place *e = &p->e[i];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, p->sched_id);
+        if (p->graph_id == GGPROF_GRAPH_NONE || p->graph_id > INT64_MAX) sqlite3_bind_null(st, 3);
+        else sqlite3_bind_int64(st, 3, (sqlite3_int64) p->graph_id);
+        sqlite3_bind_int(st, 4, e->node_index);
+        sqlite3_bind_int64(st, 5, e->node_id);
+        sqlite3_bind_int(st, 6, e->backend_id);
+        if (e->preferred_backend_id < 0) sqlite3_bind_null(st, 7);
+        else sqlite3_bind_int(st, 7, e->preferred_backend_id);
+        if (e->reason < GGPROF_PLACE_COUNT) sqlite3_bind_text(st, 8, ggprof_place_reason_names[e->reason], -1, SQLITE_STATIC);
+        else sqlite3_bind_null(st, 8);
+        char srcs[GGPROF_MAX_SRC * 12 + 3];
+        int  at = snprintf(srcs, sizeof(srcs), "[");
+        for (uint32_t j = 0; j < e->n_src && j < GGPROF_MAX_SRC; j++) {
+            at += snprintf(srcs + at, sizeof(srcs) - (size_t) at, "%s%" PRId32, j ? "," : "", e->src[j]);
+        }
+        snprintf(srcs + at, sizeof(srcs) - (size_t) at, "]");
+        sqlite3_bind_text(st, 9, srcs, -1, SQLITE_TRANSIENT);
+        run(s, st);
+    }
+}
+
 typedef void (*store_fn)(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m);
 static const store_fn k_store[] = {
     [GGPROF_MSG_PROCESS] = msg_process,
@@ -638,6 +667,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_DEVMEM] = msg_devmem,
     [GGPROF_MSG_PLACEMENT] = msg_placement,
     [GGPROF_MSG_LOSS] = msg_loss,
+    [GGPROF_MSG_NODE_PLACES] = msg_node_places,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -652,6 +682,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_FUSION] = sizeof(ggprof_msg_fusion), [GGPROF_MSG_BUFFER] = sizeof(ggprof_msg_buffer),
     [GGPROF_MSG_DEVMEM] = sizeof(ggprof_msg_devmem), [GGPROF_MSG_PLACEMENT] = sizeof(ggprof_msg_placement),
     [GGPROF_MSG_LOSS] = sizeof(ggprof_msg_loss),
+    [GGPROF_MSG_NODE_PLACES] = sizeof(ggprof_msg_node_places),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -663,6 +694,10 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
     }
     if (m->kind == GGPROF_MSG_PLACEMENT &&
         ((const ggprof_msg_placement *) m)->n > (m->size - sizeof(ggprof_msg_placement)) / sizeof(ggprof_placement)) {
+        return;
+    }
+    if (m->kind == GGPROF_MSG_NODE_PLACES &&
+        ((const ggprof_msg_node_places *) m)->n > (m->size - sizeof(ggprof_msg_node_places)) / sizeof(ggprof_node_place)) {
         return;
     }
     k_store[m->kind](s, pid, tid, m);

@@ -54,6 +54,9 @@ static const char k_ddl[] =
     "CREATE TABLE placements(pid INTEGER, plan_id INTEGER, idx INTEGER, node_id INTEGER, node_index INTEGER,\n"
     "  first INTEGER, last INTEGER, root INTEGER, flags INTEGER, handle INTEGER, buffer_id INTEGER,\n"
     "  offset INTEGER, size INTEGER);\n"
+    /* Where each node ran and why (docs/placement.md): optional, a trace without it has placement unknown. */
+    "CREATE TABLE node_placements(pid INTEGER, sched_id INTEGER, graph_id INTEGER, node_index INTEGER,\n"
+    "  node_id INTEGER, backend_id INTEGER, preferred_backend_id INTEGER, reason TEXT, src_nodes TEXT);\n"
     "CREATE VIEW buffers AS SELECT b.pid AS pid, b.buffer_id AS buffer_id, b.buft AS name,\n"
     "  NULLIF(b.device, '') AS device, b.size AS size,\n"
     "  CASE WHEN b.usage = 1 THEN 'weights' WHEN b.usage = 2 THEN 'compute'\n"

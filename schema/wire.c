@@ -14,6 +14,14 @@ const char *const ggprof_sync_names[GGPROF_SYNC_COUNT] = {
 /* As the seed names copies; H2H is ours, for copies between two host buffers. */
 const char *const ggprof_copy_names[4] = { "copy_H2D", "copy_D2H", "copy_D2D", "copy_H2H" };
 
+const char *const ggprof_place_reason_names[GGPROF_PLACE_COUNT] = {
+    [GGPROF_PLACE_PREFERRED]       = "preferred",
+    [GGPROF_PLACE_UNSUPPORTED]     = "unsupported",
+    [GGPROF_PLACE_WEIGHTS_ON_HOST] = "weights_on_host",
+    [GGPROF_PLACE_INPUTS_ON_HOST]  = "inputs_on_host",
+    [GGPROF_PLACE_SCHEDULER]       = "scheduler",
+};
+
 void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_cpu_interval *iv, void *user),
                            void *user) {
     if (m->h.size < sizeof(*m) + (size_t) m->n_ops * sizeof(ggprof_cpu_op)) return;

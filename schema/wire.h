@@ -70,6 +70,8 @@ enum ggprof_msg_kind {
     GGPROF_MSG_BUFFER  = 15, /* a backend buffer allocated, given a usage, or freed */
     GGPROF_MSG_DEVMEM  = 16, /* a device's free and total memory, as its backend reports it */
     GGPROF_MSG_PLACEMENT = 17, /* where a graph's tensors lie in the buffers, as ggml-alloc planned them */
+    GGPROF_MSG_LOSS    = 18, /* records a thread could not write, per graph (its layout: ring.h) */
+    GGPROF_MSG_NODE_PLACES = 19, /* which backend each node of a scheduler's plan ran on, and why */
 };
 
 typedef struct {
@@ -325,6 +327,43 @@ typedef struct {
     ggprof_placement e[];
 } ggprof_msg_placement;
 
+/* Why a node ran where it did (docs/placement.md). PREFERRED: on the scheduler's highest-priority device (or there is
+ * none); otherwise the first that holds of: the device's supports_op refuses it, its weights lie in a host buffer,
+ * its inputs do, or none of these (the scheduler's own choice). */
+enum ggprof_place_reason {
+    GGPROF_PLACE_PREFERRED = 0,
+    GGPROF_PLACE_UNSUPPORTED = 1,
+    GGPROF_PLACE_WEIGHTS_ON_HOST = 2,
+    GGPROF_PLACE_INPUTS_ON_HOST = 3,
+    GGPROF_PLACE_SCHEDULER = 4,
+    GGPROF_PLACE_COUNT
+};
+extern const char *const ggprof_place_reason_names[GGPROF_PLACE_COUNT];
+
+/* One node of a plan: the backend the scheduler assigned it (ggml_backend_sched_get_tensor_backend), ids as in the
+ * scheduler's BACKEND messages. */
+typedef struct {
+    int32_t  node_index;           /* in the scheduler's graph, as op records count it */
+    uint32_t node_id;              /* its description (MSG_NODE) */
+    int16_t  backend_id;
+    int16_t  preferred_backend_id; /* the highest-priority device it did not run on; -1: none */
+    uint16_t reason;               /* enum ggprof_place_reason */
+    uint16_t n_src;                /* how many of src[] hold a node */
+    int32_t  src[GGPROF_MAX_SRC];  /* the nodes it reads (node indexes, through views); leafs are not listed */
+} ggprof_node_place;
+
+/* A plan's node placement, sent once per plan (a scheduler's graph of new shape or splits), not per token, in chunks
+ * as MSG_PLACEMENT: first_entry is the first entry's index, n_total the plan's size. graph_id: the first graph
+ * computed with it. */
+#define GGPROF_NODE_PLACES_CHUNK 512
+typedef struct {
+    ggprof_msg_hdr h;
+    uint32_t sched_id;
+    uint32_t first_entry, n, n_total;
+    uint64_t graph_id;
+    ggprof_node_place e[];
+} ggprof_msg_node_places;
+
 enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_VULKAN = 3 };
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
@@ -355,6 +394,8 @@ GGPROF_WIRE_SIZE(ggprof_msg_buffer, 184);
 GGPROF_WIRE_SIZE(ggprof_msg_devmem, 104);
 GGPROF_WIRE_SIZE(ggprof_placement, 48);
 GGPROF_WIRE_SIZE(ggprof_msg_placement, 40);
+GGPROF_WIRE_SIZE(ggprof_node_place, 56);
+GGPROF_WIRE_SIZE(ggprof_msg_node_places, 32);
 _Static_assert(sizeof(ggprof_msg_cpu_ops) % _Alignof(ggprof_cpu_op) == 0, "ops[] starts aligned");
 
 /* One interval of a CPU_OPS message: an op (type OP) or a wait (type SYNC, sync naming its kind). */

@@ -24,6 +24,7 @@ test+=(clang libclang-rt-14-dev) # tests/fuzz/: libFuzzer, ASan, UBSan
 test+=(debootstrap) # tests/compat/: Debian sid's llama.cpp-tools in a chroot
 test+=(python3 sqlite3 time) # tests/bench/analysis_speed.sh: its references (json.load, the sqlite3 shell), peak memory
 test+=(libxml2-utils) # tests/e2e/hostile_names.sh: xmllint checks the roofline SVG is well-formed
+test+=(graphviz) # tests/e2e/placement.sh: dot -Tsvg renders export --dot
 test+=(chromium) # tests/e2e/chrome_html.sh: the HTML timeline driven in a browser (tests/browser/)
 test+=(prometheus tmux curl) # tests/e2e/metrics.sh: a real Prometheus scraping record --metrics, promtool, curl to ask both; ggprof top in tmux
 

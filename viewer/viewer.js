@@ -415,6 +415,17 @@
     tbody.append(tr);
   }
 
+  // Where each node ran and why (docs/placement.md): per plan [pid, first graph, next plan's first graph (-1: none),
+  // {node index: [reason, ran on, instead of]}], only the nodes that fell back listed. null: placement unknown.
+  const plans = D.placements || [];
+  function placementOf(pid, g, n) {
+    let best = null;
+    for (const pl of plans) {
+      if (pl[0] === pid && g >= pl[1] && (pl[2] < 0 || g < pl[2]) && (!best || pl[1] > best[1])) best = pl;
+    }
+    return best ? best[3][n] || 'preferred' : null;
+  }
+
   const tip = $('tooltip');
   function showTip(p, clientX, clientY) {
     const i = p.i, sg = D.sigs[sig[i]];
@@ -438,6 +449,11 @@
     row(body, 'bandwidth', gbs ? gbs + ' GB/s (bytes read+written)' : '');
     const where = rtype[kind[i]] === 3 ? ', split ' + node[i] : node[i] >= 0 ? ', node ' + node[i] : '';
     row(body, 'graph', graph[i] >= 0 ? String(graph[i]) + where : '');
+    const pl = rtype[kind[i]] === 0 && graph[i] >= 0 && node[i] >= 0 ? placementOf(p.lane.pid, graph[i], node[i]) : null;
+    if (pl) {
+      row(body, 'backend', pl === 'preferred' ? p.lane.name + ' (the best backend it has)' :
+        pl[1] + ', not ' + pl[2] + ': ' + pl[0].replace(/_/g, ' '));
+    }
     if (p.n > 1) row(body, 'nearby', p.n + ' records within 2 px: this one is under the pointer, or the longest');
     t.append(body);
     tip.append(head, sub, t);
@@ -668,6 +684,17 @@
     find: (name) => {
       let best = -1;
       for (let i = 0; i < N; i++) if (names[kind[i]] === name && (best < 0 || dur[i] > dur[best])) best = i;
+      return best;
+    },
+    // the longest OP record of a node that ran off its scheduler's best device (docs/placement.md), or -1
+    fallback: () => {
+      let best = -1;
+      for (let i = 0; i < N; i++) {
+        if (rtype[kind[i]] !== 0 || graph[i] < 0 || node[i] < 0) continue;
+        const li = lanes.findIndex((L) => i >= L.begin && i < L.end);
+        const pl = placementOf(lanes[li].pid, graph[i], node[i]);
+        if (pl && pl !== 'preferred' && (best < 0 || dur[i] > dur[best])) best = i;
+      }
       return best;
     },
     // the graph ids of the shown records, in order

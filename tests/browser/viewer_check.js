@@ -87,6 +87,19 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
       say('tooltip_gbs', /[0-9.]+ (GB|MB|TB)\/s/.test(text) ? 1 : 0);
       say('tooltip_index_is_hovered', (await page.evaluate(() => document.getElementById('tooltip').dataset.index)) === String(hover.i) ? 1 : 0);
     }
+    // hover: the longest record of a node that fell back (a trace with placements), its tooltip's backend row
+    const fb = await page.evaluate(() => {
+      const g = window.ggprof, i = g.fallback();
+      if (i < 0) return null;
+      const p = g.focus(i);
+      return { i, x: p.x, y: p.y };
+    });
+    if (fb) {
+      await page.mouse.move(fb.x, fb.y);
+      await page.waitForFunction((i) => !document.getElementById('tooltip').hidden &&
+        document.getElementById('tooltip').dataset.index === String(i), fb.i, { timeout: 5000 }).catch(() => {});
+      say('tooltip_fallback', await tip());
+    }
 
     const view = () => page.evaluate(() => window.ggprof.view());
     const range = () => page.evaluate(() => { const r = document.getElementById('range'); return { v0: +r.dataset.v0, v1: +r.dataset.v1, text: r.textContent }; });

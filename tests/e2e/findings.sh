@@ -1,7 +1,8 @@
 # report's findings (docs/findings.md): each rule fires on a run built for it, with the op, layer and backend
 # named, and stays silent on a run without the cause. Real llama-completion runs where a run shows the rule
 # (small_ubatch, thread_imbalance, below_roof, loading, peak_tensor); copies of a real trace altered with the
-# sqlite3 shell where it cannot on this machine (fallback, threads_oversubscribed, host_gap, graph_build, copies).
+# sqlite3 shell where it cannot on this machine (fallback, which placement.sh also shows on real fallbacks;
+# threads_oversubscribed, host_gap, graph_build, copies).
 # Every JSON output is parsed by python3's json module; the CSV by csv_col's reader.
 . "$(dirname "$0")/../lib.sh"
 S=$GGPROF_ROOT/samples/traces
@@ -67,21 +68,15 @@ expect "peak_tensor silent without memory records" "$(ev "$D/sample.json" peak_t
 
 # Altered copies of the 1-thread run (the sqlite3 shell writes; ggprof opens traces read-only).
 alter() { cp "$D/t1.db" "$D/$1.db" && sqlite3 "$D/$1.db" "$2" && report_json "$D/$1.db" "$D/$1.json"; }
-# fallback: Kcur-1's nodes ran on the CPU where BLAS (the best device here) does not support them. The trace
-# schema names the placements reasons once the placement work is merged; until then the opener refuses the columns.
-if grep -q preferred_backend_id "$GGPROF_ROOT/schema/trace_db.c"; then
-    alter fallback "DROP VIEW IF EXISTS tensor_placement; DROP VIEW IF EXISTS buffers; DROP TABLE placements;
-        CREATE TABLE placements(pid INTEGER, sched_id INTEGER, graph_id INTEGER, node_index INTEGER, node_id INTEGER,
-        backend_id INTEGER, preferred_backend_id INTEGER, reason TEXT);
-        INSERT INTO placements SELECT DISTINCT e.pid, e.sched_id, min(e.graph_id), e.node_index, e.node_id, e.backend_id,
-        0, 'unsupported' FROM events e JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id
-        WHERE e.type = 0 AND n.tensor_name = 'Kcur-1' GROUP BY e.pid, e.sched_id, e.node_index, e.node_id"
-    expect "fallback fires: op/layer/backend/preferred/reason" "$(for k in op layer backend preferred reason; do
-        ev "$D/fallback.json" fallback $k; done | paste -sd:)" "$(q "$D/t1.db" "SELECT op FROM nodes WHERE tensor_name = 'Kcur-1' LIMIT 1"):1:CPU:BLAS:unsupported"
-    expect "fallback silent without a placements table of reasons" "$(ev "$D/t1.json" fallback op)" silent
-else
-    echo "ok - $T: fallback # SKIP the trace schema has no placements.reason yet"
-fi
+# fallback: Kcur-1's nodes ran on the CPU where BLAS (the best device here) does not support them (the run's own
+# rows in node_placements replaced; tests/e2e/placement.sh shows the rule on real fallbacks).
+alter fallback "DELETE FROM node_placements;
+    INSERT INTO node_placements SELECT DISTINCT e.pid, e.sched_id, min(e.graph_id), e.node_index, e.node_id, e.backend_id,
+    0, 'unsupported', NULL FROM events e JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id
+    WHERE e.type = 0 AND n.tensor_name = 'Kcur-1' GROUP BY e.pid, e.sched_id, e.node_index, e.node_id"
+expect "fallback fires: op/layer/backend/preferred/reason" "$(for k in op layer backend preferred reason; do
+    ev "$D/fallback.json" fallback $k; done | paste -sd:)" "$(q "$D/t1.db" "SELECT op FROM nodes WHERE tensor_name = 'Kcur-1' LIMIT 1"):1:CPU:BLAS:unsupported"
+expect "fallback silent where every node ran on its best backend" "$(ev "$D/t1.json" fallback op)" silent
 # threads_oversubscribed: 4 threads on 2 allowed CPUs; silent with 2 on 2.
 pid=$(q "$D/t1.db" "SELECT pid FROM processes LIMIT 1")
 alter oversub "INSERT INTO meta VALUES ('threads.$pid', '4'), ('cpus_allowed.$pid', '2')"
