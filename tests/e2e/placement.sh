@@ -103,6 +103,11 @@ expect "report --graphs of the last graph: the plan made at an earlier graph sti
     "$("$GGPROF" report "$db" --graphs "$last-$last" | sed -n '/^Placement:/,/^=== Trace/p' | grep -cE '^(Vulkan0|CPU) ')" 2
 expect "report: the custom op's fallback in the sample's" \
     "$("$GGPROF" report "$fb" | awk '$1 == "MAP_CUSTOM1" && $2 == "unsupported"' | wc -l)" 1
+"$GGPROF" report "$fb" --format json > "$OUT/fallback.report.json" 2> "$OUT/fallback.report.err"
+expect "findings: fallback ranks first in the sample built to show it, the op and reason named" \
+    "$(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["findings"]
+print(f[0]["rule"], f[0]["evidence"]["backend"], f[0]["evidence"]["preferred"], f[0]["evidence"]["reason"] in ("unsupported", "weights_on_host"))' \
+        "$OUT/fallback.report.json")" "fallback CPU Vulkan0 True"
 expect "report: no section for a trace without placements (placement unknown)" \
     "$("$GGPROF" report "$GGPROF_ROOT/samples/traces/seed-v3.json" | grep -c '^Placement')" 0
 
