@@ -24,7 +24,8 @@ static inline const ggprof_cpu_timing *cpu_timing(void) {
 static void *_Atomic slot_ggml_backend_sched_graph_compute_async, *_Atomic slot_ggml_backend_sched_graph_compute,
     *_Atomic slot_ggml_backend_tensor_copy, *_Atomic slot_ggml_backend_tensor_set_async,
     *_Atomic slot_ggml_backend_synchronize, *_Atomic slot_ggml_backend_cpu_set_abort_callback,
-    *_Atomic slot_ggml_barrier, *_Atomic slot_ggml_graph_compute, *_Atomic slot_ggml_backend_cpu_init;
+    *_Atomic slot_ggml_barrier, *_Atomic slot_ggml_graph_compute, *_Atomic slot_ggml_backend_cpu_init,
+    *_Atomic slot_ggml_backend_free;
 static void hook_backend_iface(ggml_backend_t backend, bool is_cpu);
 
 /* ---- one scheduler graph compute on this thread ---- */
@@ -750,12 +751,22 @@ GGPROF_API ggml_backend_t ggml_backend_cpu_init(void) {
     return b;
 }
 
+/* A backend freed: the CPU timing forgets it (ggml may hand its address to the next backend it makes). Before the
+ * real free, which may be the last use of the address. */
+GGPROF_API void ggml_backend_free(ggml_backend_t backend) {
+    REAL_FROM(slot_ggml_backend_free, ggml_backend_free);
+    const ggprof_cpu_timing *cpu = atomic_load_explicit(&ggprof_cpu, memory_order_acquire);
+    if (backend && cpu) cpu->backend_freed(backend);
+    real_ggml_backend_free(backend);
+}
+
 /* The entry points patched where a program or library has ggml inside and calls them directly (reach.c), each
  * with what goes without it. The rest are reached through the backends' tables (graph_compute) or not at all
  * (the graph-building calls: split plans are off there; ggml_is_empty: device ops stay split-level). */
 GGPROF_SELF_ALIAS(ggml_backend_sched_graph_compute_async)
 GGPROF_SELF_ALIAS(ggml_backend_sched_graph_compute)
 GGPROF_SELF_ALIAS(ggml_backend_cpu_init)
+GGPROF_SELF_ALIAS(ggml_backend_free)
 GGPROF_SELF_ALIAS(ggml_backend_cpu_set_abort_callback)
 GGPROF_SELF_ALIAS(ggml_barrier)
 GGPROF_SELF_ALIAS(ggml_graph_compute)
@@ -769,6 +780,8 @@ static const ggprof_entry g_entries[] = {
       &slot_ggml_backend_sched_graph_compute, "scheduler graphs" },
     { "ggml_backend_cpu_init", GGPROF_SELF(ggml_backend_cpu_init), &slot_ggml_backend_cpu_init,
       "CPU backends computed without a scheduler" },
+    { "ggml_backend_free", GGPROF_SELF(ggml_backend_free), &slot_ggml_backend_free,
+      "CPU backends made again at a freed one's address" },
     { "ggml_backend_cpu_set_abort_callback", GGPROF_SELF(ggml_backend_cpu_set_abort_callback),
       &slot_ggml_backend_cpu_set_abort_callback, "the program's abort callback behind the tick" },
     { "ggml_barrier", GGPROF_SELF(ggml_barrier), &slot_ggml_barrier, "barrier records" },

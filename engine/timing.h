@@ -38,6 +38,9 @@ typedef struct {
     void (*barrier)(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);
     void (*graph_compute_entry)(void);
     void (*thread_start)(void);
+    /* A backend is being freed (ggml_backend_free): what was kept for it goes, so that a backend made later at the
+     * same address gets the tick installed anew, and the program's old callback is never called for it. */
+    void (*backend_freed)(ggml_backend_t backend);
 } ggprof_cpu_timing;
 
 /* The CPU timing registered, NULL before (CPU ops are then not timed: the wrappers only forward). */

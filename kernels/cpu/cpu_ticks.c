@@ -767,8 +767,21 @@ static void cpu_thread_start(void) {
 }
 
 /* Registered with the engine as libggprof.so loads (timing.h), before any wrapper can need it. */
+/* The hook stays in the table (a split on another thread may still hold it), emptied: the address, if ggml hands it
+ * out again, is a new backend with no tick and no callback of the program's. */
+static void cpu_backend_freed(ggml_backend_t backend) {
+    pthread_mutex_lock(&g_hooks_lock);
+    for (int i = 0; i < g_n_hooks; i++) {
+        if (g_hooks[i].backend != backend) continue;
+        g_hooks[i].installed = false;
+        g_hooks[i].app_cb    = NULL;
+        g_hooks[i].app_data  = NULL;
+    }
+    pthread_mutex_unlock(&g_hooks_lock);
+}
+
 static const ggprof_cpu_timing cpu_timing = {
     cpu_plans_off, cpu_hook_backend, cpu_set_abort_callback, cpu_begin, cpu_end, cpu_barrier, cpu_graph_compute_entry,
-    cpu_thread_start,
+    cpu_thread_start, cpu_backend_freed,
 };
 static void __attribute__((constructor(101))) cpu_register(void) { ggprof_register_cpu_timing(&cpu_timing); }

@@ -2,8 +2,8 @@
  * links ggml's PIC static archives into it with -Bsymbolic, as an addon that bundles ggml does): its calls into ggml
  * are direct, none passes a PLT the engine could interpose. liba_compute computes graphs on a CPU backend made
  * afresh every PER_BACKEND graphs, so that the graphs on backends made after the engine patched ggml's entries are
- * recorded. The backends are all kept until the end: the engine knows a CPU backend by its address, and one freed
- * and made again at the same address would keep the first one's tick state (kernels/cpu/cpu_ticks.c). */
+ * recorded. Each backend is freed before the next is made, so that malloc hands the next one the same address: the
+ * engine must forget a freed backend's tick (ggml_backend_free), or the new one is never timed. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,6 +89,10 @@ int liba_compute(int graphs, int per_backend, int threads, uint64_t *sums, _Atom
     int             rc         = data && backends ? 0 : -1;
     for (int i = 0; i < graphs && rc == 0; i++) {
         ggml_backend_t *b = &backends[i / per_backend];
+        if (i > 0 && i % per_backend == 0 && b[-1]) {
+            ggml_backend_free(b[-1]);
+            b[-1] = NULL;
+        }
         if (!*b && (*b = ggml_backend_cpu_init()) != NULL) ggml_backend_cpu_set_n_threads(*b, threads);
         rc = *b ? compute_one(*b, i, data, &sums[i]) : -1;
         atomic_store(done, i + 1);
