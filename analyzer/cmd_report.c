@@ -10,6 +10,7 @@
 #include "memory.h"
 #include "output.h"
 #include "store.h"
+#include "threads.h"
 #include "trace.h"
 #include "v3_format.h"
 
@@ -327,6 +328,7 @@ int ggprof_cmd_report(int argc, char **argv) {
     }
     print_devices(db);
     print_memory(db);
+    ggprof_threads_print(stdout, db);
     print_health(db);
     ggprof_op_stats_free(&s);
     sqlite3_close(db);

@@ -137,7 +137,7 @@ rm -rf "$plant"
 # Inside analyzer/: no call cycle among its files. Each file has a place in this order, bottom first (a pattern is a
 # rank its files share); an object may call (nm -u against the others' nm --defined-only) only files of a lower rank.
 # The order is analyzer/README.md's: the model and its rule at the bottom, the commands on top.
-ANALYZER_ORDER="layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory roofline roofs
+ANALYZER_ORDER="layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory process_time threads roofline roofs
     roofline_groups testcases calibrate export_text export_chrome export_html export_otlp export_roofline cmd_*"
 analyzer_rank() { # FILE STEM: its rank in ANALYZER_ORDER, or -1 when it has none
     local i=0 g
