@@ -14,6 +14,7 @@
 #include "roofline.h"
 #include "placement.h"
 #include "store.h"
+#include "threads.h"
 #include "trace.h"
 #include "v3_format.h"
 
@@ -478,6 +479,7 @@ int ggprof_cmd_report(int argc, char **argv) {
     print_devices(db);
     print_memory(db);
     ggprof_placement_print(stdout, db);
+    ggprof_threads_print(stdout, db);
     print_health(db);
     ggprof_op_stats_free(&s);
     sqlite3_close(db);

@@ -22,6 +22,7 @@
 #include "live.h"
 #include "metrics_http.h"
 #include "outfile.h"
+#include "proc_sample.h"
 #include "progress.h"
 #include "ring.h"
 #include "self_path.h"
@@ -191,6 +192,8 @@ typedef struct {
     int           status, exit_code;
     uint64_t      wall_start;
     int64_t       clock_real, clock_mono; /* CLOCK_REALTIME and CLOCK_MONOTONIC read together at the start */
+    ggprof_proc_sampler *sampler; /* the whole run: fork to exit, rusage, threads' blocked time (proc_sample.c) */
+    struct rusage ru;
 } record_run;
 
 /* OUT.db -> OUT.snapshot.db; any other name gets .snapshot.db appended. */
@@ -350,6 +353,7 @@ static void snapshot_write(record_run *r) {
                                                                                 r->windows[r->n_windows - 1].opened_by, "snapshot" };
     ggprof_windows_store(db, r->windows, r->n_windows);
     if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
+    ggprof_proc_sampler_store(r->sampler, db); /* the run so far: processes as last seen */
     sqlite3_close(db);
     _exit(ggprof_outfile_end(&of, 1) == 0 ? 0 : 1);
 }
@@ -535,6 +539,7 @@ static int record_start_child(record_run *r) {
     } else if (!r->start_paused) {
         window_open(r, r->t_start, "start");
     }
+    uint64_t fork_ns = ggprof_now_ns();
     pid_t child = fork();
     if (child < 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "fork: %s", strerror(errno));
     if (child == 0) {
@@ -563,6 +568,7 @@ static int record_start_child(record_run *r) {
         _exit(127);
     }
     r->child = g_child = child;
+    r->sampler = ggprof_proc_sampler_new(child, fork_ns, 5);
     close(pfd[1]);
     /* Below the workload: the collector's wake-ups should not preempt threads that spin in ggml's barriers. */
     if (setpriority(PRIO_PROCESS, 0, 19) != 0) { /* not fatal: only the overhead is higher */ }
@@ -592,7 +598,8 @@ static int record_drain(record_run *r) {
     ggprof_ring_pacer pacer = { 0, 0 };
     for (;;) {
         uint32_t seen = ggprof_ring_wake_seen(&r->ring);
-        pid_t w = waitpid(r->child, &r->status, WNOHANG);
+        pid_t w = wait4(r->child, &r->status, WNOHANG, &r->ru);
+        if (w == r->child) ggprof_proc_sampler_exit(r->sampler, ggprof_now_ns(), r->status, &r->ru);
         if (w == r->child || (w < 0 && errno != EINTR)) break;
         long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
         if (snap >= 0 && (due < 0 || snap < due)) due = snap;
@@ -602,6 +609,8 @@ static int record_drain(record_run *r) {
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
         }
         if (due >= 0 && due < ms) ms = due;
+        long sample = ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns());
+        if (sample >= 0 && sample < ms) ms = sample;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }
     if (r->snapshot_child > 0) waitpid(r->snapshot_child, NULL, 0); /* the last snapshot is whole, then replaced */
@@ -688,6 +697,9 @@ static int record_finish(record_run *r) {
     store_ring_losses(db, r, dropped);
     if (ggprof_windows_store(db, r->windows, r->n_windows) != 0) ggprof_err("internal: cannot store the capture windows");
     if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
+    if (!full && ggprof_proc_sampler_store(r->sampler, db) != 0) {
+        ggprof_err("internal: cannot store the run's times: %s", sqlite3_errmsg(db));
+    }
     int json_ok = 0;
     if (full) {
         unlink(r->json);
@@ -737,6 +749,7 @@ static void record_cleanup(record_run *r) {
         unlink(r->ring_path);
     }
     free(r->windows);
+    ggprof_proc_sampler_free(r->sampler);
     if (r->store) {
         char why[512];
         sqlite3_close(ggprof_store_finish(r->store, why, sizeof(why)));

@@ -731,6 +731,11 @@ GGPROF_API void GOMP_barrier(void) {
 GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struct ggml_cplan *cplan) {
     REAL_FROM(slot_ggml_graph_compute, ggml_graph_compute);
     cpu_timing()->graph_compute_entry();
+    /* The threads the plan asks for (ggml_cplan.n_threads follows work_size and work_data in every release),
+     * noted each time it exceeds the most noted: `ggprof report`'s Threads against the CPUs (analyzer/threads.c). */
+    static _Atomic int most_threads;
+    int nt = cplan ? *(const int *) ((const char *) cplan + 2 * sizeof(void *)) : 0, was = atomic_load(&most_threads);
+    if (nt > was && nt < 65536 && atomic_compare_exchange_strong(&most_threads, &was, nt)) ggprof_trace_note("CPU threads: %d", nt);
     return real_ggml_graph_compute(cgraph, cplan);
 }
 

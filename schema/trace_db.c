@@ -35,6 +35,14 @@ static const char k_ddl[] =
     "CREATE TABLE notes(pid INTEGER, text TEXT);\n"
     /* Optional for readers (older traces lack it): records the ring had no room for; graph_id NULL: not named. */
     "CREATE TABLE losses(pid INTEGER, graph_id INTEGER, records INTEGER);\n"
+    /* The whole run (docs/trace-database.md): measured by record, the workload's parent, not by the engine. */
+    "CREATE TABLE processes_time(pid INTEGER, ppid INTEGER, how TEXT, fork_ns INTEGER, exit_ns INTEGER,\n"
+    "  exit_status INTEGER, utime_ns INTEGER, stime_ns INTEGER, minflt INTEGER, majflt INTEGER, nvcsw INTEGER,\n"
+    "  nivcsw INTEGER, maxrss_kib INTEGER, cpus_allowed TEXT, n_cpus_allowed INTEGER, cpu_quota REAL,\n"
+    "  n_threads INTEGER);\n"
+    "CREATE TABLE thread_idle(pid INTEGER, tid INTEGER, start_ns INTEGER, end_ns INTEGER);\n"
+    "CREATE TABLE thread_stats(pid INTEGER, tid INTEGER, name TEXT, first_ns INTEGER, last_ns INTEGER,\n"
+    "  cpu_ns INTEGER, runq_ns INTEGER, timeslices INTEGER, idle_ns INTEGER);\n"
     GGPROF_DB_WINDOWS_DDL
     GGPROF_DB_REPLAY_DDL
     "CREATE TABLE regions(pid INTEGER, tid INTEGER, name TEXT, depth INTEGER, start_ns INTEGER,\n"

@@ -1,0 +1,38 @@
+/* CPU threads: per op, thread 0's busy time and its barrier waits (the slowest thread's lead over it), and per
+ * process the threads ggml used against the CPUs it could use (docs/analysis.md, "Threads"). */
+#ifndef GGPROF_THREADS_H
+#define GGPROF_THREADS_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    char    op[48];
+    int64_t count;
+    int64_t busy_ns;        /* thread 0 computing it (its barrier waits inside the op taken out) */
+    int64_t wait_ns;        /* thread 0's barrier waits inside the op */
+    int64_t barrier_ns;     /* thread 0 in the barrier after it: the slowest thread's lead over thread 0 */
+    int64_t max_barrier_ns; /* the worst one */
+} ggprof_thread_op;
+
+typedef struct {
+    int     pid;
+    int     threads_used;   /* the most ggml_cplan.n_threads; -1: unknown */
+    int     cpus_allowed;   /* affinity; -1: unknown */
+    double  cpu_quota;      /* cgroup v2 cpu.max in CPUs; -1: none */
+    int     oversubscribed; /* 1: more threads than CPUs (allowed or quota), 0: not, -1: unknown */
+    int64_t cpu_ns, runq_ns, nivcsw, graphs; /* all threads on a CPU, waiting for one; involuntary switches (-1) */
+    ggprof_thread_op *ops;  /* by barrier_ns, largest first; the (other) row holds barriers after no op */
+    size_t  n_ops;
+    int64_t barrier_ns;     /* the ops' barrier_ns added up: every cpu_barrier record of the pid */
+} ggprof_threads_summary_t;
+
+/* Fills out for pid. 0, or -1 on a database error. */
+int  ggprof_threads_summary(sqlite3 *db, int pid, ggprof_threads_summary_t *out);
+void ggprof_threads_summary_free(ggprof_threads_summary_t *s);
+
+/* report's "Threads" section, for each process record measured (nothing for a trace without processes_time). */
+void ggprof_threads_print(FILE *f, sqlite3 *db);
+
+#endif

@@ -1,0 +1,452 @@
+/* The whole run, measured by record, the workload's parent (docs/trace-database.md, "The whole run"): fork to
+ * exit, wait4's rusage, the CPUs the workload may use (affinity, cgroup v2 cpu.max), and each thread's state
+ * sampled from /proc every few milliseconds, blocked stretches merged into runs. The workload pays nothing for it:
+ * the collector reads /proc at nice 19. Its children (forked) are found in /proc/PID/task/TID/children, their
+ * fork and exit to the sample period, their counters from /proc/PID/stat and status. */
+#include "proc_sample.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_PROCS   256
+#define MAX_THREADS 4096 /* per process: threads past it are not sampled */
+#define RESCAN      10   /* samples between two listings of the threads and children */
+
+typedef struct {
+    uint64_t start, end;
+} span;
+
+typedef struct {
+    pid_t    tid;
+    int      fd_stat, fd_sched; /* -1: gone */
+    char     name[32];
+    uint64_t first_ns, last_ns, prev_ns;
+    uint64_t cpu_ns, runq_ns, slices; /* /proc/.../schedstat: on a CPU, waiting for one, time slices */
+    bool     in_idle;
+    uint64_t idle_start, idle_ns;
+    span    *idle;
+    size_t   n_idle, cap_idle;
+} thr;
+
+typedef struct {
+    pid_t    pid, ppid;
+    bool     waited; /* record's own child: wait4; else sampled */
+    bool     gone;
+    uint64_t fork_ns, exit_ns;
+    int      status;
+    bool     has_ru;
+    struct rusage ru;
+    uint64_t minflt, majflt, utime, stime, nvcsw, nivcsw; /* sampled: clock ticks for the times */
+    char     cpus[256];
+    int      n_cpus;
+    double   quota; /* CPUs (quota / period); < 0: none */
+    thr     *t;
+    size_t   n_t, cap_t;
+} proc;
+
+struct ggprof_proc_sampler {
+    proc    *p;
+    size_t   n_p;
+    uint64_t period_ns, next_ns, min_idle_ns;
+    unsigned n_samples;
+};
+
+int ggprof_cpu_list_count(const char *list) {
+    int n = 0;
+    const char *s = list;
+    while (*s && *s != '\n') {
+        char *e;
+        long a = strtol(s, &e, 10), b = a;
+        if (e == s || a < 0) return -1;
+        s = e;
+        if (*s == '-') {
+            b = strtol(s + 1, &e, 10);
+            if (e == s + 1 || b < a) return -1;
+            s = e;
+        }
+        if (b - a >= 1 << 20) return -1;
+        n += (int) (b - a + 1);
+        if (*s == ',') s++;
+        else if (*s && *s != '\n') return -1;
+    }
+    return n;
+}
+
+/* Reads a small /proc file whole into buf (NUL-ended); its length or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0) return -1;
+    buf[n] = 0;
+    return n;
+}
+
+/* The CPUs the process may use: its affinity (Cpus_allowed_list) and the tightest cgroup v2 cpu.max from its
+ * cgroup up to the root. */
+static void read_cpus(proc *p) {
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int) p->pid);
+    if (read_small(path, buf, sizeof(buf)) > 0) {
+        const char *l = strstr(buf, "\nCpus_allowed_list:");
+        if (l) {
+            l += strlen("\nCpus_allowed_list:");
+            while (*l == ' ' || *l == '\t') l++;
+            size_t k = strcspn(l, "\n");
+            if (k >= sizeof(p->cpus)) k = sizeof(p->cpus) - 1;
+            memcpy(p->cpus, l, k);
+            p->cpus[k] = 0;
+            p->n_cpus  = ggprof_cpu_list_count(p->cpus);
+        }
+        const char *v = strstr(buf, "\nvoluntary_ctxt_switches:"), *nv = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+        if (v) p->nvcsw = strtoull(v + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+        if (nv) p->nivcsw = strtoull(nv + strlen("\nnonvoluntary_ctxt_switches:"), NULL, 10);
+    }
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p->pid);
+    if (read_small(path, buf, sizeof(buf)) <= 0) return;
+    const char *g = strstr(buf, "0::/");
+    if (!g || (g != buf && g[-1] != '\n')) return;
+    char dir[4096 + 32];
+    size_t k = strcspn(g + 3, "\n");
+    if (k > 4000 || memmem(g + 3, k, "..", 2)) return;
+    snprintf(dir, sizeof(dir), "/sys/fs/cgroup%.*s", (int) k, g + 3);
+    p->quota = -1;
+    for (;;) {
+        char f[sizeof(dir) + 16], q[128];
+        snprintf(f, sizeof(f), "%s/cpu.max", dir);
+        long long quota, period;
+        if (read_small(f, q, sizeof(q)) > 0 && sscanf(q, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
+            double c = (double) quota / (double) period;
+            if (p->quota < 0 || c < p->quota) p->quota = c;
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash - dir <= (long) strlen("/sys/fs/cgroup")) break;
+        *slash = 0;
+    }
+}
+
+/* A sampled child's counters (/proc/PID/stat: minflt, majflt, utime, stime). */
+static bool read_proc_stat(proc *p) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int) p->pid);
+    if (read_small(path, buf, sizeof(buf)) <= 0) return false;
+    const char *r = strrchr(buf, ')');
+    if (!r) return false;
+    char state;
+    unsigned long long minflt, cminflt, majflt, cmajflt, ut, st;
+    int ppid;
+    if (sscanf(r + 1, " %c %d %*d %*d %*d %*d %*u %llu %llu %llu %llu %llu %llu", &state, &ppid, &minflt, &cminflt,
+               &majflt, &cmajflt, &ut, &st) != 8) {
+        return false;
+    }
+    if (state == 'Z' || state == 'X') return false;
+    p->ppid = ppid, p->minflt = minflt, p->majflt = majflt, p->utime = ut, p->stime = st;
+    return true;
+}
+
+static proc *add_proc(ggprof_proc_sampler *s, pid_t pid, pid_t ppid, uint64_t now, bool waited) {
+    for (size_t i = 0; i < s->n_p; i++) {
+        if (s->p[i].pid == pid) return &s->p[i];
+    }
+    if (s->n_p >= MAX_PROCS) return NULL;
+    proc *p = &s->p[s->n_p++];
+    memset(p, 0, sizeof(*p));
+    p->pid = pid, p->ppid = ppid, p->fork_ns = now, p->waited = waited, p->quota = -1, p->n_cpus = -1;
+    return p;
+}
+
+static void idle_close(thr *t, uint64_t min_ns) {
+    if (!t->in_idle) return;
+    t->in_idle = false;
+    if (t->prev_ns < t->idle_start + min_ns) return;
+    if (t->n_idle == t->cap_idle) {
+        size_t cap = t->cap_idle ? 2 * t->cap_idle : 16;
+        span  *n   = realloc(t->idle, cap * sizeof(*n));
+        if (!n) return;
+        t->idle = n, t->cap_idle = cap;
+    }
+    t->idle[t->n_idle++] = (span){ t->idle_start, t->prev_ns };
+    t->idle_ns += t->prev_ns - t->idle_start;
+}
+
+static void thr_gone(thr *t, uint64_t min_ns) {
+    idle_close(t, min_ns);
+    if (t->fd_stat >= 0) close(t->fd_stat);
+    if (t->fd_sched >= 0) close(t->fd_sched);
+    t->fd_stat = t->fd_sched = -1;
+}
+
+static void add_thread(proc *p, pid_t tid, uint64_t now) {
+    for (size_t i = 0; i < p->n_t; i++) {
+        if (p->t[i].tid == tid && p->t[i].fd_stat >= 0) return;
+    }
+    if (p->n_t >= MAX_THREADS) return;
+    if (p->n_t == p->cap_t) {
+        size_t cap = p->cap_t ? 2 * p->cap_t : 16;
+        thr   *n   = realloc(p->t, cap * sizeof(*n));
+        if (!n) return;
+        p->t = n, p->cap_t = cap;
+    }
+    char path[96];
+    thr *t = &p->t[p->n_t];
+    memset(t, 0, sizeof(*t));
+    t->tid = tid;
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) p->pid, (int) tid);
+    t->fd_stat = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) p->pid, (int) tid);
+    t->fd_sched = open(path, O_RDONLY | O_CLOEXEC);
+    if (t->fd_stat < 0 || t->fd_sched < 0) {
+        if (t->fd_stat >= 0) close(t->fd_stat);
+        if (t->fd_sched >= 0) close(t->fd_sched);
+        return;
+    }
+    t->first_ns = t->last_ns = t->prev_ns = now;
+    p->n_t++;
+}
+
+/* The process's threads, and the children each of them forked. */
+static void rescan(ggprof_proc_sampler *s, proc *p, uint64_t now) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int) p->pid);
+    DIR *d = opendir(path);
+    if (!d) return;
+    pid_t kids[64];
+    int   n_kids = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        pid_t tid = (pid_t) atoi(e->d_name);
+        add_thread(p, tid, now);
+        char cpath[96], buf[512];
+        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%d/children", (int) p->pid, (int) tid);
+        if (read_small(cpath, buf, sizeof(buf)) > 0) {
+            for (char *c = buf, *end; *c && n_kids < 64; c = end) {
+                long k = strtol(c, &end, 10);
+                if (end == c) break;
+                if (k > 0) kids[n_kids++] = (pid_t) k;
+            }
+        }
+    }
+    closedir(d);
+    read_cpus(p);
+    for (int i = 0; i < n_kids; i++) add_proc(s, kids[i], p->pid, now, false);
+}
+
+/* One thread at now: its state and schedstat; an interval where it neither ran (under a tenth of it on a CPU)
+ * nor was runnable at the end is blocked. */
+static void sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
+    char st[512], sc[128];
+    ssize_t a = pread(t->fd_stat, st, sizeof(st) - 1, 0), b = pread(t->fd_sched, sc, sizeof(sc) - 1, 0);
+    if (a <= 0 || b <= 0) {
+        thr_gone(t, s->min_idle_ns);
+        return;
+    }
+    st[a] = 0, sc[b] = 0;
+    const char *l = strchr(st, '('), *r = strrchr(st, ')');
+    if (!l || !r || r < l) return;
+    if (!t->name[0]) snprintf(t->name, sizeof(t->name), "%.*s", (int) (r - l - 1), l + 1);
+    char state = r[1] == ' ' ? r[2] : '?';
+    unsigned long long cpu, runq, slices;
+    if (sscanf(sc, "%llu %llu %llu", &cpu, &runq, &slices) != 3) return;
+    uint64_t dt = now - t->prev_ns, dcpu = cpu >= t->cpu_ns ? cpu - t->cpu_ns : 0;
+    t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices, t->last_ns = now;
+    if (state == 'Z' || state == 'X') {
+        thr_gone(t, s->min_idle_ns);
+        return;
+    }
+    bool idle = dt > 0 && state != 'R' && dcpu * 10 <= dt;
+    if (idle && !t->in_idle) t->in_idle = true, t->idle_start = t->prev_ns;
+    if (!idle) idle_close(t, s->min_idle_ns);
+    t->prev_ns = now;
+}
+
+ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms) {
+    ggprof_proc_sampler *s = calloc(1, sizeof(*s));
+    if (!s || !(s->p = calloc(MAX_PROCS, sizeof(proc)))) {
+        free(s);
+        return NULL;
+    }
+    s->period_ns   = (uint64_t) (period_ms > 0 ? period_ms : 5) * 1000000;
+    s->min_idle_ns = 2 * s->period_ns;
+    s->next_ns     = fork_ns;
+    add_proc(s, pid, getpid(), fork_ns, true);
+    return s;
+}
+
+long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now) {
+    if (!s) return -1;
+    if (now >= s->next_ns) {
+        bool scan = s->n_samples++ % RESCAN == 0;
+        for (size_t i = 0; i < s->n_p; i++) {
+            proc *p = &s->p[i];
+            if (p->gone) continue;
+            if (!p->waited && (scan || p->n_t == 0) && !read_proc_stat(p)) {
+                /* a sampled child ended (or was reaped) since the last listing */
+                p->gone = true, p->exit_ns = now;
+                for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], s->min_idle_ns);
+                continue;
+            }
+            if (scan) rescan(s, p, now);
+            for (size_t k = 0; k < p->n_t; k++) {
+                if (p->t[k].fd_stat >= 0) sample_thread(s, &p->t[k], now);
+            }
+        }
+        s->next_ns = now + s->period_ns;
+    }
+    return (long) ((s->next_ns - now + 999999) / 1000000);
+}
+
+void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int status, const struct rusage *ru) {
+    if (!s) return;
+    proc *p    = &s->p[0];
+    p->exit_ns = exit_ns, p->gone = true;
+    p->status  = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+    if (ru) p->ru = *ru, p->has_ru = true;
+    for (size_t i = 0; i < s->n_p; i++) {
+        for (size_t k = 0; k < s->p[i].n_t; k++) thr_gone(&s->p[i].t[k], s->min_idle_ns);
+    }
+}
+
+static int exec1(sqlite3 *db, sqlite3_stmt *st) {
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    (void) db;
+    return rc;
+}
+
+static void meta(sqlite3 *db, const char *key, int pid, const char *value) {
+    char k[64];
+    snprintf(k, sizeof(k), "%s.%d", key, pid);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+}
+
+static int64_t tv_ns(struct timeval tv) { return (int64_t) tv.tv_sec * 1000000000 + (int64_t) tv.tv_usec * 1000; }
+
+int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
+    if (!s) return 0;
+    sqlite3_stmt *pt = NULL, *ti = NULL, *ts = NULL, *nt = NULL, *rec = NULL;
+    int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "INSERT INTO processes_time VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &pt,
+                                        NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "INSERT INTO thread_idle VALUES(?,?,?,?)", -1, &ti, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)", -1, &ts, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "SELECT max(CAST(substr(text, 14) AS INTEGER)) FROM notes WHERE pid = ?"
+                                        " AND text LIKE 'CPU threads: %'", -1, &nt, NULL) == SQLITE_OK &&
+                     /* the threads that call into ggml: those that recorded, or ran a llama_decode (one scan) */
+                     sqlite3_exec(db, "CREATE TEMP TABLE ggml_threads AS SELECT DISTINCT pid, tid FROM events"
+                                  " UNION SELECT pid, tid FROM batches", NULL, NULL, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "SELECT EXISTS(SELECT 1 FROM ggml_threads WHERE pid = ?1 AND tid = ?2)", -1,
+                                        &rec, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    long tck = sysconf(_SC_CLK_TCK);
+    if (tck <= 0) tck = 100;
+    for (size_t i = 0; i < s->n_p && rc == 0; i++) {
+        proc *p = &s->p[i];
+        if (!p->gone) p->exit_ns = p->n_t ? p->t[0].last_ns : p->fork_ns; /* still running: as last seen */
+        int64_t n_threads = -1;
+        sqlite3_bind_int(nt, 1, p->pid);
+        if (sqlite3_step(nt) == SQLITE_ROW && sqlite3_column_type(nt, 0) != SQLITE_NULL) n_threads = sqlite3_column_int64(nt, 0);
+        sqlite3_reset(nt);
+        int c = 1;
+        sqlite3_bind_int(pt, c++, p->pid);
+        sqlite3_bind_int(pt, c++, p->ppid);
+        sqlite3_bind_text(pt, c++, p->waited ? "wait4" : "sampled", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->fork_ns);
+        sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->exit_ns);
+        if (p->waited) sqlite3_bind_int(pt, c++, p->status);
+        else sqlite3_bind_null(pt, c++);
+        if (p->has_ru) {
+            sqlite3_bind_int64(pt, c++, tv_ns(p->ru.ru_utime));
+            sqlite3_bind_int64(pt, c++, tv_ns(p->ru.ru_stime));
+            sqlite3_bind_int64(pt, c++, p->ru.ru_minflt);
+            sqlite3_bind_int64(pt, c++, p->ru.ru_majflt);
+            sqlite3_bind_int64(pt, c++, p->ru.ru_nvcsw);
+            sqlite3_bind_int64(pt, c++, p->ru.ru_nivcsw);
+            sqlite3_bind_int64(pt, c++, p->ru.ru_maxrss);
+        } else {
+            sqlite3_bind_int64(pt, c++, (sqlite3_int64) (p->utime * (1000000000 / (uint64_t) tck)));
+            sqlite3_bind_int64(pt, c++, (sqlite3_int64) (p->stime * (1000000000 / (uint64_t) tck)));
+            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->minflt);
+            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->majflt);
+            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->nvcsw);
+            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->nivcsw);
+            sqlite3_bind_null(pt, c++);
+        }
+        if (p->cpus[0]) sqlite3_bind_text(pt, c++, p->cpus, -1, SQLITE_STATIC);
+        else sqlite3_bind_null(pt, c++);
+        if (p->n_cpus > 0) sqlite3_bind_int(pt, c++, p->n_cpus);
+        else sqlite3_bind_null(pt, c++);
+        if (p->quota > 0) sqlite3_bind_double(pt, c++, p->quota);
+        else sqlite3_bind_null(pt, c++);
+        if (n_threads > 0) sqlite3_bind_int64(pt, c++, n_threads);
+        else sqlite3_bind_null(pt, c++);
+        rc = exec1(db, pt);
+        char v[64];
+        if (n_threads > 0) snprintf(v, sizeof(v), "%" PRId64, n_threads), meta(db, "threads", p->pid, v);
+        if (p->n_cpus > 0) snprintf(v, sizeof(v), "%d", p->n_cpus), meta(db, "cpus_allowed", p->pid, v);
+        if (p->quota > 0) snprintf(v, sizeof(v), "%.3f", p->quota), meta(db, "cpu_quota", p->pid, v);
+        for (size_t k = 0; k < p->n_t && rc == 0; k++) {
+            thr *t = &p->t[k];
+            sqlite3_bind_int(rec, 1, p->pid);
+            sqlite3_bind_int(rec, 2, t->tid);
+            bool keep = t->tid == p->pid || (sqlite3_step(rec) == SQLITE_ROW && sqlite3_column_int(rec, 0));
+            sqlite3_reset(rec);
+            c = 1;
+            sqlite3_bind_int(ts, c++, p->pid);
+            sqlite3_bind_int(ts, c++, t->tid);
+            sqlite3_bind_text(ts, c++, t->name, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->first_ns);
+            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->last_ns);
+            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->cpu_ns);
+            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->runq_ns);
+            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->slices);
+            if (keep) sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->idle_ns);
+            else sqlite3_bind_null(ts, c++);
+            rc = exec1(db, ts);
+            for (size_t j = 0; keep && j < t->n_idle && rc == 0; j++) {
+                sqlite3_bind_int(ti, 1, p->pid);
+                sqlite3_bind_int(ti, 2, t->tid);
+                sqlite3_bind_int64(ti, 3, (sqlite3_int64) t->idle[j].start);
+                sqlite3_bind_int64(ti, 4, (sqlite3_int64) t->idle[j].end);
+                rc = exec1(db, ti);
+            }
+        }
+    }
+    sqlite3_finalize(pt);
+    sqlite3_finalize(ti);
+    sqlite3_finalize(ts);
+    sqlite3_finalize(nt);
+    sqlite3_finalize(rec);
+    sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_exec(db, "DROP TABLE IF EXISTS temp.ggml_threads", NULL, NULL, NULL);
+    return rc;
+}
+
+void ggprof_proc_sampler_free(ggprof_proc_sampler *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n_p; i++) {
+        for (size_t k = 0; k < s->p[i].n_t; k++) {
+            thr_gone(&s->p[i].t[k], s->min_idle_ns);
+            free(s->p[i].t[k].idle);
+        }
+        free(s->p[i].t);
+    }
+    free(s->p);
+    free(s);
+}

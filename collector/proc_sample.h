@@ -1,0 +1,31 @@
+/* The whole run from the workload's parent: fork to exit, wait4's rusage, the CPUs it may use, and its threads'
+ * blocked time sampled from /proc (docs/trace-database.md: processes_time, thread_idle, thread_stats). */
+#ifndef GGPROF_PROC_SAMPLE_H
+#define GGPROF_PROC_SAMPLE_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+typedef struct ggprof_proc_sampler ggprof_proc_sampler;
+
+/* A sampler of pid (the workload record forked at fork_ns) every period_ms; NULL when out of memory. */
+ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms);
+
+/* Samples when a sample is due at now; returns the milliseconds until the next one. */
+long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now);
+
+/* The workload ended at exit_ns (wait4 returned it) with status and its rusage. */
+void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int status, const struct rusage *ru);
+
+/* Writes the tables and the meta keys (threads.PID, cpus_allowed.PID, cpu_quota.PID) into the finished trace db.
+ * Returns 0 or -1. */
+int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db);
+
+void ggprof_proc_sampler_free(ggprof_proc_sampler *s);
+
+/* "0-3,6" -> 5; -1 when it cannot be read. */
+int ggprof_cpu_list_count(const char *list);
+
+#endif
