@@ -1,9 +1,12 @@
 /* The whole run accounted for, per process: wall time cut into categories that add up to it (docs/findings.md). */
 #include "accounting.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "v3_format.h"
 
 /* Times from a trace may be anything: sums and differences saturate instead of overflowing. */
 static int64_t sat_add(int64_t a, int64_t b) {
@@ -262,4 +265,22 @@ int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name) {
         if (strcmp(p->cats[i].name, name) == 0) return p->cats[i].ns;
     }
     return 0;
+}
+
+void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *indent, unsigned json_flags) {
+    fputc('[', out);
+    for (size_t i = 0; i < a->n_procs; i++) {
+        const ggprof_acc_proc *p = &a->procs[i];
+        fprintf(out, "%s\n%s  {\"pid\": %d, \"wall_ns\": %" PRId64 ", \"start_known\": %s, \"categories\": {", i ? "," : "",
+                indent, p->pid, p->wall_ns, p->start_known ? "true" : "false");
+        for (size_t k = 0; k < p->n_cats; k++) {
+            fputs(k ? ", " : "", out);
+            ggprof_json_put(out, p->cats[k].name, json_flags);
+            fprintf(out, ": %" PRId64, p->cats[k].ns);
+        }
+        fprintf(out, "},\n%s   \"phases\": {\"prompt_ns\": %" PRId64 ", \"generation_ns\": %" PRId64 ", \"decode_ns\": %" PRId64
+                ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 "}}",
+                indent, p->prompt_ns, p->generation_ns, p->batch_ns, p->graphs_ns, p->n_graphs);
+    }
+    fprintf(out, "%s%s]", a->n_procs ? "\n" : "", a->n_procs ? indent : "");
 }

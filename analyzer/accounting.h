@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define GGPROF_ACC_MAX_CATS 24
 
@@ -35,6 +36,10 @@ typedef struct {
 /* Computes every process's accounting. Returns 0, or -1 with a one-line reason. */
 int  ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len);
 void ggprof_accounting_free(ggprof_accounting *a);
+/* The accounting as a JSON array, one object per process ({"pid", "wall_ns", "start_known", "categories",
+ * "phases"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
+ * report --format json and the HTML page write. */
+void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *indent, unsigned json_flags);
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
 

@@ -10,6 +10,7 @@
 #include "sort.h"
 #include "cli.h"
 #include "analyzer_commands.h"
+#include "findings.h"
 #include "memory.h"
 #include "output.h"
 #include "trace.h"
@@ -27,8 +28,9 @@ const char ggprof_usage_diff[] =
     "and in B (ms), the change (ms; and % of the median time per graph), the noise bound (%) and a verdict:\n"
     "slower or faster when the medians of the group's per-graph times differ by more than 3 standard errors\n"
     "(from their median absolute deviation), noise when not, few when a run has fewer than 3 graphs of it.\n"
-    "Sections: time per token by phase, then by op, by layer, the N groups that changed most (ms), and the\n"
-    "groups present in one run only.\n"
+    "Sections: time per token by phase, then by op, by layer, the N groups that changed most (ms), the\n"
+    "groups present in one run only, and report's findings (docs/findings.md) that appeared in B or are gone,\n"
+    "by rule and the op, layer and backend they name, with the time at stake in each run.\n"
     GGPROF_HELP_OPTIONS
     "Exit status: 0; 1 when --fail-above tripped or on an internal error; 2 for a usage mistake.\n"
     "Rules and statistics: docs/rollups-and-diff.md.\n";
@@ -42,7 +44,7 @@ const char ggprof_usage_diff[] =
 /* ------------------------------------------------------------ output columns */
 
 enum { C_PHASE, C_OP, C_TENSOR, C_LAYER, C_SHAPES, C_TYPES, C_BACKEND, C_NA, C_NB, C_AMS, C_BMS, C_DELTA, C_CHANGE,
-       C_NOISE, C_VERDICT, C_FROM, N_COLS };
+       C_NOISE, C_VERDICT, C_FROM, C_RULE, C_ASTAKE, C_BSTAKE, N_COLS };
 
 /* Every column any section shows, in the order they are shown; CSV has them all, after a "section" column. */
 static const ggprof_col k_cols[N_COLS] = {
@@ -62,6 +64,9 @@ static const ggprof_col k_cols[N_COLS] = {
     { "noise%", "noise_pct", "%.1f", 0 },
     { "verdict", "verdict", NULL, 0 },
     { "from", "from", NULL, 0 },
+    { "rule", "rule", NULL, 0 },
+    { "a_at_stake_ms", "a_at_stake_ms", "%.3f", 0 },
+    { "b_at_stake_ms", "b_at_stake_ms", "%.3f", 0 },
 };
 static const ggprof_col k_section_col = { "section", "section", NULL, 0 };
 
@@ -85,6 +90,8 @@ typedef struct {
     double med[2], bound, change_pct, noise_pct, delta;
     const char *verdict;
     int         gated, flagged;
+    int         found[2];    /* the findings section: the finding is in run A, B */
+    int64_t     at_stake[2]; /* its time at stake there (ns) */
 } group;
 
 typedef struct {
@@ -502,6 +509,10 @@ static int sec_add(section *s, const group *g, const char *from) {
 
 static void cell(ggprof_table *t, int c, const group *g, const char *from) {
     int both = g->s[0].n && g->s[1].n;
+    if ((g->found[0] || g->found[1]) && c >= C_NA && c <= C_NOISE) { /* a finding has no samples */
+        ggprof_table_null(t);
+        return;
+    }
     switch (c) {
     case C_LAYER:
         if (g->field[c]) {
@@ -519,6 +530,11 @@ static void cell(ggprof_table *t, int c, const group *g, const char *from) {
     case C_NOISE: ggprof_table_real(t, both ? g->noise_pct : NAN); break;
     case C_VERDICT: ggprof_table_text(t, g->verdict); break;
     case C_FROM: ggprof_table_text(t, from); break;
+    case C_ASTAKE:
+    case C_BSTAKE:
+        if (g->found[c == C_BSTAKE]) ggprof_table_real(t, (double) g->at_stake[c == C_BSTAKE] / 1e6);
+        else ggprof_table_null(t);
+        break;
     default: ggprof_table_text(t, g->field[c]);
     }
 }
@@ -603,10 +619,10 @@ typedef struct {
  * groups, then the groups of one run only, then the flagged). */
 typedef struct {
     run_info   run[2];
-    group_map  map[N_SECTIONS], graph_ns;
-    section    out[N_SECTIONS + 3];
+    group_map  map[N_SECTIONS], graph_ns, findings;
+    section    out[N_SECTIONS + 4];
     int        n_out, n_flagged;
-    section   *flagged, *only[2];
+    section   *flagged, *only[2], *found;
     size_t     n_aligned, n_only[2];
     double     only_ns[2];
     const group **order;
@@ -674,6 +690,11 @@ static void diff_sections(diff_run *d) {
         only->cols[only->ncol++] = k ? C_NB : C_NA;
         only->cols[only->ncol++] = k ? C_BMS : C_AMS;
     }
+    static const int found_cols[] = { C_RULE, C_OP, C_LAYER, C_BACKEND, C_ASTAKE, C_BSTAKE, C_VERDICT };
+    d->found       = &d->out[d->n_out++];
+    d->found->name = "findings";
+    memcpy(d->found->cols, found_cols, sizeof(found_cols));
+    d->found->ncol = (int) (sizeof(found_cols) / sizeof(found_cols[0]));
     static const int fcols[] = { C_FROM, C_PHASE, C_OP, C_TENSOR, C_LAYER, C_SHAPES, C_BACKEND, C_NA, C_NB,
                                  C_CHANGE, C_NOISE };
     d->flagged       = &d->out[d->n_out++];
@@ -742,6 +763,66 @@ static int diff_rank(diff_run *d, const diff_opts *o, int s) {
     snprintf(d->out[s].title, sizeof(d->out[s].title), "groups aligned: %zu; the %zu largest changes", d->n_aligned,
              shown_n);
     return diff_only(d, o, m->n);
+}
+
+/* The findings of both runs (report's, findings.c, without roofs: below_roof stays silent), one group per rule and
+ * the op, layer and backend its evidence names: appeared (in B only), gone (in A only) or both; the largest time at
+ * stake first. */
+static int cmp_stake_p(const void *a, const void *b) {
+    const group *x = *(const group *const *) a, *y = *(const group *const *) b;
+    int64_t sx = x->at_stake[0] > x->at_stake[1] ? x->at_stake[0] : x->at_stake[1];
+    int64_t sy = y->at_stake[0] > y->at_stake[1] ? y->at_stake[0] : y->at_stake[1];
+    if (sx != sy) return sx < sy ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+static int diff_findings(diff_run *d) {
+    static const int ev_col[] = { C_OP, C_LAYER, C_BACKEND };
+    static const char *const ev_key[] = { "op", "layer", "backend" };
+    for (int k = 0; k < 2; k++) {
+        ggprof_findings f;
+        char why[256];
+        if (ggprof_findings_run(d->run[k].db, NULL, NULL, &f, why, sizeof(why)) != 0) {
+            return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", d->run[k].path, why);
+        }
+        int rc = 0;
+        for (size_t i = 0; i < f.n && !rc; i++) {
+            const ggprof_finding *x = &f.v[i];
+            char key[512];
+            size_t p = (size_t) snprintf(key, sizeof(key), "%s", x->rule);
+            for (size_t e = 0; e < 3 && p < sizeof(key); e++) {
+                const char *v = ggprof_finding_ev(x, ev_key[e]);
+                p += (size_t) snprintf(key + p, sizeof(key) - p, "\x1f%s", v ? v : "\x1e");
+            }
+            group *g = map_get(&d->findings, key);
+            if (!g || (!g->field[C_RULE] && !(g->field[C_RULE] = strdup(x->rule)))) rc = -1;
+            for (size_t e = 0; e < 3 && !rc; e++) {
+                const char *v = ggprof_finding_ev(x, ev_key[e]);
+                if (v && !g->field[ev_col[e]] && !(g->field[ev_col[e]] = strdup(v))) rc = -1;
+            }
+            if (!rc) g->found[k] = 1, g->at_stake[k] = x->at_stake_ns;
+        }
+        ggprof_findings_free(&f);
+        if (rc) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    }
+    group_map *m = &d->findings;
+    size_t n[3] = { 0 }; /* appeared, gone, both */
+    free(d->order);
+    if (!(d->order = malloc((m->n ? m->n : 1) * sizeof(*d->order)))) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    for (size_t i = 0; i < m->n; i++) {
+        group *g   = &m->g[i];
+        int    w   = g->found[0] && g->found[1] ? 2 : g->found[1] ? 0 : 1;
+        g->verdict = w == 2 ? "both" : w == 0 ? "appeared" : "gone";
+        n[w]++;
+        d->order[i] = g;
+    }
+    ggprof_sort(d->order, m->n, sizeof(*d->order), cmp_stake_p);
+    for (size_t i = 0; i < m->n; i++) {
+        if (sec_add(d->found, d->order[i], NULL)) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
+    }
+    snprintf(d->found->title, sizeof(d->found->title), "findings (ggprof report's, docs/findings.md): %zu appeared in B, "
+             "%zu gone, %zu in both", n[0], n[1], n[2]);
+    return 0;
 }
 
 /* Memory A and B held at their peaks, per backend (buffer type) and kind, summed over processes; and their compute
@@ -885,6 +966,7 @@ static void diff_free(diff_run *d) {
     }
     for (int s = 0; s < N_SECTIONS; s++) map_free(&d->map[s]);
     map_free(&d->graph_ns);
+    map_free(&d->findings);
     for (int k = 0; k < 2; k++) sqlite3_close(d->run[k].db);
 }
 
@@ -902,6 +984,7 @@ int ggprof_cmd_diff(int argc, char **argv) {
         }
         snprintf(d->flagged->title, sizeof(d->flagged->title), "slowed by more than %g%% beyond noise: %d",
                  o.fail_above, d->n_flagged);
+        if (!rc) rc = diff_findings(d);
     }
     if (!rc) rc = diff_print(d, &o);
     if (!rc) rc = diff_gate(d, &o);

@@ -99,9 +99,10 @@ int ggprof_cmd_export(int argc, char **argv) {
                                     "keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)" };
     opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt,
                                         "BACKEND=GBPS,GFLOPS[,GFLOPS_F16]",
-                                        "with --roofline: a backend's memory and compute roofs (repeatable)" };
+                                        "with --roofline: a backend's memory and compute roofs (repeatable); with --html: the findings' "
+                                        "below_roof, as report --roof" };
     opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "FILE",
-                                        "with --roofline: roofs, one a line, as 'ggprof calibrate -o FILE' writes them" };
+                                        "with --roofline and --html: roofs, one a line, as 'ggprof calibrate -o FILE' writes them" };
     opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL, "PCT",
                                         "with --test-file: only the cases of at least PCT% of the trace's op time" };
     long max_shown = -1;

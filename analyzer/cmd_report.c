@@ -362,22 +362,10 @@ static const char *const k_rec_type[] = { "op", "copy", "sync" };
 
 /* --format json: the accounting, the findings, the op statistics and the trace's health, one object. */
 static void write_json(sqlite3 *db, const ggprof_accounting *acc, const ggprof_findings *f, const ggprof_op_stats *s) {
-    printf("{\n  \"accounting\": [");
-    for (size_t i = 0; i < acc->n_procs; i++) {
-        const ggprof_acc_proc *p = &acc->procs[i];
-        printf("%s\n    {\"pid\": %d, \"wall_ns\": %" PRId64 ", \"start_known\": %s, \"categories\": {", i ? "," : "",
-               p->pid, p->wall_ns, p->start_known ? "true" : "false");
-        for (size_t k = 0; k < p->n_cats; k++) {
-            printf("%s", k ? ", " : "");
-            ggprof_json_put(stdout, p->cats[k].name, 0);
-            printf(": %" PRId64, p->cats[k].ns);
-        }
-        printf("},\n     \"phases\": {\"prompt_ns\": %" PRId64 ", \"generation_ns\": %" PRId64 ", \"decode_ns\": %" PRId64
-               ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 "}}",
-               p->prompt_ns, p->generation_ns, p->batch_ns, p->graphs_ns, p->n_graphs);
-    }
-    printf("%s],\n  \"findings\": ", acc->n_procs ? "\n  " : "");
-    ggprof_findings_json(stdout, f, "  ");
+    printf("{\n  \"accounting\": ");
+    ggprof_accounting_json(stdout, acc, "  ", 0);
+    printf(",\n  \"findings\": ");
+    ggprof_findings_json(stdout, f, "  ", 0);
     printf(",\n  \"ops\": [");
     for (size_t i = 0; i < s->n; i++) {
         const ggprof_op_stat *o = &s->v[i];

@@ -8,6 +8,7 @@
 
 #include "trace_db.h"
 #include "export.h"
+#include "findings.h"
 #include "model.h"
 #include "memory.h"
 #include "placement.h"
@@ -163,6 +164,8 @@ typedef struct {
     int64_t   sample_records, sample_every; /* --max-records: the trace's records, and one graph in every k read */
     uint64_t  t0, t_end, total_ns;
     int       oom;
+    ggprof_accounting acc;   /* the findings panel: report's accounting and findings (findings.c) */
+    ggprof_findings   found;
 } model;
 
 static void model_free(model *m) {
@@ -179,6 +182,8 @@ static void model_free(model *m) {
     free(m->sig_bytes);
     free(m->stats);
     free(m->heat);
+    ggprof_findings_free(&m->found);
+    ggprof_accounting_free(&m->acc);
 }
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size, int *oom) {
@@ -535,6 +540,21 @@ static void put_memory(FILE *f, sqlite3 *db, uint64_t t0) {
     ggprof_mem_free(&mem);
 }
 
+/* The findings panel: each process's wall time in categories and the findings ranked by the time at stake, the
+ * objects `report --format json` writes ("accounting", "findings"), computed by the same functions (find_all). */
+static void put_findings(FILE *f, const model *m) {
+    fputs(",\n\"accounting\":", f);
+    ggprof_accounting_json(f, &m->acc, "", GGPROF_JSON_HTML);
+    fputs(",\n\"findings\":", f);
+    ggprof_findings_json(f, &m->found, "", GGPROF_JSON_HTML);
+}
+
+/* report's accounting and findings of db, with the roofs given (--roof: below_roof), into m. */
+static int find_all(sqlite3 *db, model *m, const ggprof_roofs *roofs, char *why, size_t why_len) {
+    if (ggprof_accounting_load(db, &m->acc, why, why_len) != 0) return -1;
+    return ggprof_findings_run(db, &m->acc, roofs, &m->found, why, why_len);
+}
+
 static void put_data(FILE *f, sqlite3 *db, const model *m) {
     sqlite3_stmt *st = NULL;
     char title[512] = "ggprof trace";
@@ -609,6 +629,7 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
     }
     fputs("}", f);
     put_memory(f, db, m->t0);
+    put_findings(f, m);
     fputs("}", f);
 }
 
@@ -690,6 +711,12 @@ int ggprof_export_html(sqlite3 *db, const char *path, const ggprof_export_opts *
     }
     ggprof_rl_groups_free(&g);
     ggprof_model_free(&l);
+    char fwhy[256];
+    if (find_all(db, &m, &o->roofs, fwhy, sizeof(fwhy)) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, fwhy);
+        model_free(&m);
+        return -1;
+    }
     ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
     FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {

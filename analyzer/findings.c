@@ -505,22 +505,22 @@ void ggprof_findings_print(FILE *out, const ggprof_findings *f, size_t max) {
     fprintf(out, "\n");
 }
 
-void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *indent) {
+void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *indent, unsigned json_flags) {
     fputs(f->n ? "[\n" : "[]", out);
     for (size_t i = 0; i < f->n; i++) {
         const ggprof_finding *x = &f->v[i];
         fprintf(out, "%s  {\"rule\": ", indent);
-        ggprof_json_put(out, x->rule, 0);
+        ggprof_json_put(out, x->rule, json_flags);
         fprintf(out, ", \"at_stake_ns\": %" PRId64 ", \"pid\": %d, \"evidence\": {", x->at_stake_ns, x->pid);
         for (int k = 0; k < x->n_ev; k++) {
             if (k) fputs(", ", out);
-            ggprof_json_put(out, x->ev[k].key, 0);
+            ggprof_json_put(out, x->ev[k].key, json_flags);
             fputs(": ", out);
             if (x->ev[k].numeric) fputs(x->ev[k].val, out);
-            else ggprof_json_put(out, x->ev[k].val, 0);
+            else ggprof_json_put(out, x->ev[k].val, json_flags);
         }
         fputs("}, \"advice\": ", out);
-        ggprof_json_put(out, x->advice, 0);
+        ggprof_json_put(out, x->advice, json_flags);
         fputs(i + 1 < f->n ? "},\n" : "}\n", out);
     }
     if (f->n) fprintf(out, "%s]", indent);

@@ -61,7 +61,9 @@ void ggprof_findings_free(ggprof_findings *f);
 const char *ggprof_finding_ev(const ggprof_finding *f, const char *key);
 /* The "Findings" section of the text report: at most max findings, or one line saying none fired. */
 void ggprof_findings_print(FILE *out, const ggprof_findings *f, size_t max);
-/* The findings as a JSON array of {"rule","at_stake_ns","pid","evidence":{...},"advice"}, indented by indent. */
-void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *indent);
+/* The findings as a JSON array of {"rule","at_stake_ns","pid","evidence":{...},"advice"}, indented by indent;
+ * json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What report --format json and the HTML
+ * page write. */
+void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *indent, unsigned json_flags);
 
 #endif

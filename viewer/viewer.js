@@ -647,6 +647,75 @@
     el.replaceChildren(table);
   }
 
+  // ---------------------------------------------------------------- findings and the run's accounting
+  // Both come computed, the objects `ggprof report --format json` writes (analyzer/findings.c, accounting.c): the
+  // findings ranked by the time at stake (the five first shown, as report prints them), each process's wall time
+  // in categories that add up to it. Every string is set as text.
+  const FINDINGS_SHOWN = 5;
+  function buildFindings() {
+    const F = D.findings || [], tbody = document.querySelector('#findings tbody');
+    if (!F.length) {
+      const tr = document.createElement('tr'), td = document.createElement('td');
+      td.colSpan = 5;
+      td.textContent = D.findings ? 'No rule fired: nothing stands out in this trace.' : 'Not computed for this page.';
+      tr.append(td);
+      tbody.append(tr);
+    }
+    F.slice(0, FINDINGS_SHOWN).forEach((f, i) => {
+      const tr = document.createElement('tr');
+      tr.dataset.rule = f.rule;
+      tr.dataset.ns = String(f.at_stake_ns);
+      const cell = (cls, text) => { const td = document.createElement('td'); td.className = cls; if (text !== undefined) td.textContent = text; tr.append(td); return td; };
+      cell('n', String(i + 1));
+      const rule = cell('rule', f.rule);
+      if (f.pid) { const p = document.createElement('span'); p.textContent = ' pid ' + f.pid; rule.append(p); }
+      const st = cell('stake', (f.at_stake_ns / 1e6).toFixed(3));
+      st.title = f.at_stake_ns ? fmtDur(f.at_stake_ns) : 'memory, not time';
+      const ev = cell('ev');
+      for (const k of Object.keys(f.evidence || {})) {
+        const s = document.createElement('span'), b = document.createElement('b');
+        b.textContent = k + '=';
+        s.dataset.key = k;
+        s.append(b, document.createTextNode(String(f.evidence[k])));
+        ev.append(s);
+      }
+      cell('advice', f.advice);
+      tbody.append(tr);
+    });
+    $('findings-more').textContent = F.length > FINDINGS_SHOWN
+      ? '… and ' + (F.length - FINDINGS_SHOWN) + ' more (ggprof report --format json lists them all)' : '';
+    // the accounting: a stacked bar per process, its categories in their order, and their times
+    const A = D.accounting || [], el = $('accounting');
+    const FIXED = { startup: '#9aa4ae', copies: '#e8590c', graph_build: '#ae3ec9', host_gaps: '#f2c94c', other: '#dde2e6' };
+    for (const p of A) {
+      let backends = 0; // compute.BACKEND: blues and greens, one a backend
+      const catColour = (name) => FIXED[name] || 'hsl(' + (205 + 47 * backends++) % 360 + ', 55%, 48%)';
+      const head = document.createElement('div');
+      head.className = 'proc';
+      head.textContent = 'pid ' + p.pid + ': ' + fmtDur(p.wall_ns) + ' of wall time' + (p.start_known ? ', from the process\'s start' : ', from its first record');
+      const bar = document.createElement('div'), cats = document.createElement('div');
+      bar.className = 'bar';
+      cats.className = 'cats';
+      bar.dataset.pid = String(p.pid);
+      for (const name of Object.keys(p.categories)) {
+        const ns = p.categories[name], c = catColour(name), share = p.wall_ns > 0 ? ns / p.wall_ns : 0;
+        const seg = document.createElement('i');
+        seg.style.width = (100 * share).toFixed(3) + '%';
+        seg.style.background = c;
+        seg.title = name + ': ' + fmtDur(ns) + ' (' + (100 * share).toFixed(1) + '%)';
+        seg.dataset.cat = name;
+        seg.dataset.ns = String(ns);
+        bar.append(seg);
+        if (!ns) continue;
+        const s = document.createElement('span'), sw = document.createElement('i');
+        sw.style.background = c;
+        s.append(sw, document.createTextNode(name + ' ' + fmtDur(ns) + ' (' + (100 * share).toFixed(1) + '%)'));
+        cats.append(s);
+      }
+      el.append(head, bar, cats);
+    }
+  }
+
   function buildLegend() {
     const el = $('legend');
     const order = names.map((_, k) => k).sort((a, b) => nameTotal[b] - nameTotal[a]).slice(0, 24);
@@ -666,6 +735,7 @@
   $('summary').textContent = D.title + '  ·  ' + D.n_records + ' records' +
     (D.stride > 1 ? ' (timeline shows 1 in ' + D.stride + ': ' + N + ')' : '') + '  ·  ' + fmtDur(D.span_ns) +
     '  ·  ' + lanes.length + (lanes.length === 1 ? ' lane' : ' lanes');
+  buildFindings();
   buildLegend();
   resize();
   marks.minimap = performance.now();

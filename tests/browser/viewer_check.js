@@ -44,6 +44,27 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
     await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 120000 });
     say('records_shown', await page.evaluate(() => window.ggprof.records));
     say('lanes', await page.evaluate(() => window.ggprof.lanes.join('|')));
+    // the findings panel as drawn: each row's rule and exact time at stake (ns), its evidence as the page shows it
+    // (JSON, read back by the test), the "more" line; what in the panel is not the page's own markup; the
+    // accounting's bars (pid: category=ns, in order)
+    const findings = await page.evaluate(() => Array.from(document.querySelectorAll('#findings tbody tr[data-rule]')).map((tr) => ({
+      rule: tr.dataset.rule, ns: tr.dataset.ns, text: tr.cells[1].textContent, stake_text: tr.cells[2].textContent,
+      evidence: Object.fromEntries(Array.from(tr.cells[3].querySelectorAll('span')).map((s) => [s.dataset.key, s.lastChild.textContent])),
+      advice: tr.cells[4].textContent }))); // eslint-disable-line
+    say('findings_rules', findings.map((f) => f.rule).join('|'));
+    say('findings_ns', findings.map((f) => f.ns).join('|'));
+    say('findings_stake_text', findings.map((f) => f.stake_text).join('|'));
+    say('findings_json', JSON.stringify(findings));
+    say('findings_more', await page.evaluate(() => document.getElementById('findings-more').textContent));
+    say('findings_none_row', await page.evaluate(() => document.querySelectorAll('#findings tbody tr:not([data-rule])').length));
+    say('findings_foreign_elements', await page.evaluate(() =>
+      document.querySelectorAll('#findings-panel img, #findings-panel script, #findings-panel b:not(#findings td.ev span > b)').length));
+    say('findings_panel_above_timeline', await page.evaluate(() =>
+      document.getElementById('findings-panel').getBoundingClientRect().top < document.getElementById('timeline').getBoundingClientRect().top ? 1 : 0));
+    say('accounting_bars', await page.evaluate(() => Array.from(document.querySelectorAll('#accounting .bar')).map((b) =>
+      b.dataset.pid + ':' + Array.from(b.children).map((i) => i.dataset.cat + '=' + i.dataset.ns).join(',')).join(';')));
+    say('accounting_bar_width_pct', await page.evaluate(() => Array.from(document.querySelectorAll('#accounting .bar')).map((b) =>
+      Array.from(b.children).reduce((a, i) => a + parseFloat(i.style.width), 0).toFixed(1)).join(';')));
     // memory tracks (ggprof memory): names, and the colour at each one's peak mark (red when it is drawn)
     say('memory_tracks', await page.evaluate(() => window.ggprof.memory.map((m) => m.name + ':' + m.max).join('|')));
     say('memory_peak_pixels', await page.evaluate(() => {

@@ -227,5 +227,40 @@ expect "dense: search counts and highlights MUL_MAT" "${KV[search_count]:-}:${KV
     "$(q "$db" "SELECT count(*) FROM records WHERE name = 'MUL_MAT'"):1"
 expect "dense: heat map rows: the 4 layers and the rest" "${KV[heat_layers]:-}" "0,1,2,3,no layer"
 expect "dense: a PNG screenshot was saved" "$(head -c 4 "$OUT/viewer.png" 2> /dev/null | tail -c 3)" PNG
+# The findings panel (docs/viewer.md): report --format json's findings, the five first, in its order with its
+# at_stake_ns, above the timeline; each process's accounting as a bar of report's categories.
+"$GGPROF" report "$db" --format json > "$OUT/dense.report.json"
+report_rows() { # REPORT_JSON: the five first findings' rules, their at_stake_ns, and the accounting, as the page gives them
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); f=d["findings"][:5]
+print("|".join(x["rule"] for x in f)); print("|".join(str(x["at_stake_ns"]) for x in f))
+print(";".join("%d:%s" % (a["pid"], ",".join("%s=%d" % kv for kv in a["categories"].items())) for a in d["accounting"]))' "$1"
+}
+{ read -r want_rules; read -r want_ns; read -r want_acc; } < <(report_rows "$OUT/dense.report.json")
+expect_ge "dense: findings: report finds some" "$(echo "$want_rules" | tr '|' '\n' | grep -c .)" 1
+expect "dense: findings panel: report's rules, in its order" "${KV[findings_rules]:-missing}" "$want_rules"
+expect "dense: findings panel: report's at_stake_ns" "${KV[findings_ns]:-missing}" "$want_ns"
+expect "dense: findings panel: above the timeline" "${KV[findings_panel_above_timeline]:-}" 1
+expect "dense: accounting: a bar per process, report's categories" "${KV[accounting_bars]:-missing}" "$want_acc"
+expect "dense: accounting: the bar's parts fill it" "${KV[accounting_bar_width_pct]:-}" 100.0
+# A hostile tensor name in a finding's evidence (the logits, peak_tensor's tensor) is text on the page: the panel
+# shows it exactly, and no element comes from it.
+evil='</script><img src=x onerror=window.pwned=1>"&amp;'"'"'x'
+cp "$db" "$OUT/evil.db"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1])
+c.execute("UPDATE nodes SET tensor_name = ? WHERE tensor_name = ?", (sys.argv[2], "result_output")); c.commit()' "$OUT/evil.db" "$evil"
+"$GGPROF" report "$OUT/evil.db" --format json > "$OUT/evil.report.json"
+expect "evil: report's peak_tensor names the hostile tensor" "$(python3 -c 'import json,sys
+print([f["evidence"].get("node") for f in json.load(open(sys.argv[1]))["findings"] if f["rule"] == "peak_tensor"] == [sys.argv[2]])' \
+    "$OUT/evil.report.json" "$evil")" True
+"$GGPROF" export "$OUT/evil.db" --html "$OUT/evil.html"
+expect "evil: export --html exits 0" "$?" 0
+expect "evil: html: no tag comes from the name" "$(grep -c '<img' "$OUT/evil.html")" 0
+browse "$OUT/evil.html" evil
+expect "evil: findings panel: report's rules" "${KV[findings_rules]:-missing}" "$(report_rows "$OUT/evil.report.json" | head -n 1)"
+expect "evil: findings panel: the name shown as text, exactly, in evidence and advice" "$(python3 -c 'import json,sys
+f=[x for x in json.loads(sys.argv[1]) if x["rule"] == "peak_tensor"]
+print(len(f) == 1 and f[0]["evidence"].get("node") == sys.argv[2] and sys.argv[2] in f[0]["advice"])' "${KV[findings_json]:-[]}" "$evil")" True
+expect "evil: findings panel: no element from the name" "${KV[findings_foreign_elements]:-missing}" 0
+
 browse "$OUT/rpc.html" rpc
 expect "rpc: lanes in the page" "$(echo "${KV[lanes]:-}" | lane_names)" "CPU RPC0 copies"

@@ -52,7 +52,17 @@ expect "json: parses; runs, sections, 5 groups, numbers as numbers" "$(node -e '
     const keys = Object.keys(d).join();
     const g = d.groups[0];
     console.log(keys + ":" + d.groups.length + ":" + (typeof g.delta_ms === "number" && typeof g.n_a === "number" &&
-        d.a.trace === "diff-a.json.gz"))' "$OUT/a-b.json")" "a,b,phase,by_op,by_layer,groups,only_a,only_b:5:true"
+        d.a.trace === "diff-a.json.gz"))' "$OUT/a-b.json")" "a,b,phase,by_op,by_layer,groups,only_a,only_b,findings:5:true"
+# Findings (docs/findings.md): each run's are report's, by rule, with report's time at stake (ms); B (-t 1) has
+# neither A's thread imbalance nor its host gaps: both gone.
+expect "json: findings: A's and B's are report's, with its at_stake" "$(cd "$S" && node -e '
+    const fs = require("fs"), d = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    const side = (k, file) => { const r = JSON.parse(fs.readFileSync(file, "utf8")).findings.map((f) => f.rule + "=" + (f.at_stake_ns / 1e6).toFixed(3)).sort().join();
+        const g = d.findings.filter((f) => f[k + "_at_stake_ms"] !== null).map((f) => f.rule + "=" + f[k + "_at_stake_ms"].toFixed(3)).sort().join();
+        return r === g ? "same" : g + " vs report " + r; };
+    console.log(side("a", process.argv[2]) + ":" + side("b", process.argv[3]) + ":" + d.findings.map((f) => f.rule + "/" + f.verdict).join());
+    ' "$OUT/a-b.json" <("$GGPROF" report diff-a.json.gz --format json) <("$GGPROF" report diff-b.json.gz --format json))" \
+    "same:same:host_gap/gone,thread_imbalance/gone"
 expect "csv: one header, every row as many fields" "$(awk -F, 'NR == 1 { n = NF; h = $1 } NF != n { bad++ }
     END { print h ":" bad + 0 }' "$OUT/a-b.csv")" "section:0"
 

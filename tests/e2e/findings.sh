@@ -108,6 +108,39 @@ expect "table: one line when no rule fires" "$(sed -n 2p "$D/none.txt")" "  No r
 # CSV: one row per finding, the same rules.
 "$GGPROF" report "$D/ub8.db" --format csv --roof CPU=20,100 > "$D/ub8.csv"
 expect "csv: the JSON's rules" "$(csv_rule_col "$D/ub8.csv")" "$(rules "$D/ub8.json")"
+# diff (docs/rollups-and-diff.md): the same prompt in ubatches of 8 and in one graph (the default -ub): small_ubatch
+# appeared in the -ub 8 run and is gone from it, with report's time at stake in the run that has it; every
+# finding of each run is in the diff with report's at_stake (ms).
+rec "$D/ubdef.db" -p "$P" -n 2 -t 2
+expect "ubdef: llama-completion runs" "$?" 0
+report_json "$D/ubdef.db" "$D/ubdef.json"
+expect "small_ubatch silent with the default -ub" "$(ev "$D/ubdef.json" small_ubatch ubatch_tokens)" silent
+"$GGPROF" diff "$D/ubdef.db" "$D/ub8.db" --format json > "$D/def-ub8.json" 2> "$D/def-ub8.err"
+expect "diff default -ub 8: exits 0" "$?" 0
+fdiff() { # DIFF_JSON A_REPORT B_REPORT: small_ubatch's row (verdict:a:b), and whether each run's findings are report's
+    python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))["findings"]; ra=json.load(open(sys.argv[2]))["findings"]; rb=json.load(open(sys.argv[3]))["findings"]
+f=[x for x in d if x["rule"]=="small_ubatch"]
+fmt=lambda v: "-" if v is None else "%.3f" % v
+print(":".join([f[0]["verdict"], fmt(f[0]["a_at_stake_ms"]), fmt(f[0]["b_at_stake_ms"])]) if len(f)==1 else "rows %d" % len(f))
+side=lambda k, r: sorted((x["rule"], "%.3f" % x[k+"_at_stake_ms"]) for x in d if x[k+"_at_stake_ms"] is not None) == sorted((x["rule"], "%.3f" % (x["at_stake_ns"]/1e6)) for x in r)
+print(side("a", ra) and side("b", rb))' "$@"
+}
+stake=$(python3 -c 'import json,sys; print(["%.3f" % (f["at_stake_ns"]/1e6) for f in json.load(open(sys.argv[1]))["findings"] if f["rule"]=="small_ubatch"][0])' "$D/ub8-noroof.json")
+{ read -r row; read -r same; } < <(fdiff "$D/def-ub8.json" "$D/ubdef.json" "$D/ub8-noroof.json")
+expect "diff default -ub 8: small_ubatch appeared, B's at stake report's" "$row" "appeared:-:$stake"
+expect "diff default -ub 8: each run's findings are report's" "$same" True
+"$GGPROF" diff "$D/ub8.db" "$D/ubdef.db" --format json > "$D/ub8-def.json"
+{ read -r row; read -r same; } < <(fdiff "$D/ub8-def.json" "$D/ub8-noroof.json" "$D/ubdef.json")
+expect "diff -ub 8 default: small_ubatch gone, A's at stake report's" "$row" "gone:$stake:-"
+expect "diff -ub 8 default: each run's findings are report's" "$same" True
+"$GGPROF" diff "$D/ub8.db" "$D/ubdef.db" --format csv > "$D/ub8-def.csv"
+expect "diff csv: small_ubatch's row says gone" "$(python3 -c 'import csv,sys
+print([r["verdict"] for r in csv.DictReader(open(sys.argv[1])) if r["section"]=="findings" and r["rule"]=="small_ubatch"])' "$D/ub8-def.csv")" "['gone']"
+"$GGPROF" diff "$D/ub8.db" "$D/ubdef.db" > "$D/ub8-def.txt"
+expect "diff table: a findings section with small_ubatch gone" \
+    "$(sed -n '/^findings (/,/^$/p' "$D/ub8-def.txt" | awk '$1 == "small_ubatch" { print $NF }')" gone
+
 # Bad input: exit 2, one line naming the value.
 "$GGPROF" report "$D/ub8.db" --format yaml > /dev/null 2> "$D/bad.err"
 expect "bad --format: exit 2, one line naming it" "$?:$(wc -l < "$D/bad.err"):$(grep -c yaml "$D/bad.err")" 2:1:1
