@@ -43,7 +43,15 @@ static void emit_backend(const ggprof_sched *se, int i) {
 
 static void add_backend(ggprof_sched *se, ggml_backend_t b) {
     const ggprof_ggml *g = &ggprof_eng.g;
-    if (se->n == GGPROF_MAX_BACKENDS) return;
+    if (se->n == GGPROF_MAX_BACKENDS) {
+        static _Atomic bool said;
+        if (!atomic_exchange(&said, true)) {
+            ggprof_note("%s has more than %d backends: the splits of the others are recorded without a backend and"
+                        " untimed", se->sched ? "a scheduler" : "the program (backends used without a scheduler)",
+                        GGPROF_MAX_BACKENDS);
+        }
+        return;
+    }
     ggml_backend_dev_t d = g->ggml_backend_get_device(b);
     se->backends[se->n] = b;
     se->dev_type[se->n] = dev_type_of(d);
