@@ -85,6 +85,11 @@ static void print_health(sqlite3 *db) {
     printf("  processes: %" PRId64 "  graphs: %" PRId64 "  splits: %" PRId64 " (CPU ticked: %" PRId64
            ", ticks matched: %" PRId64 ")  dropped records: %s\n",
            procs, graphs, splits, ticked, matched, dropped_s);
+    int64_t messages = scalar(db, "SELECT value FROM meta WHERE key = 'dropped_messages'", 0);
+    if (messages > 0) {
+        printf("  dropped messages: %" PRId64 " (records and what carries none: node descriptions, memory, placements;"
+               " record --ring-kib)\n", messages);
+    }
     sqlite3_stmt *st = NULL;
     if (coverage[0]) {
         printf("  %s\n", coverage);

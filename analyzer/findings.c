@@ -137,8 +137,8 @@ static int rule_fallback(const ggprof_findings_ctx *c, ggprof_finding *out) {
 }
 
 /* threads_oversubscribed: more compute threads than CPUs the process may use (meta keys threads.PID,
- * cpus_allowed.PID, cpu_quota.PID); at stake: its CPU barrier and kick-off waits, times the share of threads
- * beyond the CPUs. */
+ * cpus_allowed.PID, cpu_quota.PID); at stake: all its CPU waits (barriers, kick-off, waits inside ops): with more
+ * threads than CPUs a thread off its CPU makes every other wait for it, and -t CPUS removes those waits first. */
 static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_finding *out) {
     sqlite3_stmt *st = prep(c,
         "SELECT CAST(substr(t.key, 9) AS INTEGER) AS pid, CAST(t.value AS INTEGER),"
@@ -154,15 +154,16 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
         double  quota   = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
         double  usable  = cpus > 0 && quota > 0 ? fmin(cpus, quota) : cpus > 0 ? cpus : quota;
         if (usable <= 0 || threads <= 0 || (double) threads <= usable) continue;
-        sqlite3_stmt *w = prep(c, "SELECT CAST(total(duration_ns) AS INTEGER) FROM events WHERE pid = ?1 AND type = 2"
-                                  " AND name IN ('cpu_barrier', 'cpu_kickoff') AND duration_ns > 0");
+        sqlite3_stmt *w = prep(c, "SELECT CAST(total(CASE WHEN type = 2 THEN duration_ns ELSE wait_ns END) AS INTEGER)"
+                                  " FROM events WHERE pid = ?1 AND ((type = 2 AND name IN ('cpu_barrier', 'cpu_kickoff')"
+                                  " AND duration_ns > 0) OR (type = 0 AND wait_ns > 0))");
         int64_t waits = 0;
         if (w) {
             sqlite3_bind_int(w, 1, pid);
             if (sqlite3_step(w) == SQLITE_ROW) waits = col_pos(w, 0);
             sqlite3_finalize(w);
         }
-        int64_t stake = (int64_t) ((double) waits * (1.0 - usable / (double) threads));
+        int64_t stake = waits;
         if (fired && stake <= out->at_stake_ns) continue;
         memset(out, 0, sizeof(*out));
         out->pid = pid, out->at_stake_ns = stake;

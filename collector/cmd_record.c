@@ -732,6 +732,12 @@ static int record_finish(record_run *r) {
         ggprof_err("warning: %" PRIu64 " records were dropped because more threads recorded at once than the "
                    "ring has slots (%" PRIu32 ")", noslot, n_slots);
     }
+    if (messages && dropped == 0) {
+        /* Messages that carry no record (node descriptions, buffers, placements) went: the records stay, some
+         * without their description or memory; the trace's meta says how many (dropped_messages). */
+        ggprof_err("warning: %" PRIu64 " messages without records (descriptions, memory, placements) were dropped "
+                   "because the ring was full; try --ring-kib %ld", messages, r->ring_kib * 4);
+    }
     return 0;
 }
 

@@ -33,7 +33,7 @@ barrier_checks() {
     local db=$1 l=$2
     "$GGPROF" report "$db" > "$OUT/$l.report"
     local rows total recs
-    rows=$(sed -n '/^Threads:/,/^===/p' "$OUT/$l.report" | awk '$1 != "total" && NF == 6 && $2 ~ /^[0-9]+$/ { s += $5 } END { print s + 0 }')
+    rows=$(sed -n '/^Threads:/,/^===/p' "$OUT/$l.report" | awk '$1 != "total" && NF == 6 && $2 ~ /^[0-9]+$/ { s += $5 } END { printf "%.0f\n", s }')
     total=$(sed -n '/^Threads:/,/^===/p' "$OUT/$l.report" | awk '$1 == "total" { print $2 }')
     recs=$(sqlite3 "$db" "SELECT sum(duration_ns) FROM events WHERE type = 2 AND name = 'cpu_barrier'")
     expect_ge "$l: barrier records to compare" "$recs" 1
@@ -61,6 +61,12 @@ expect "completion -t 4: report names the oversubscription" "$(grep -c 'ggml CPU
     "$OUT/completion4.report")" 1
 expect "completion -t 2: report says it is not oversubscribed" "$(grep -c 'ggml CPU threads 2, CPUs allowed 2 (0-1).*: not oversubscribed' \
     "$OUT/completion2.report")" 1
+# The findings read the same numbers: -t 4 on two CPUs ranks threads_oversubscribed first, -t 2 has none.
+first_and_has() { "$GGPROF" report "$1" --format json | python3 -c 'import json,sys
+f=[x["rule"] for x in json.load(sys.stdin)["findings"]]; print(f[0] if f else "-", "threads_oversubscribed" in f)'; }
+expect "completion -t 4: threads_oversubscribed is the first finding" "$(first_and_has "$OUT/completion4.db")" \
+    "threads_oversubscribed True"
+expect "completion -t 2: no threads_oversubscribed finding" "$(first_and_has "$OUT/completion2.db" | cut -d' ' -f2)" False
 expect "a busy completion: its ggml threads idle under a tenth of the run" "$(sqlite3 "$OUT/completion2.db" "SELECT
     count(*) FROM thread_stats s JOIN processes_time t ON t.pid = s.pid WHERE s.idle_ns * 10 > t.exit_ns - t.fork_ns")" 0
 
@@ -106,7 +112,7 @@ expect_ge "node: ggml's CPU threads known" "$(sqlite3 "$db" "SELECT n_threads FR
 # ---- a ggml program that is not llama.cpp: samples/threads (four threads, two ggml threads per compute)
 build_ggml_program threads "$GGPROF_ROOT/samples/threads/threads.c"
 db=$OUT/threads.db
-"$GGPROF" record -o "$db" -- "$OUT/threads" 4 20 > "$OUT/threads.out" 2>&1
+"$GGPROF" record -o "$db" -- "$OUT/threads" 4 200 > "$OUT/threads.out" 2>&1
 expect "threads sample: record exits with its status" "$?" 0
 run_checks "$db" "threads sample"
 expect "threads sample: ggml's CPU threads per compute" "$(sqlite3 "$db" "SELECT n_threads FROM processes_time")" 2
