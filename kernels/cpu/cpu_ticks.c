@@ -691,8 +691,11 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     read_anchor(&end_stamp, &end_ns);
     double   scale     = end_stamp > s->anchor_stamp ? (double) (end_ns - s->anchor_ns) / (double) (end_stamp - s->anchor_stamp)
                                                      : 1.0;
-#define TO_NS(x) (s->anchor_ns + (uint64_t) ((double) ((x) - s->anchor_stamp) * scale))
-#define SPAN_NS(x) ((uint64_t) ((double) (x) * scale))
+    /* Through signed integers: the spans are far below 2^63, where the conversions give the same values, and x86-64
+     * has an instruction for each way (an unsigned 64-bit conversion is a branch and a dozen instructions). A stamp
+     * before the anchor (none is) would land below the split's start, where the clamps below catch it. */
+#define TO_NS(x) (s->anchor_ns + (uint64_t) (int64_t) ((double) (int64_t) ((x) - s->anchor_stamp) * scale))
+#define SPAN_NS(x) ((uint64_t) (int64_t) ((double) (int64_t) (x) * scale))
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
     uint64_t last_tick = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
     uint64_t op_start  = last_tick;

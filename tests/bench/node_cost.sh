@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): what recording at level op adds to each node of a graph. tests/bench/node_cost.c computes a
+# graph of N_OPS tiny ADD nodes (16 floats) N_GRAPHS times through a scheduler on the CPU backend and prints the
+# median ns a node; it runs plain and under `ggprof record --level op --ring-kib 65536` (nothing drops), in PAIRS
+# alternating pairs, on 1 and 2 threads. Prints per configuration the medians of the plain and recorded runs and the
+# median over pairs of (recorded - plain): the ns added a node (an OP and a barrier record each).
+# With --callgrind it instead counts instructions (valgrind's callgrind, repeatable on a noisy machine) of one plain
+# and one recorded run on 1 thread, with node-llama-cpp's prebuilt haswell CPU backend (the fixture's own is built
+# for this CPU, with instructions valgrind does not know), and prints the instructions added a node, all of them
+# and per function of libggprof.so.
+# usage: tests/bench/node_cost.sh [PAIRS [N_OPS [N_GRAPHS]]]   (default 9 pairs, 2000 nodes, 200 graphs)
+#        tests/bench/node_cost.sh --callgrind [N_OPS [N_GRAPHS]] (default 2000 nodes, 40 graphs)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CALLGRIND=0
+if [ "${1:-}" = --callgrind ]; then CALLGRIND=1; shift; fi
+make -C "$ROOT" -s all
+eval "$(bash "$ROOT/tests/fixture.sh" | sed 's/^/export /')"
+GGPROF=$ROOT/build/bin/ggprof
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+echo "load: $(uptime | sed 's/.*load average: //')"
+
+if [ "$CALLGRIND" = 1 ]; then
+    N_OPS=${1:-2000}
+    N_GRAPHS=${2:-40}
+    bins=$NODE_PROJECT_DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+    cc -std=c11 -O2 -Wall -Wextra -Werror -DNODE_COST_LOAD -o "$out/node_cost" "$ROOT/tests/bench/node_cost.c" \
+        -I"$LLAMA_SRC_DIR/ggml/include" -L"$bins" -l:libggml.v0.4.0.so -lggml-base -Wl,-rpath,"$bins"
+    export NODE_COST_CPU_LIB=$bins/libggml-cpu-haswell.so
+    valgrind --tool=callgrind --callgrind-out-file="$out/plain.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" 1 \
+        > /dev/null 2> "$out/plain.err"
+    "$GGPROF" record -o "$out/r.db" --level op --ring-kib 65536 -- valgrind --tool=callgrind \
+        --callgrind-out-file="$out/rec.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" 1 > /dev/null 2> "$out/rec.err"
+    total() { callgrind_annotate "$1" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'; }
+    nodes=$((N_OPS * N_GRAPHS))
+    awk -v a="$(total "$out/plain.cg")" -v b="$(total "$out/rec.cg")" -v n="$nodes" \
+        'BEGIN { printf "instructions added a node: %.1f (%d nodes)\n", (b - a) / n, n }'
+    callgrind_annotate --inclusive=no --threshold=100 "$out/rec.cg" 2> /dev/null |
+        awk -v n="$nodes" '/libggprof\.so/ { gsub(",", "", $1); f = $4; sub(/.*:/, "", f); if ($1 / n >= 0.5) printf "  %-28s %6.1f\n", f, $1 / n }'
+    exit 0
+fi
+
+PAIRS=${1:-9}
+N_OPS=${2:-2000}
+N_GRAPHS=${3:-200}
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$out/node_cost" "$ROOT/tests/bench/node_cost.c" \
+    -I"$LLAMA_SRC_DIR/ggml/include" -L"$LLAMA_BIN_DIR" -lggml-cpu -lggml -lggml-base -Wl,-rpath,"$LLAMA_BIN_DIR"
+. "$ROOT/tests/bench/stats.sh"
+ns() { awk '{ for (i = 1; i < NF; i++) if ($i == "ns_per_node") print $(i + 1) }' "$1"; }
+
+for threads in 1 2; do
+    : > "$out/plain" && : > "$out/rec" && : > "$out/diff"
+    for i in $(seq 1 "$PAIRS"); do
+        run_plain() { "$out/node_cost" "$N_OPS" "$N_GRAPHS" "$threads" > "$out/p.out"; }
+        run_rec() {
+            rm -f "$out/r.db" "$out/r.json.gz"
+            "$GGPROF" record -o "$out/r.db" --level op --ring-kib 65536 -- "$out/node_cost" "$N_OPS" "$N_GRAPHS" \
+                "$threads" > "$out/r.out" 2> "$out/r.err"
+            grep -q "of $N_GRAPHS CPU splits timed op by op" "$out/r.err" || { cat "$out/r.err" >&2; exit 1; }
+            if grep -q "dropped" "$out/r.err"; then echo "records dropped: raise --ring-kib" >&2; exit 1; fi
+        }
+        if [ $((i % 2)) = 1 ]; then run_plain; run_rec; else run_rec; run_plain; fi
+        p=$(ns "$out/p.out") r=$(ns "$out/r.out")
+        echo "$p" >> "$out/plain"
+        echo "$r" >> "$out/rec"
+        awk -v p="$p" -v r="$r" 'BEGIN { print r - p }' >> "$out/diff"
+    done
+    printf "threads %d: plain %.1f ns a node, recorded %.1f, added %.1f ns a node (median of %d pairs)\n" "$threads" \
+        "$(median < "$out/plain")" "$(median < "$out/rec")" "$(median < "$out/diff")" "$PAIRS"
+done
