@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,7 +34,23 @@ int ggprof_private_create(const char *path, int acc) {
     return fd;
 }
 
+/* A device, a FIFO or a socket at path (/dev/null, /dev/stdout, a named pipe), reached directly or through a link
+ * of this user's or root's (not one another user planted): written in place, never replaced. */
+static bool stream_target(const char *path) {
+    struct stat st, lst;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return false;
+    if (lstat(path, &lst) != 0) return false;
+    return !S_ISLNK(lst.st_mode) || lst.st_uid == 0 || lst.st_uid == geteuid();
+}
+
 int ggprof_outfile_begin(ggprof_outfile *o, const char *path) {
+    /* A database is a file: replacing a device with one (a root's `record -o /dev/null`) would break the system. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        o->tmp[0] = 0;
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        return -1;
+    }
     const char *slash = strrchr(path, '/');
     int dir = slash ? (int) (slash - path + 1) : 0;
     if ((size_t) snprintf(o->path, sizeof(o->path), "%s", path) >= sizeof(o->path) ||
@@ -69,6 +86,14 @@ int ggprof_outfile_end(ggprof_outfile *o, int ok) {
 }
 
 FILE *ggprof_outfile_open(ggprof_outfile *o, const char *path) {
+    if (stream_target(path)) { /* written where it is, nothing renamed at the end */
+        o->tmp[0] = 0;
+        snprintf(o->path, sizeof(o->path), "%s", path);
+        int sfd = open(path, O_WRONLY | O_CLOEXEC);
+        FILE *sf = sfd >= 0 ? fdopen(sfd, "w") : NULL;
+        if (!sf && sfd >= 0) close(sfd);
+        return sf;
+    }
     int fd = ggprof_outfile_begin(o, path);
     if (fd < 0) return NULL;
     FILE *f = fdopen(fd, "w");

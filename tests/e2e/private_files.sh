@@ -103,3 +103,15 @@ expect "... so nothing reaches it" "$(q "$OUT/open.db" "SELECT count(*) FROM gra
 "$GGPROF" record -q -o "$OUT/link.db" -- sh -c 'ln -s "$GGPROF_RING" "$0"; GGPROF_RING=$0 exec "$1" compute 2 link' \
     "$OUT/ring.link" "$P" > /dev/null 2> "$OUT/link.err"
 expect "a ring reached through a link: the program exits 0, profiling off" "$?:$(grep -c 'profiling off' "$OUT/link.err")" "0:1"
+
+# A device at an output path is written in place, never replaced: the fuzzers' `export --chrome /dev/null`, run as
+# root, once turned /dev/null into a 0600 regular file (and every program after that failed to start its daemons).
+"$GGPROF" export "$OUT/f.db" --chrome /dev/null --text /dev/null > /dev/null 2>&1
+expect "export to /dev/null: exit 0, /dev/null still a character device" "$?:$(stat -c %F /dev/null)" \
+    "0:character special file"
+"$GGPROF" export "$OUT/f.db" --text /dev/stdout 2> /dev/null | grep -c '^=== Profiling Summary ===$' > "$OUT/stdout.count"
+expect "export --text /dev/stdout writes to the pipe" "$(cat "$OUT/stdout.count"):$(stat -c %F /dev/stdout)" "1:symbolic link"
+"$GGPROF" record -q -o /dev/null -- true > /dev/null 2> "$OUT/devnull.err"
+expect "record -o /dev/null: refused with one line (a database is a file), /dev/null kept" \
+    "$?:$(wc -l < "$OUT/devnull.err"):$(stat -c %F /dev/null)" "2:1:character special file"
+
