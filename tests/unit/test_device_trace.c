@@ -326,6 +326,7 @@ static void test_cupti_library_starts_inside_ggprof_only(void) {
         cuda_notes += strncmp(n.text[i], "cuda: ", 6) == 0;
     }
     CHECK_EQ_INT(cuda_notes, 1);
+    ggprof_ring_unmap(&ring);
     unlink(ring_path);
 }
 
