@@ -1,5 +1,5 @@
 # ggprof: `make` builds build/bin/ggprof and build/lib/libggprof.so; `make test` runs every test;
-# `make demo` goes from a fresh machine to a printed report of a profiled llama-completion run;
+# `make demo` goes from a fresh machine to a printed report of a profiled node-llama-cpp run (its prebuilt libraries);
 # `make install [PREFIX=/usr/local] [DESTDIR=...]` installs what `make` built (below).
 
 .DEFAULT_GOAL := all
@@ -43,7 +43,7 @@ ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 # Vulkan dispatch timing: the hook that enables ggprof's Vulkan layer (below) when a program is recorded.
 ENGINE_SRC += kernels/vulkan/vk_hook.c
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c schema/store.c
-GGPROF_SRC += schema/cli.c schema/progress.c schema/requests.c
+GGPROF_SRC += schema/cli.c schema/progress.c schema/requests.c schema/outfile.c
 
 LIB     := $(BUILD)/lib/libggprof.so
 BIN     := $(BUILD)/bin/ggprof
@@ -182,8 +182,9 @@ $(BUILD)/tests/test_patch: tests/unit/test_patch.c engine/patch.c engine/elf_ima
 
 unit: $(UNIT)
 
-# Fuzz targets (tests/fuzz/): the JSON reader, the collector's message decoding and the trace database reader, with clang's libFuzzer, ASan and
-# UBSan (Debian's clang and libclang-rt-dev). The analyzer, collector and schema objects are built again,
+# Fuzz targets (tests/fuzz/): the JSON reader, the collector's message decoding, the trace database reader and the
+# engine's ELF reader, with clang's libFuzzer, ASan and UBSan (Debian's clang and libclang-rt-dev). The analyzer,
+# collector and schema objects are built again,
 # instrumented, under $(BUILD)/obj/fuzz; tests/fuzz/run.sh runs each target briefly in `make test`.
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra
@@ -199,7 +200,11 @@ $(BUILD)/obj/fuzz/gen/viewer_embed.o: $(VIEWER_GEN)
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $(INC_collector) -Icollector -o $@ $< $(FUZZ_OBJ) $(LIBS)
-fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db
+# The engine's ELF reader, fuzzed on its own (as test_patch tests it): it needs nothing else of the engine.
+$(BUILD)/fuzz/fuzz_elf: tests/fuzz/fuzz_elf.c engine/elf_image.c engine/elf_image.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -Iengine -o $@ tests/fuzz/fuzz_elf.c engine/elf_image.c
+fuzz: $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_wire $(BUILD)/fuzz/fuzz_db $(BUILD)/fuzz/fuzz_elf $(BUILD)/fuzz/fuzz_trust
 .PHONY: fuzz
 
 # The sanitizer runtime a SAN=... build preloads (tests/sanitizers.sh asks here rather than choosing it again).
@@ -234,8 +239,9 @@ test:
 	@$(MAKE) --no-print-directory all unit
 	@GGPROF_BUILD=$(BUILD) GGPROF_SAN=$(SAN) GGPROF_SAN_RT=$(SAN_RT) bash tests/run.sh $(SAN_TESTS)
 
+# `make demo` asks for only what it shows (node-llama-cpp's prebuilt libraries, no llama.cpp build): deps.sh --demo.
 demo:
-	@bash tests/deps.sh
+	@bash tests/deps.sh --demo
 	@$(MAKE) --no-print-directory all
 	@bash tests/demo.sh
 

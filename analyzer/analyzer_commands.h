@@ -1,5 +1,5 @@
 /* The analyzer's commands, for the command table (collector/ggprof.c) and the fuzz targets: each lives in its
- * cmd_<name>.c with its usage text. */
+ * cmd_<name>.c with its usage prose and its option table (the help is printed from both). */
 #ifndef GGPROF_ANALYZER_COMMANDS_H
 #define GGPROF_ANALYZER_COMMANDS_H
 

@@ -6,10 +6,11 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "outfile.h"
 #include "analyzer_commands.h"
 
 const char ggprof_usage_calibrate[] =
-    "usage: ggprof calibrate [-o FILE] [-t THREADS] [-s MIB] [-m N]\n"
+    "usage: ggprof calibrate " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Measures this machine's roofs for the roofline columns of top-ops and inefficiency and for\n"
     "'export --roofline': memory bandwidth (STREAM-style copy and triad over three large arrays of doubles,\n"
@@ -19,10 +20,7 @@ const char ggprof_usage_calibrate[] =
     "BLAS backend's own kernel). Prints the figures, then the roofs, one line per backend:\n"
     "  CPU=GBPS,GFLOPS,GFLOPS_F16   (GFLOPS: the better of ggprof's F32 kernel and OpenBLAS)\n"
     "  BLAS=GBPS,GFLOPS             (when OpenBLAS was found)\n"
-    "  -o FILE     also write the roofs to FILE, for --roof-file FILE\n"
-    "  -t THREADS  threads to measure with (default: every online CPU; use the workload's -t to compare)\n"
-    "  -s MIB      size of each bandwidth array (default 256; keep it well above the last-level cache)\n"
-    "  -m N        matrix size (default 1008, rounded up to a multiple of 24)\n"
+    GGPROF_HELP_OPTIONS
     "Takes a second or two; run it on an idle machine, as other work lowers every figure.\n";
 
 static int parse_int(const char *opt, const char *v, long min, long max, long *out) {
@@ -46,10 +44,12 @@ int ggprof_cmd_calibrate(int argc, char **argv) {
     ggprof_calib_opts o = { 0 };
     const char *out = NULL, *threads = NULL, *mib = NULL, *matmul = NULL;
     const ggprof_opt opts[] = {
-        { "-o", NULL, GGPROF_OPT_STRING, &out, NULL },
-        { "-t", NULL, GGPROF_OPT_STRING, &threads, NULL },
-        { "-s", NULL, GGPROF_OPT_STRING, &mib, NULL },
-        { "-m", NULL, GGPROF_OPT_STRING, &matmul, NULL },
+        { "-o", NULL, GGPROF_OPT_STRING, &out, NULL, "FILE", "also write the roofs to FILE, for --roof-file FILE" },
+        { "-t", NULL, GGPROF_OPT_STRING, &threads, NULL, "THREADS",
+          "threads to measure with (default: every online CPU; use the workload's -t to compare)" },
+        { "-s", NULL, GGPROF_OPT_STRING, &mib, NULL, "MIB",
+          "size of each bandwidth array (default 256; keep it well above the last-level cache)" },
+        { "-m", NULL, GGPROF_OPT_STRING, &matmul, NULL, "N", "matrix size (default 1008, rounded up to a multiple of 24)" },
     };
     ggprof_args a = { opts, 4, NULL, 0, 0, "unknown argument '%s'; see 'ggprof calibrate --help'", 0, 0, NULL };
     if (ggprof_parse_args(argc, argv, &a)) return GGPROF_EXIT_USAGE;
@@ -62,16 +62,14 @@ int ggprof_cmd_calibrate(int argc, char **argv) {
     if (matmul) o.matmul_n = (int) x;
     /* Open the output first: a bad path should fail before a second of measuring, not after. */
     FILE *f = NULL;
-    if (out && !(f = fopen(out, "w"))) {
+    ggprof_outfile of; /* a new private file, renamed over OUT when whole (outfile.h) */
+    if (out && !(f = ggprof_outfile_open(&of, out))) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", out, strerror(errno));
     }
     ggprof_calib_result r;
     char why[256];
     if (ggprof_calibrate(&o, &r, why, sizeof(why)) != 0) {
-        if (f) {
-            fclose(f);
-            remove(out);
-        }
+        if (f) ggprof_outfile_close(&of, f, 1); /* what was at OUT stays */
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
     }
     printf("%d thread%s; bandwidth: 3 arrays of %zu MiB, best of %d; matmul: %d^3, best of %d\n", r.threads,
@@ -94,7 +92,7 @@ int ggprof_cmd_calibrate(int argc, char **argv) {
         if (r.blas_gflops > 0) fprintf(f, ", F32 %.2f GFLOP/s (OpenBLAS, %s)", r.blas_gflops, r.blas_lib);
         fprintf(f, "\n");
         write_roofs(f, &r);
-        if (ggprof_close_output(f, out) != 0) rc = GGPROF_EXIT_INTERNAL;
+        if (ggprof_outfile_close(&of, f, 0) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s': %s", out, strerror(errno));
     }
     if (fflush(stdout) != 0 || ferror(stdout)) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "writing to stdout failed");
     return rc;

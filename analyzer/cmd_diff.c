@@ -13,13 +13,14 @@
 #include "memory.h"
 #include "output.h"
 #include "trace.h"
-#include "layers.h"
+#include "model.h"
 #include "hash.h"
+#include "trace_db.h"
 #include "v3_format.h"
+#include "wire.h"
 
 const char ggprof_usage_diff[] =
-    "usage: ggprof diff A B [--fail-above PCT] [--min-impact PCT] [--match-backend name|any] [-n N]\n"
-    "                       [--format table|csv|json]\n"
+    "usage: ggprof diff A B " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Aligns the records of traces A and B by phase (prompt, generation), op, source shapes and types,\n"
     "backend name and tensor name (which keeps the layer: Qcur-3). For each aligned group: its time in A\n"
@@ -28,17 +29,9 @@ const char ggprof_usage_diff[] =
     "(from their median absolute deviation), noise when not, few when a run has fewer than 3 graphs of it.\n"
     "Sections: time per token by phase, then by op, by layer, the N groups that changed most (ms), and the\n"
     "groups present in one run only.\n"
-    "  --fail-above PCT      exit 1 when a phase, op, layer or group slowed by more than PCT% beyond the\n"
-    "                        noise bound (change - bound > PCT), and say which on stderr: a gate for CI;\n"
-    "                        SYNC time (barrier waits) is shown but not gated: it measures the machine's load\n"
-    "  --min-impact PCT      with --fail-above: gate only slowdowns that add at least PCT% (default 1) to the\n"
-    "                        median graph time of their phase in A (a 2 us op 20% slower is not a regression)\n"
-    "  --match-backend any   align ignoring the backend (one model run on two backends); default: name\n"
-    "  -n N                  groups shown (default 20; 0: all)\n"
-    "  --format F            table (default), csv (one header, a 'section' column) or json (one object)\n"
+    GGPROF_HELP_OPTIONS
     "Exit status: 0; 1 when --fail-above tripped or on an internal error; 2 for a usage mistake.\n"
-    "Rules and statistics: docs/rollups-and-diff.md.\n"
-    GGPROF_WINDOW_USAGE;
+    "Rules and statistics: docs/rollups-and-diff.md.\n";
 
 /* A change is beyond noise when the medians differ by more than Z standard errors of their difference; the
  * standard error of a median is 1.2533 sigma / sqrt(n), sigma estimated as 1.4826 MAD (robust to the slow
@@ -169,27 +162,18 @@ static int push(samples *s, int64_t pid, int64_t graph, double v, double total) 
     return 0;
 }
 
-/* "[[512, 1408, 1, 1], [512, 6, 1, 1]]" -> "512x1408 512x6": trailing dimensions of 1 dropped. */
+/* "[[512, 1408, 1, 1], [512, 6, 1, 1]]" -> "512x1408 512x6": trailing dimensions of 1 dropped (shapes are 4 numbers
+ * each, schema/trace_db.h). */
 static char *compact_shapes(const char *json) {
     char out[256];
     size_t p = 0;
-    int64_t ne[4];
-    int dim = -1;
-    for (const char *s = json ? json : ""; *s && p < sizeof(out) - 64; s++) {
-        if (*s == '[' && s != json) {
-            dim = 0;
-        } else if (*s == ']' && dim >= 0) {
-            int nd = dim;
-            while (nd > 1 && ne[nd - 1] == 1) nd--;
-            if (p) out[p++] = ' ';
-            for (int i = 0; i < nd; i++) p += (size_t) snprintf(out + p, sizeof(out) - p, "%s%lld", i ? "x" : "", (long long) ne[i]);
-            dim = -1;
-        } else if (dim >= 0 && ((*s >= '0' && *s <= '9') || *s == '-')) {
-            char *end;
-            long long v = strtoll(s, &end, 10);
-            if (dim < 4) ne[dim++] = v;
-            s = end - 1;
-        }
+    int64_t ne[GGPROF_MAX_SRC][4];
+    int n = ggprof_db_ints(json, &ne[0][0], GGPROF_MAX_SRC * 4) / 4;
+    for (int k = 0; k < n && p < sizeof(out) - 64; k++) {
+        int nd = 4;
+        while (nd > 1 && ne[k][nd - 1] == 1) nd--;
+        if (p) out[p++] = ' ';
+        for (int i = 0; i < nd; i++) p += (size_t) snprintf(out + p, sizeof(out) - p, "%s%lld", i ? "x" : "", (long long) ne[k][i]);
     }
     out[p] = '\0';
     return strdup(out);
@@ -249,7 +233,7 @@ static long group_of(const section_def *d, group_map *m, const char *const *q, i
 typedef struct {
     int32_t              pid;
     int64_t              graph_id;
-    const ggprof_lgraph *g;
+    const ggprof_model_graph *g;
 } diff_graph;
 
 static int cmp_diff_graph(const void *a, const void *b) {
@@ -294,8 +278,8 @@ static int sig_eq(const row_sig *a, const row_sig *b) {
 
 /* Each section's group of a new signature, from the row's columns as text (an op is its name and sub-op; a
  * record without its node has "[]" shapes and types). */
-static int sig_groups(row_sig *s, const ggprof_layers *l, group_map *map, int match_any) {
-    const ggprof_lnode *n = s->node ? &l->nodes[s->node - 1] : NULL;
+static int sig_groups(row_sig *s, const ggprof_model *l, group_map *map, int match_any) {
+    const ggprof_model_node *n = s->node ? &l->nodes[s->node - 1] : NULL;
     const char *name      = l->names[s->name];
     char type[16], sub_op[24], layer[16], backend[32], op[512];
     const char *q[N_Q]    = { 0 };
@@ -318,7 +302,7 @@ static int sig_groups(row_sig *s, const ggprof_layers *l, group_map *map, int ma
     q[Q_TYPE_SRC] = n && n->type_src ? n->type_src : "[]";
     if (match_any) {
         q[Q_BACKEND] = "any";
-    } else if (!(q[Q_BACKEND] = ggprof_layers_backend(l, s->pid, s->sched_id, s->backend_id))) {
+    } else if (!(q[Q_BACKEND] = ggprof_model_backend_name(l, s->pid, s->sched_id, s->backend_id))) {
         snprintf(backend, sizeof(backend), "backend %d", s->backend_id);
         q[Q_BACKEND] = backend;
     }
@@ -341,7 +325,7 @@ static uint64_t sig_at(const void *ctx, size_t i) { return sig_hash(&((const sig
 
 static int same_sig(const void *ctx, size_t i, const void *key) { return sig_eq(&((const sig_map *) ctx)->v[i], key); }
 
-static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_layers *l, group_map *map, int match_any) {
+static const row_sig *sig_get(sig_map *m, const row_sig *key, const ggprof_model *l, group_map *map, int match_any) {
     if (ggprof_index_reserve(&m->index, 0, m->n, sig_at, m) != 0) return NULL;
     uint32_t *slot = ggprof_index_slot(&m->index, sig_hash(key), same_sig, m, key);
     if (*slot) return &m->v[*slot - 1];
@@ -375,12 +359,12 @@ typedef struct {
     sig_map    sigs;
 } diff_pass;
 
-/* ggprof_layers_each's consumer: a graph's records into their groups (the phase: the graph's, when listed). */
-static int load_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+/* ggprof_model_each's consumer: a graph's records into their groups (the phase: the graph's, when listed). */
+static int load_records(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g) {
     diff_pass  *d     = ctx;
     const char *phase = g ? g->phase : NULL;
     for (size_t i = 0; i < n; i++) {
-        const ggprof_lrec *e = &rec[i];
+        const ggprof_model_rec *e = &rec[i];
         row_sig key          = { e->pid, e->type, e->backend_id, e->layer, e->sched_id, e->name, e->node, phase, { 0 } };
         const row_sig *s     = sig_get(&d->sigs, &key, l, d->map, d->match_any);
         if (!s) return -1;
@@ -395,7 +379,7 @@ static int load_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *re
 
 /* The phases from the trace's graphs (a graph's time per token), after its records (load_records): graph_ns gets
  * each phase's graph durations; r gets the run's totals. */
-static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int side, run_info *r) {
+static int load(const ggprof_model *l, group_map *map, group_map *graph_ns, int side, run_info *r) {
     /* The graphs, one per (process, graph id): the first in graph_phase's order. */
     diff_graph *dg = malloc((l->n_graphs ? l->n_graphs : 1) * sizeof(*dg));
     if (!dg) return -1;
@@ -403,7 +387,7 @@ static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int
     for (size_t i = 0; i < l->n_graphs; i++) dg[i] = (diff_graph) { l->graphs[i].pid, l->graphs[i].graph_id, &l->graphs[i] };
     ggprof_sort(dg, l->n_graphs, sizeof(*dg), cmp_diff_graph);
     for (size_t i = 0; i < l->n_graphs; i++) {
-        if (n && dg[i].graph_id != GGPROF_LAYERS_NULL && dg[n - 1].pid == dg[i].pid && dg[n - 1].graph_id == dg[i].graph_id) {
+        if (n && dg[i].graph_id != GGPROF_MODEL_NULL && dg[n - 1].pid == dg[i].pid && dg[n - 1].graph_id == dg[i].graph_id) {
             continue;
         }
         dg[n++] = dg[i];
@@ -411,7 +395,7 @@ static int load(const ggprof_layers *l, group_map *map, group_map *graph_ns, int
     int rc    = 0;
     r->graphs = (int64_t) n;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const ggprof_lgraph *g = dg[i].g;
+        const ggprof_model_graph *g = dg[i].g;
         if (g->has_tokens) r->tokens = ggprof_ns_add(r->tokens, g->n_tokens);
         if (!g->has_tokens || g->n_tokens <= 0) continue;
         const char *q[N_Q] = { 0 };
@@ -580,14 +564,14 @@ static int open_run(run_info *r, const ggprof_window_opts *w, group_map *map, gr
     if (rc) return ggprof_fail(rc, "%s", why);
     char what[600];
     snprintf(what, sizeof(what), "diff: reading '%s'", r->path);
-    ggprof_layers l;
+    ggprof_model l;
     diff_pass d = { map, graph_ns, side, match_any, r, { 0 } };
-    rc = ggprof_layers_each(r->db, &l, 0, what, load_records, &d, why, sizeof(why));
+    rc = ggprof_model_each(r->db, &l, 0, what, load_records, &d, why, sizeof(why));
     free(d.sigs.v);
     ggprof_index_free(&d.sigs.index);
     if (rc != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", r->path, why);
     rc = load(&l, map, graph_ns, side, r);
-    ggprof_layers_free(&l);
+    ggprof_model_free(&l);
     return rc ? ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': out of memory", r->path) : 0;
 }
 
@@ -630,11 +614,18 @@ typedef struct {
 
 static int diff_parse(diff_opts *o, int argc, char **argv) {
     const ggprof_opt opts[] = {
-        { "--fail-above", NULL, GGPROF_OPT_PERCENT, &o->fail_above, NULL },
-        { "--min-impact", NULL, GGPROF_OPT_PERCENT, &o->min_impact, NULL },
-        { "--match-backend", NULL, GGPROF_OPT_STRING, &o->match, NULL },
-        { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL },
-        { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL },
+        { "--fail-above", NULL, GGPROF_OPT_PERCENT, &o->fail_above, NULL, "PCT",
+          "exit 1 when a phase, op, layer or group slowed by more than PCT% beyond the noise bound (change - bound "
+          "> PCT), and say which on stderr: a gate for CI; SYNC time (barrier waits) is shown but not gated: it "
+          "measures the machine's load" },
+        { "--min-impact", NULL, GGPROF_OPT_PERCENT, &o->min_impact, NULL, "PCT",
+          "with --fail-above: gate only slowdowns that add at least PCT% (default 1) to the median graph time of "
+          "their phase in A (a 2 us op 20% slower is not a regression)" },
+        { "--match-backend", NULL, GGPROF_OPT_STRING, &o->match, NULL, "name|any",
+          "any: align ignoring the backend (one model run on two backends); default: name" },
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->top, NULL, "N", "groups shown (default 20; 0: all)" },
+        { "--format", NULL, GGPROF_OPT_STRING, &o->format, NULL, "table|csv|json",
+          "table (default), csv (one header, a 'section' column) or json (one object)" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), o->path, 2, 0, "two traces only ('%s' is a third)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);

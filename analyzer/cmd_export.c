@@ -7,67 +7,70 @@
 #include "analyzer_commands.h"
 #include "export.h"
 #include "json_v3.h"
-#include "layers.h"
+#include "model.h"
 #include "roofline.h"
 #include "testcases.h"
 #include "trace.h"
 
 const char ggprof_usage_export[] =
-    "usage: ggprof export TRACE [--json OUT.json[.gz]] [--text OUT.txt] [--chrome OUT.json]\n"
-    "                           [--html OUT.html [--html-max-records N]] [--max-records N]\n"
-    "                           [--roofline OUT.svg [--roof SPEC]... [--roof-file FILE]]\n"
-    "                           [--test-file OUT.txt [--min-share PCT]] [--otlp OUT.jsonl]\n"
+    "usage: ggprof export TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Writes TRACE (a trace database or a version-3 JSON profile) in the formats asked for:\n"
-    "  --json OUT      the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz);\n"
-    "                  the seed's keys in the seed's order, then ggprof's (graph_id, node_index, pid, ...)\n"
-    "  --text OUT      the upstream profiler's text report: summary, per-backend summary, operations\n"
-    "  --chrome OUT    Chrome Trace Event JSON for Perfetto UI or chrome://tracing: a row per backend and one\n"
-    "                  for copies per process, splits and graphs as enclosing slices, flows from copies to ops\n"
-    "  --html OUT      one self-contained HTML file: timeline, minimap, stats tree, search, layer x op heat map\n"
-    "  --html-max-records N  keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)\n"
-    "  --max-records N  --chrome and --html of a trace of more than N records (default 1048576; 0: no\n"
-    "                  limit) read the records of one graph in every ceil(records/N) only, and every graph\n"
-    "                  and split, so that a long run's file opens in Perfetto UI and a browser: said on\n"
-    "                  stderr and in the file (\"sampled\"); a window (--from/--to, --graphs) has them all\n"
-    "  --roofline OUT  an SVG roofline plot: ops by arithmetic intensity (FLOP/byte) and achieved GFLOP/s,\n"
-    "                  log-log, each point's area its total time, with the roof lines of the backends given\n"
-    "                  by --roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable) or --roof-file FILE\n"
-    "                  (as 'ggprof calibrate -o FILE' writes it)\n"
-    "  --test-file OUT one line per distinct op case, as ggml's 'test-backend-ops --test-file' reads it (op and\n"
-    "                  types as the traced ggml's enum values, shapes, strides, op params; the tensor's name and\n"
-    "                  the backend last), largest share of op time first; fused pairs and ops without an op id\n"
-    "                  are listed on stdout as '# skipped' lines. See 'ggprof replay' and docs/replay.md\n"
-    "  --min-share PCT with --test-file: only the cases of at least PCT% of the trace's op time\n"
-    "  --otlp OUT      OpenTelemetry traces in OTLP/JSON, one ExportTraceServiceRequest per line (what the\n"
-    "                  Collector's otlpjsonfile receiver reads): each llama_decode call a trace, its span the\n"
-    "                  parent of the graphs computed in it; graphs outside any call a trace each. Times on Unix\n"
-    "                  time from record's clock readings; per-op detail stays in the database\n"
-    GGPROF_WINDOW_USAGE;
+    GGPROF_HELP_OPTIONS;
 
-typedef int (*export_fn)(sqlite3 *db, const char *path, char *why, size_t why_len);
+typedef int (*export_fn)(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len);
+
+/* The three formats without options, in the exporters' one signature. */
+static int export_text(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    (void) o;
+    return ggprof_export_text(db, path, why, why_len);
+}
+static int export_json(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    (void) o;
+    return ggprof_json_v3_export(db, path, why, why_len);
+}
+static int export_otlp(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
+    (void) o;
+    return ggprof_export_otlp(db, path, why, why_len);
+}
 
 /* One row per format: the option that names it and the function that writes it. */
 static const struct {
     const char *option;
     export_fn   fn;
+    const char *arg, *help; /* for --help */
 } k_formats[] = {
-    { "--json", ggprof_json_v3_export },
-    { "--text", ggprof_export_text },
-    { "--chrome", ggprof_export_chrome },
-    { "--html", ggprof_export_html },
-    { "--roofline", ggprof_export_roofline },
-    { "--test-file", ggprof_export_test_file },
-    { "--otlp", ggprof_export_otlp },
+    { "--json", export_json, "OUT.json[.gz]",
+      "the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz); the seed's keys in "
+      "the seed's order, then ggprof's (graph_id, node_index, pid, ...)" },
+    { "--text", export_text, "OUT.txt",
+      "the upstream profiler's text report: summary, per-backend summary, operations" },
+    { "--chrome", ggprof_export_chrome, "OUT.json",
+      "Chrome Trace Event JSON for Perfetto UI or chrome://tracing: a row per backend and one for copies per "
+      "process, splits and graphs as enclosing slices, flows from copies to ops" },
+    { "--html", ggprof_export_html, "OUT.html",
+      "one self-contained HTML file: timeline, minimap, stats tree, search, layer x op heat map" },
+    { "--roofline", ggprof_export_roofline, "OUT.svg",
+      "an SVG roofline plot: ops by arithmetic intensity (FLOP/byte) and achieved GFLOP/s, log-log, each point's "
+      "area its total time, with the roof lines of the backends given by --roof or --roof-file" },
+    { "--test-file", ggprof_export_test_file, "OUT.txt",
+      "one line per distinct op case, as ggml's 'test-backend-ops --test-file' reads it (op and types as the "
+      "traced ggml's enum values, shapes, strides, op params; the tensor's name and the backend last), largest "
+      "share of op time first; fused pairs and ops without an op id are listed on stdout as '# skipped' lines. "
+      "See 'ggprof replay' and docs/replay.md" },
+    { "--otlp", export_otlp, "OUT.jsonl",
+      "OpenTelemetry traces in OTLP/JSON, one ExportTraceServiceRequest per line (what the Collector's "
+      "otlpjsonfile receiver reads): each llama_decode call a trace, its span the parent of the graphs computed "
+      "in it; graphs outside any call a trace each. Times on Unix time from record's clock readings; per-op "
+      "detail stays in the database" },
 };
 #define N_FORMATS (sizeof(k_formats) / sizeof(k_formats[0]))
 
-long long ggprof_export_max_records = GGPROF_LAYERS_MAX_RECORDS;
-
-void ggprof_export_say_sampled(const char *path, int64_t records, int64_t kept, int64_t every) {
+/* What a sampled export kept, on stderr. */
+static void say_sampled(const char *path, long long max_records, int64_t records, int64_t kept, int64_t every) {
     ggprof_err("'%s': %lld records, more than --max-records %lld: it shows the records of one graph in every %lld"
                " (%lld records) and every graph and split; a window (--from/--to, --graphs) shows all of its records,"
-               " --max-records 0 all of the trace's", path, (long long) records, ggprof_export_max_records, (long long) every,
+               " --max-records 0 all of the trace's", path, (long long) records, max_records, (long long) every,
                (long long) kept);
 }
 
@@ -79,30 +82,43 @@ int ggprof_cmd_export(int argc, char **argv) {
     ggprof_roofs roofs = { .n = 0 };
     ggprof_window_opts window = { 0 };
     ggprof_opt opts[N_FORMATS + 5];
-    for (size_t f = 0; f < N_FORMATS; f++) opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL };
-    opts[N_FORMATS]     = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL };
-    opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
-    opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt };
-    opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL };
+    for (size_t f = 0; f < N_FORMATS; f++) {
+        opts[f] = (ggprof_opt){ k_formats[f].option, NULL, GGPROF_OPT_STRING, &out[f], NULL, k_formats[f].arg,
+                                k_formats[f].help };
+    }
+    opts[N_FORMATS] = (ggprof_opt){ "--html-max-records", NULL, GGPROF_OPT_COUNT, &max_records, NULL, "N",
+                                    "keep one record in every ceil(total/N) on the HTML timeline (stats stay exact)" };
+    opts[N_FORMATS + 1] = (ggprof_opt){ "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt,
+                                        "BACKEND=GBPS,GFLOPS[,GFLOPS_F16]",
+                                        "with --roofline: a backend's memory and compute roofs (repeatable)" };
+    opts[N_FORMATS + 2] = (ggprof_opt){ "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "FILE",
+                                        "with --roofline: roofs, one a line, as 'ggprof calibrate -o FILE' writes them" };
+    opts[N_FORMATS + 3] = (ggprof_opt){ "--min-share", NULL, GGPROF_OPT_PERCENT, &min_share, NULL, "PCT",
+                                        "with --test-file: only the cases of at least PCT% of the trace's op time" };
     long max_shown = -1;
-    opts[N_FORMATS + 4] = (ggprof_opt){ "--max-records", NULL, GGPROF_OPT_COUNT, &max_shown, NULL };
+    opts[N_FORMATS + 4] = (ggprof_opt){ "--max-records", NULL, GGPROF_OPT_COUNT, &max_shown, NULL, "N",
+                                        "--chrome and --html of a trace of more than N records (default 1048576; 0: "
+                                        "no limit) read the records of one graph in every ceil(records/N) only, and "
+                                        "every graph and split, so that a long run's file opens in Perfetto UI and a "
+                                        "browser: said on stderr and in the file (\"sampled\"); a WINDOW has them all" };
     ggprof_args a = { opts, N_FORMATS + 5, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
     int n_out = 0;
     for (size_t f = 0; f < N_FORMATS; f++) n_out += out[f] != NULL;
-    if (max_records >= 0) ggprof_export_html_set_max_records(max_records);
-    if (max_shown >= 0) ggprof_export_max_records = max_shown;
-    ggprof_export_test_file_set_min_share(min_share);
+    ggprof_export_opts eo = { .max_records      = max_shown >= 0 ? max_shown : GGPROF_MODEL_MAX_RECORDS,
+                              .html_max_records = max_records >= 0 ? max_records : 0,
+                              .roofs            = roofs,
+                              .min_share        = min_share,
+                              .sampled          = say_sampled };
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof export TRACE --FORMAT OUT...");
     if (!n_out) return ggprof_fail(GGPROF_EXIT_USAGE, "no output asked for; see 'ggprof export --help'");
-    ggprof_export_roofline_set_roofs(&roofs);
     sqlite3 *db;
     char why[512];
     rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why));
     if (rc) return ggprof_fail(rc, "%s", why);
     for (size_t f = 0; f < N_FORMATS && rc == 0; f++) {
-        if (out[f] && k_formats[f].fn(db, out[f], why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        if (out[f] && k_formats[f].fn(db, out[f], &eo, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     }
     sqlite3_close(db);
     return rc;

@@ -12,20 +12,15 @@
 #include "trace.h"
 
 const char ggprof_usage_inefficiency[] =
-    "usage: ggprof inefficiency TRACE [-n N] [--format table|csv|json] [--roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16]]...\n"
-    "                          [--roof-file FILE]\n"
+    "usage: ggprof inefficiency TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "The upstream profiler's inefficiency ranking: groups of executions of one op on one backend with the same\n"
     "source and output shapes, ranked by time per output byte (ns/B: duration / bytes written; higher is\n"
     "worse). Each row also has the roofline model's GB/s, GFLOP/s and, when the backend's roof is known, roof%\n"
     "(time at the roof / time taken): a high ns/B with a low roof% is an op worth a look. The shape column\n"
     "reads 'q4_0[512,1408] f32[512,2]': the first two sources' types and shapes (CSV and JSON add the output's).\n"
-    "  -n N             the N worst groups (default 20; 0: all)\n"
-    "  --format F       table (default; fits 80 columns), csv or json\n"
-    "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable)\n"
-    "  --roof-file F    roofs as 'ggprof calibrate -o F' writes them\n"
-    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. See docs/analysis.md.\n"
-    GGPROF_WINDOW_USAGE;
+    GGPROF_HELP_OPTIONS
+    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. See docs/analysis.md.\n";
 
 static const ggprof_col k_cols[] = {
     { "op", "op", NULL, GGPROF_COL_FLEX },

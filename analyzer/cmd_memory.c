@@ -13,16 +13,14 @@
 #include "v3_format.h"
 
 const char ggprof_usage_memory[] =
-    "usage: ggprof memory TRACE [--peak | --layers | --timeline] [--format table|csv|json]\n"
+    "usage: ggprof memory TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Memory the recorded program held in ggml's backend buffers: per process and backend (buffer type), the\n"
     "weights, KV cache, compute buffers and other buffers held at the process's peak, and the most each\n"
     "backend held; then each compute buffer's peak (the node where the tensors ggml-alloc planned into it reach\n"
     "furthest) and the devices' free memory. Sizes are MiB (1,048,576 bytes) in the table, bytes in CSV and JSON.\n"
-    "  --peak       the tensors alive at each compute buffer's peak, by layer and op (views counted once)\n"
-    "  --layers     weights and KV cache per layer and type, from the tensors the graphs read and write\n"
-    "  --timeline   every allocation and free, with what the backend and the process hold after it\n"
-    "  --format F   table (default; fits 80 columns), csv or json (an array of objects)\n"
+    "One of --peak, --layers and --timeline at most:\n"
+    GGPROF_HELP_OPTIONS
     "TRACE is a database written by 'ggprof record' (1.x traces before memory was recorded have none).\n"
     "The kinds and the peak rule: docs/memory.md.\n";
 
@@ -128,41 +126,18 @@ static void fill_timeline(ggprof_table *t, const ggprof_mem *m) {
     }
 }
 
-/* The lines around the backends' table: each process's peak, each compute buffer's peak, the devices. */
-void ggprof_mem_print_summary(FILE *out, const ggprof_mem *m, const char *indent) {
-    char s1[160], s2[160];
-    for (size_t i = 0; i < m->n_procs; i++) {
-        fprintf(out, "%spid %" PRId32 ": %.2f MiB held at most, %.3f s after the start\n", indent, m->procs[i].pid,
-                GGPROF_MIB(m->procs[i].peak_bytes), (double) (m->procs[i].peak_ns - m->t0) / 1e9);
-    }
-    for (size_t i = 0; i < m->n_peaks; i++) {
-        const ggprof_mpeak *p = &m->peaks[i];
-        fprintf(out, "%s%s compute buffer %.2f MiB (pid %" PRId32 ", plan %" PRId64 "): peak ", indent,
-                ggprof_text_safe(p->buf->name, s1, sizeof(s1)), GGPROF_MIB(p->buf->size), p->buf->pid, p->plan_id);
-        if (p->step < 0) {
-            fprintf(out, "before the first node");
-        } else {
-            fprintf(out, "at node %d of %d, %s %s", p->step, p->n_nodes, ggprof_text_safe(p->step_op, s1, sizeof(s1)),
-                    ggprof_text_safe(p->step_tensor, s2, sizeof(s2)));
-        }
-        fprintf(out, "; %zu tensors alive: %.2f MiB + %.1f KiB alignment + %.1f KiB free between them\n", p->n_live,
-                GGPROF_MIB(p->live_bytes), (double) p->padding / 1024.0, (double) p->holes / 1024.0);
-    }
-    for (size_t i = 0; i < m->n_devs; i++) {
-        const ggprof_mdev *d = &m->devs[i];
-        fprintf(out, "%sdevice %s (pid %" PRId32 "), %s: %.2f MiB free of %.2f MiB\n", indent,
-                ggprof_text_safe(d->device, s1, sizeof(s1)), d->pid, d->moment, GGPROF_MIB(d->free), GGPROF_MIB(d->total));
-    }
-}
-
 int ggprof_cmd_memory(int argc, char **argv) {
     const char *trace = NULL, *format = "table";
     int peak = 0, layers = 0, timeline = 0;
     const ggprof_opt opts[] = {
-        { "--peak", NULL, GGPROF_OPT_FLAG, &peak, NULL },
-        { "--layers", NULL, GGPROF_OPT_FLAG, &layers, NULL },
-        { "--timeline", NULL, GGPROF_OPT_FLAG, &timeline, NULL },
-        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
+        { "--peak", NULL, GGPROF_OPT_FLAG, &peak, NULL, NULL,
+          "the tensors alive at each compute buffer's peak, by layer and op (views counted once)" },
+        { "--layers", NULL, GGPROF_OPT_FLAG, &layers, NULL, NULL,
+          "weights and KV cache per layer and type, from the tensors the graphs read and write" },
+        { "--timeline", NULL, GGPROF_OPT_FLAG, &timeline, NULL, NULL,
+          "every allocation and free, with what the backend and the process hold after it" },
+        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL, "table|csv|json",
+          "table (default; fits 80 columns), csv or json (an array of objects)" },
     };
     ggprof_args a = { opts, (int) NCOL(opts), &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);

@@ -7,7 +7,7 @@
 #include "trace.h"
 
 const char ggprof_usage_query[] =
-    "usage: ggprof query TRACE \"SQL\"\n"
+    "usage: ggprof query " GGPROF_HELP_SYNOPSIS "TRACE \"SQL\"\n"
     "\n"
     "Runs SQL on the trace database and prints each row with its columns separated by '|' (as the sqlite3\n"
     "shell does by default; NULL prints as nothing). Views for scripts: backends, graphs, splits, records,\n"
@@ -16,15 +16,18 @@ const char ggprof_usage_query[] =
     "temporary database first.\n";
 
 int ggprof_cmd_query(int argc, char **argv) {
-    if (argc != 3) {
+    /* No option: the table ends at TRACE, so that the SQL is taken as it is, even one that starts with "--". */
+    ggprof_args a = { NULL, 0, NULL, 0, 0, NULL, 1, 0, NULL };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
+    if (argc - a.next != 2) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "%s; usage: ggprof query TRACE \"SQL\"",
-                           argc < 3 ? "needs a trace and an SQL statement" : "too many arguments (quote the SQL)");
+                           argc - a.next < 2 ? "needs a trace and an SQL statement" : "too many arguments (quote the SQL)");
     }
     sqlite3 *db;
     char why[512];
-    int rc = ggprof_trace_open(argv[1], &db, why, sizeof(why));
-    if (rc) return ggprof_fail(rc, "%s", why);
-    const char *sql = argv[2];
+    if ((rc = ggprof_trace_open(argv[a.next], &db, why, sizeof(why))) != 0) return ggprof_fail(rc, "%s", why);
+    const char *sql = argv[a.next + 1];
     while (sql && *sql) {
         sqlite3_stmt *st = NULL;
         const char *tail = NULL;

@@ -14,13 +14,13 @@
 #include "analyzer_commands.h"
 #include "output.h"
 #include "roofline.h"
+#include "self_path.h"
 #include "testcases.h"
 #include "trace.h"
 #include "trace_db.h"
 
 const char ggprof_usage_replay[] =
-    "usage: ggprof replay TRACE [--backend NAME] [--test-backend-ops PATH] [--min-share PCT] [-n N]\n"
-    "                           [--format table|csv|json]\n"
+    "usage: ggprof replay TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Runs the trace's distinct op cases (those 'ggprof export --test-file' writes) one by one in ggml's\n"
     "test-backend-ops, perf mode, and prints per case: in-situ runs and mean time (from the trace), the isolated\n"
@@ -28,12 +28,7 @@ const char ggprof_usage_replay[] =
     "share first. A ratio well above 1 points at the surroundings (memory, caches, threads, synchronisation), a\n"
     "slow case in both at the kernel (docs/replay.md). The results go into the trace's 'replay' table.\n"
     "\n"
-    "  --backend NAME          run every case on this backend (default: the backend each case ran on)\n"
-    "  --test-backend-ops PATH the test-backend-ops to run (default: beside the traced ggml library, then PATH);\n"
-    "                          it must be of the traced ggml: the cases carry its enum values\n"
-    "  --min-share PCT         only the cases of at least PCT% of the trace's op time\n"
-    "  -n N                    the N largest cases only (default 20; 0: all)\n"
-    "  --format FMT            table (default), csv or json\n";
+    GGPROF_HELP_OPTIONS;
 
 typedef struct {
     const char *trace, *backend, *tbo;
@@ -51,11 +46,16 @@ typedef struct {
 
 static int replay_parse(replay_opts *o, int argc, char **argv) {
     const ggprof_opt opts[] = {
-        { "--backend", NULL, GGPROF_OPT_STRING, &o->backend, NULL },
-        { "--test-backend-ops", NULL, GGPROF_OPT_STRING, &o->tbo, NULL },
-        { "--min-share", NULL, GGPROF_OPT_PERCENT, &o->min_share, NULL },
-        { "-n", NULL, GGPROF_OPT_COUNT, &o->n, NULL },
-        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt },
+        { "--backend", NULL, GGPROF_OPT_STRING, &o->backend, NULL, "NAME",
+          "run every case on this backend (default: the backend each case ran on)" },
+        { "--test-backend-ops", NULL, GGPROF_OPT_STRING, &o->tbo, NULL, "PATH",
+          "the test-backend-ops to run (default: the first in PATH, then the one beside ggprof; never a path the "
+          "trace names); it must be of the traced ggml: the cases carry its enum values" },
+        { "--min-share", NULL, GGPROF_OPT_PERCENT, &o->min_share, NULL, "PCT",
+          "only the cases of at least PCT% of the trace's op time" },
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->n, NULL, "N", "the N largest cases only (default 20; 0: all)" },
+        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt, "table|csv|json",
+          "table (default), csv or json" },
     };
     ggprof_args a = { opts, 5, &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, NULL };
     int rc = ggprof_parse_args(argc, argv, &a);
@@ -64,33 +64,42 @@ static int replay_parse(replay_opts *o, int argc, char **argv) {
     return 0;
 }
 
-/* test-backend-ops beside the traced ggml (a CMake build puts programs and libraries in one bin/), else PATH. */
-static int find_tbo(sqlite3 *db, const char *given, char *out, size_t len) {
+/* The test-backend-ops to run: the one the user named, else the first in PATH, else the one beside this ggprof
+ * (an install that ships it). Never a path from the trace: a trace from anyone names any folder, and would have
+ * us run what lies there; the traced library's folder is only printed, quoted, as a hint. 0, or an exit code. */
+static int pick_tbo(sqlite3 *db, const char *given, char *out, size_t len) {
     if (given) {
         snprintf(out, len, "%s", given);
         return access(out, X_OK) == 0 ? 0 : ggprof_fail(GGPROF_EXIT_USAGE, "cannot run '%s': %s", out, strerror(errno));
-    }
-    sqlite3_stmt *st = NULL;
-    out[0] = '\0';
-    if (sqlite3_prepare_v2(db, "SELECT ggml_lib FROM processes WHERE ggml_lib != '' LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        snprintf(out, len, "%s", (const char *) sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    char *slash = strrchr(out, '/');
-    if (slash) {
-        snprintf(slash + 1, len - (size_t) (slash + 1 - out), "test-backend-ops");
-        if (access(out, X_OK) == 0) return 0;
     }
     const char *path = getenv("PATH");
     for (const char *p = path; p && *p;) {
         const char *e = strchr(p, ':');
         size_t      n = e ? (size_t) (e - p) : strlen(p);
         snprintf(out, len, "%.*s/test-backend-ops", (int) n, p);
-        if (n && access(out, X_OK) == 0) return 0;
+        if (n && out[0] == '/' && access(out, X_OK) == 0) return 0;
         p = e ? e + 1 : NULL;
     }
-    return ggprof_fail(GGPROF_EXIT_USAGE, "no test-backend-ops beside the traced ggml or in PATH; give --test-backend-ops PATH");
+    char dir[PATH_MAX];
+    if (ggprof_self_dir((const void *) pick_tbo, dir, sizeof(dir)) == 0) {
+        snprintf(out, len, "%s/test-backend-ops", dir);
+        if (access(out, X_OK) == 0) return 0;
+    }
+    /* the hint: printed, never run */
+    char lib[512] = "";
+    sqlite3_stmt *st = NULL;
+    if (db && sqlite3_prepare_v2(db, "SELECT ggml_lib FROM processes WHERE ggml_lib != '' LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        const char *l = (const char *) sqlite3_column_text(st, 0), *slash = strrchr(l, '/');
+        size_t k = 0;
+        for (const char *c = l; slash && c < slash && k + 1 < sizeof(lib); c++) {
+            lib[k++] = (*c >= ' ' && *c < 0x7f && *c != '\'') ? *c : '?'; /* one line, no control bytes */
+        }
+        lib[k] = '\0';
+    }
+    sqlite3_finalize(st);
+    return ggprof_fail(GGPROF_EXIT_USAGE, "no test-backend-ops in PATH or beside ggprof; give --test-backend-ops PATH%s%s%s",
+                       lib[0] ? " (the traced ggml was in '" : "", lib, lib[0] ? "': check what is there before naming it)" : "");
 }
 
 /* Runs argv, its stdout into *out (malloc'd, NUL-terminated), its stderr into errlog. Returns its exit status,
@@ -200,10 +209,16 @@ static int replay_backend(const char *tbo, const char *backend, const ggprof_cas
 static void replay_store(sqlite3 *db, const char *trace, const ggprof_cases *c, const replay_result *res,
                          const char *backend) {
     const char *file = sqlite3_db_filename(db, "main");
-    if (!file || !*file || sqlite3_db_readonly(db, "main")) {
+    db               = NULL;
+    /* The trace is open read-only (ggprof_trace_open); the results go in by a connection of their own, hardened
+     * alike (no trigger of the trace fires on the insert). */
+    if (!file || !*file || access(file, W_OK) != 0 ||
+        sqlite3_open_v2(file, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
         ggprof_err("note: results not stored ('%s' is %s)", trace, file && *file ? "read-only" : "JSON, read into memory");
         return;
     }
+    ggprof_db_harden(db, 0);
     sqlite3_stmt *st = NULL;
     sqlite3_exec(db, "BEGIN; " GGPROF_DB_REPLAY_DDL "DELETE FROM replay;", NULL, NULL, NULL);
     sqlite3_prepare_v2(db, "INSERT INTO replay VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL);
@@ -241,6 +256,7 @@ static void replay_store(sqlite3 *db, const char *trace, const ggprof_cases *c, 
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         ggprof_err("note: results not stored in '%s': %s", trace, sqlite3_errmsg(db));
     }
+    sqlite3_close(db);
 }
 
 static const ggprof_col k_cols[] = {
@@ -307,7 +323,7 @@ int ggprof_cmd_replay(int argc, char **argv) {
     replay_result *res = calloc(c.n ? c.n : 1, sizeof(*res));
     rc = !res ? ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory")
          : c.n == 0 ? ggprof_fail(GGPROF_EXIT_USAGE, "'%s' has no op case test-backend-ops can replay", o.trace)
-                    : find_tbo(db, o.tbo, tbo, sizeof(tbo));
+                    : pick_tbo(db, o.tbo, tbo, sizeof(tbo));
     /* One test-backend-ops run per backend the cases ran on, in the order they first appear. */
     for (size_t i = 0; !rc && i < c.n; i++) {
         size_t first = 0;

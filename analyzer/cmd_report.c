@@ -14,7 +14,7 @@
 #include "v3_format.h"
 
 const char ggprof_usage_report[] =
-    "usage: ggprof report TRACE\n"
+    "usage: ggprof report TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Prints, for each op, copy and sync kind on each backend: % of recorded time, count, total, average,\n"
     "minimum and maximum duration, bandwidth (bytes / time) and a representative shape (the upstream\n"
@@ -22,8 +22,7 @@ const char ggprof_usage_report[] =
     "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's\n"
     "waiting for it the device was busy, the share of kernel time joined to a graph node; then the trace's\n"
     "health: graphs, splits whose CPU ticks matched, records dropped. TRACE is a database written by 'ggprof record' or a version-3 JSON\n"
-    "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n"
-    GGPROF_WINDOW_USAGE;
+    "profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
 
 
 static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {

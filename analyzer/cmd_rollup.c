@@ -9,16 +9,17 @@
 #include "cli.h"
 #include "analyzer_commands.h"
 #include "hash.h"
-#include "layers.h"
+#include "model.h"
 #include "output.h"
 #include "requests.h"
 #include "trace.h"
+#include "layer_rule.h"
 #include "views.h"
 
 const char ggprof_usage_rollup[] =
-    "usage: ggprof rollup TRACE --by layer|block|phase|graph|request [--ops] [--format table|csv|json]\n"
+    "usage: ggprof rollup TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
-    "Rolls the records of TRACE up:\n"
+    "Rolls the records of TRACE up (--by is needed):\n"
     "  --by layer   per layer (llama.cpp's \"Qcur-3\", GGUF's \"blk.3.\"; '-' for records with none): OP\n"
     "               records, OP time, % of the trace's OP time, then SYNC time (barrier waits) and COPY\n"
     "               time in their own columns\n"
@@ -32,13 +33,10 @@ const char ggprof_usage_rollup[] =
     "               llama_decode batches from a prompt on. Prompt tokens and ms, generated tokens (decoded,\n"
     "               plus the first, sampled from the prompt), generation ms and ms per token, the mean\n"
     "               sequences in its generation batches, ms per token alone and when batched with others\n"
-    "  --ops        with --by layer or block: a row per op (and per sync or copy kind) in each layer or\n"
-    "               block\n"
-    "  --format F   table (default), csv or json (an array of objects; '-' in a table is null)\n"
+    GGPROF_HELP_OPTIONS
     "\n"
     "The same numbers are in the views layer_time, layer_op_time, block_time, block_op_time, graph_phase\n"
-    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n"
-    GGPROF_WINDOW_USAGE;
+    "and phase_time of 'ggprof query'; rules and columns in docs/rollups-and-diff.md and docs/queries.md.\n";
 
 /* A view's value as a cell: d integer, m ns shown in ms, p a real (percentage, rate), s text; NULL is empty. */
 static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
@@ -54,7 +52,7 @@ static void cell_of(ggprof_table *t, sqlite3_stmt *st, int i, char conv) {
     }
 }
 
-/* ------------------------------------------------------------ layers and blocks, from the one pass (layers.h) */
+/* ------------------------------------------------------------ layers and blocks, from the one pass (model.h) */
 
 /* The records summed by layer, type, name and node: a few thousand rows, from which every layer and block
  * roll-up is made. The views layer_time, layer_op_time, block_time and block_op_time say the same in SQL
@@ -87,23 +85,23 @@ static uint64_t part_at(const void *ctx, size_t i) {
 
 static int same_part(const void *ctx, size_t i, const void *key) {
     const part *x = &((const parts *) ctx)->v[i];
-    const ggprof_lrec *r = key;
+    const ggprof_model_rec *r = key;
     return x->layer == r->layer && x->type == r->type && x->name == r->name && x->node == r->node;
 }
 
-/* ggprof_layers_each's consumer: a graph's records into their parts. */
+/* ggprof_model_each's consumer: a graph's records into their parts. */
 typedef struct {
     parts       *p;
     ggprof_index index;
     size_t       cap;
 } parts_pass;
 
-static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+static int parts_add(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g) {
     (void) g;
     parts_pass *pp = ctx;
     parts      *p  = pp->p;
     for (size_t i = 0; i < n; i++) {
-        const ggprof_lrec *r = &rec[i];
+        const ggprof_model_rec *r = &rec[i];
         if (ggprof_index_reserve(&pp->index, 0, p->n, part_at, p) != 0) return -1;
         uint32_t *slot = ggprof_index_slot(&pp->index, part_hash(r->layer, r->type, r->name, r->node), same_part, p, r);
         if (!*slot) {
@@ -113,7 +111,7 @@ static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, 
                 if (!v) return -1;
                 p->v = v;
             }
-            const ggprof_lnode *node = ggprof_lrec_node(l, r);
+            const ggprof_model_node *node = ggprof_model_rec_node(l, r);
             p->v[p->n] = (part) { r->layer, r->type, r->name, r->node,
                                   ggprof_block_of(r->type, l->names[r->name], node ? node->tensor_name : NULL), 0, 0 };
             *slot = (uint32_t) ++p->n;
@@ -126,10 +124,10 @@ static int parts_add(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, 
 }
 
 /* The records, a graph at a time, summed per (layer, type, name, node): memory grows with the model. */
-static int parts_load(sqlite3 *db, ggprof_layers *l, parts *p, char *why, size_t why_len) {
+static int parts_load(sqlite3 *db, ggprof_model *l, parts *p, char *why, size_t why_len) {
     memset(p, 0, sizeof(*p));
     parts_pass pp = { p, { 0 }, 0 };
-    int rc = ggprof_layers_each(db, l, 0, "rollup: reading", parts_add, &pp, why, why_len);
+    int rc = ggprof_model_each(db, l, 0, "rollup: reading", parts_add, &pp, why, why_len);
     ggprof_index_free(&pp.index);
     if (rc != 0) return -1;
     p->op_ns = l->op_ns;
@@ -502,9 +500,12 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     int ops = 0;
     ggprof_window_opts window = { 0 };
     const ggprof_opt opts[] = {
-        { "--by", NULL, GGPROF_OPT_STRING, &by, NULL },
-        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL },
-        { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL },
+        { "--by", NULL, GGPROF_OPT_STRING, &by, NULL, "layer|block|phase|graph|request",
+          "what the records are rolled up by (above)" },
+        { "--ops", NULL, GGPROF_OPT_FLAG, &ops, NULL, NULL,
+          "with --by layer or block: a row per op (and per sync or copy kind) in each layer or block" },
+        { "--format", NULL, GGPROF_OPT_STRING, &format, NULL, "table|csv|json",
+          "table (default), csv or json (an array of objects; '-' in a table is null)" },
     };
     ggprof_args a = { opts, 3, &trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &window };
     int bad = ggprof_parse_args(argc, argv, &a);
@@ -558,12 +559,12 @@ int ggprof_cmd_rollup(int argc, char **argv) {
     ggprof_table_coverage(&t, db);
     int got;
     if (!is_graph && !d->sql) {
-        ggprof_layers l;
+        ggprof_model l;
         parts p;
         got = parts_load(db, &l, &p, why, sizeof(why));
         if (got == 0 && (got = run_parts(&p, by, ops, &t)) != 0) snprintf(why, sizeof(why), "out of memory");
         free(p.v);
-        ggprof_layers_free(&l);
+        ggprof_model_free(&l);
     } else {
         got = is_graph ? run_graphs(db, &t) : run_view(db, d, &t);
         if (got != 0) snprintf(why, sizeof(why), "%s", sqlite3_errmsg(db));

@@ -12,20 +12,15 @@
 #include "trace_db.h"
 
 const char ggprof_usage_top_kernels[] =
-    "usage: ggprof top-kernels TRACE [-n N] [--format table|csv|json] [--roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16]]...\n"
-    "                         [--roof-file FILE]\n"
+    "usage: ggprof top-kernels TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "The longest individual op executions (OP records), longest first: op (or fused pair), backend, duration,\n"
     "the graph node it computed (graph id, node index: join keys to the graphs and splits views), the output\n"
     "tensor's name, and the execution's achieved GB/s and GFLOP/s under the roofline model (docs/analysis.md)\n"
     "and, when its backend's roof is known, roof% (its time at the roof / its time).\n"
     "CSV and JSON add the start time, process, split and the output and source shapes.\n"
-    "  -n N             the N longest executions (default 20; 0: all)\n"
-    "  --format F       table (default; fits 80 columns), csv or json\n"
-    "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16] (repeatable)\n"
-    "  --roof-file F    roofs as 'ggprof calibrate -o F' writes them\n"
-    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile.\n"
-    GGPROF_WINDOW_USAGE;
+    GGPROF_HELP_OPTIONS
+    "TRACE is a database written by 'ggprof record' or a version-3 JSON profile.\n";
 
 static const ggprof_col k_cols[] = {
     { "op", "op", NULL, GGPROF_COL_FLEX },

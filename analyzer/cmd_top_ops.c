@@ -12,21 +12,15 @@
 #include "trace.h"
 
 const char ggprof_usage_top_ops[] =
-    "usage: ggprof top-ops TRACE [-n N] [--format table|csv|json] [--roof BACKEND=GBPS,GFLOPS[,GFLOPS_F16]]...\n"
-    "                     [--roof-file FILE]\n"
+    "usage: ggprof top-ops TRACE " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Ops by total time, one row per op (or fused pair, RMS_NORM+MUL) and backend: count, total, average, share\n"
     "of all recorded time, and the roofline model's figures: achieved GB/s (bytes the op really reads and\n"
     "writes, quantized blocks included), GFLOP/s, arithmetic intensity (FLOP/byte) and, for a backend whose\n"
     "roof is known, roof% (the time the op would take at the roof over the time it took).\n"
-    "  -n N             the N ops with the most time (default 20; 0: all)\n"
-    "  --format F       table (default; fits 80 columns), csv or json (every column, one object per row)\n"
-    "  --roof SPEC      BACKEND=GBPS,GFLOPS[,GFLOPS_F16]: a backend's memory and compute roofs (repeatable;\n"
-    "                   the F16 roof applies to matrix products on F16 weights)\n"
-    "  --roof-file F    roofs, one SPEC a line, as 'ggprof calibrate -o F' writes them\n"
+    GGPROF_HELP_OPTIONS
     "TRACE is a database written by 'ggprof record' or a version-3 JSON profile. The model and its formulas:\n"
-    "docs/analysis.md.\n"
-    GGPROF_WINDOW_USAGE;
+    "docs/analysis.md.\n";
 
 static const ggprof_col k_cols[] = {
     { "op", "op", NULL, GGPROF_COL_FLEX },

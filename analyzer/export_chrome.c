@@ -8,93 +8,14 @@
 
 #include "sort.h"
 #include "export.h"
-#include "layers.h"
+#include "model.h"
 #include "memory.h"
+#include "outfile.h"
 #include "trace_db.h"
 #include "v3_format.h"
 #include "wire.h"
 
 /* ---------------------------------------------------------------- lookups */
-
-typedef struct {
-    int64_t pid, type;
-    char    name[32];
-} type_name;
-
-typedef struct {
-    int64_t pid, sched, id;
-    char    name[64];
-} backend_name;
-
-typedef struct {
-    type_name    *types;
-    size_t        n_types;
-    backend_name *backends;
-    size_t        n_backends;
-} names;
-
-static void names_free(names *nm) {
-    free(nm->types);
-    free(nm->backends);
-}
-
-static int names_load(sqlite3 *db, names *nm) {
-    memset(nm, 0, sizeof(*nm));
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    if (sqlite3_prepare_v2(db, "SELECT pid, type, name FROM ggml_types", -1, &st, NULL) != SQLITE_OK) return -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (nm->n_types == cap) {
-            cap = cap ? cap * 2 : 64;
-            type_name *t = realloc(nm->types, cap * sizeof(*t));
-            if (!t) break;
-            nm->types = t;
-        }
-        type_name *t = &nm->types[nm->n_types++];
-        t->pid  = sqlite3_column_int64(st, 0);
-        t->type = sqlite3_column_int64(st, 1);
-        const char *n = (const char *) sqlite3_column_text(st, 2);
-        snprintf(t->name, sizeof(t->name), "%s", n ? n : "");
-    }
-    sqlite3_finalize(st);
-    cap = 0;
-    if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, id, name FROM backends", -1, &st, NULL) != SQLITE_OK) return -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (nm->n_backends == cap) {
-            cap = cap ? cap * 2 : 16;
-            backend_name *b = realloc(nm->backends, cap * sizeof(*b));
-            if (!b) break;
-            nm->backends = b;
-        }
-        backend_name *b = &nm->backends[nm->n_backends++];
-        b->pid   = sqlite3_column_int64(st, 0);
-        b->sched = sqlite3_column_int64(st, 1);
-        b->id    = sqlite3_column_int64(st, 2);
-        const char *n = (const char *) sqlite3_column_text(st, 3);
-        snprintf(b->name, sizeof(b->name), "%s", n ? n : "");
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
-/* A JSON import carries no ggml_types: such types read "type N". */
-static const char *type_str(const names *nm, int64_t pid, int64_t type, char *buf, size_t len) {
-    for (size_t i = 0; i < nm->n_types; i++)
-        if (nm->types[i].pid == pid && nm->types[i].type == type) return nm->types[i].name;
-    for (size_t i = 0; i < nm->n_types; i++)
-        if (nm->types[i].type == type) return nm->types[i].name;
-    snprintf(buf, len, "type %" PRId64, type);
-    return buf;
-}
-
-static const char *backend_str(const names *nm, int64_t pid, int64_t sched, int64_t id, char *buf, size_t len) {
-    for (size_t i = 0; i < nm->n_backends; i++) {
-        const backend_name *b = &nm->backends[i];
-        if (b->pid == pid && b->sched == sched && b->id == id && b->name[0]) return b->name;
-    }
-    snprintf(buf, len, id < 0 ? "no backend" : "backend %" PRId64, id);
-    return buf;
-}
 
 /* ---------------------------------------------------------------- tracks */
 
@@ -202,7 +123,7 @@ static int cmp_copy_key(const void *a, const void *b) {
 typedef struct {
     copy_rec           *v;
     copy_rec          **by_key;
-    const ggprof_lrec **rec; /* the COPY records, v's order */
+    const ggprof_model_rec **rec; /* the COPY records, v's order */
     size_t              n;
 } copies;
 
@@ -214,13 +135,13 @@ static void copies_free(copies *c) {
 
 /* The copies (COPY records) by process, start, then seq: cp->v[i] is rec[i]. */
 static int cmp_copy_order(const void *a, const void *b) {
-    const ggprof_lrec *x = *(const ggprof_lrec *const *) a, *y = *(const ggprof_lrec *const *) b;
+    const ggprof_model_rec *x = *(const ggprof_model_rec *const *) a, *y = *(const ggprof_model_rec *const *) b;
     if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int copies_load(const ggprof_layers *l, copies *c) {
+static int copies_load(const ggprof_model *l, copies *c) {
     memset(c, 0, sizeof(*c));
     size_t n = 0;
     for (size_t i = 0; i < l->n_rec; i++) n += l->rec[i].type == 1;
@@ -232,18 +153,18 @@ static int copies_load(const ggprof_layers *l, copies *c) {
     }
     ggprof_sort(c->rec, c->n, sizeof(*c->rec), cmp_copy_order);
     for (size_t i = 0; i < c->n; i++) {
-        const ggprof_lrec *e = c->rec[i];
+        const ggprof_model_rec *e = c->rec[i];
         copy_rec *r  = &c->v[i];
         r->seq       = e->seq;
         r->pid       = e->pid;
-        r->has_graph = e->graph_id != GGPROF_LAYERS_NULL;
+        r->has_graph = e->graph_id != GGPROF_MODEL_NULL;
         r->graph     = r->has_graph ? e->graph_id : 0;
         r->split     = e->split_id;
         r->start     = (uint64_t) e->start_ns;
         r->end       = r->start + (uint64_t) e->duration_ns;
-        ggprof_db_ints(ggprof_lrec_ne_src(l, e), r->ne, 4);
+        ggprof_db_ints(ggprof_model_rec_ne_src(l, e), r->ne, 4);
         int64_t t[1] = { -1 };
-        ggprof_db_ints(ggprof_lrec_type_src(l, e), t, 1);
+        ggprof_db_ints(ggprof_model_rec_type_src(l, e), t, 1);
         r->type = t[0];
     }
     c->by_key = malloc((c->n ? c->n : 1) * sizeof(*c->by_key));
@@ -358,8 +279,8 @@ typedef struct {
     int64_t              pid, sched, backend, start, dur;
     int                  what; /* 0 split, 1 OP, 2 SYNC */
     size_t               order;
-    const ggprof_lsplit *split;
-    const ggprof_lrec   *rec;
+    const ggprof_model_split *split;
+    const ggprof_model_rec   *rec;
 } item;
 
 static int cmp_item(const void *a, const void *b) {
@@ -374,18 +295,18 @@ static int cmp_item(const void *a, const void *b) {
 }
 
 static void put_graph_args(out_t *o, int64_t graph, int64_t split) {
-    if (graph != GGPROF_LAYERS_NULL) arg_int(o, "graph_id", graph);
+    if (graph != GGPROF_MODEL_NULL) arg_int(o, "graph_id", graph);
     arg_int(o, "split_id", split);
 }
 
-static void write_split(out_t *o, const track *k, const ggprof_lsplit *s, const char *bname) {
+static void write_split(out_t *o, const track *k, const ggprof_model_split *s, const char *bname) {
     char name[48];
     snprintf(name, sizeof(name), "split %" PRId64, s->split_id);
     begin_x(o, name, "split", k, (uint64_t) s->start_ns, (uint64_t) s->duration_ns);
     arg_str(o, "backend", bname, 1);
     put_graph_args(o, s->graph_id, s->split_id);
     arg_int(o, "n_nodes", s->n_nodes);
-    if (s->ticks_matched != GGPROF_LAYERS_NULL) {
+    if (s->ticks_matched != GGPROF_MODEL_NULL) {
         arg_int(o, "ticks_matched", s->ticks_matched);
         arg_int(o, "n_ticks", s->n_ticks);
         arg_int(o, "n_expected", s->n_expected);
@@ -394,8 +315,8 @@ static void write_split(out_t *o, const track *k, const ggprof_lsplit *s, const 
     fputs("}}", o->f);
 }
 
-static void write_record(out_t *o, const track *k, const ggprof_layers *l, const ggprof_lrec *r, const char *bname,
-                         copies *cp, const names *nm) {
+static void write_record(out_t *o, const track *k, const ggprof_model *l, const ggprof_model_rec *r, const char *bname,
+                         copies *cp) {
     char b2[32], fused[256];
     int op            = r->type == 0;
     const char *name  = l->names[r->name];
@@ -409,21 +330,21 @@ static void write_record(out_t *o, const track *k, const ggprof_layers *l, const
         fputs("}}", o->f);
         return;
     }
-    int64_t node = r->node_index == GGPROF_LAYERS_NULL ? 0 : r->node_index;
+    int64_t node = r->node_index == GGPROF_MODEL_NULL ? 0 : r->node_index;
     arg_int(o, "node_index", node);
-    arg_str(o, "tensor", ggprof_lrec_tensor(l, r), 0);
-    const char *extra = ggprof_lrec_extra(l, r, fused, sizeof(fused));
+    arg_str(o, "tensor", ggprof_model_rec_tensor(l, r), 0);
+    const char *extra = ggprof_model_rec_extra(l, r, fused, sizeof(fused));
     if (extra) arg_str(o, "fused", extra, 0);
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     if (n && n->sub_op_name && n->sub_op_name[0]) arg_str(o, "sub_op", n->sub_op_name, 0);
     int64_t ne[4] = { 0 }, ne_src[GGPROF_MAX_SRC][4], type_src[GGPROF_MAX_SRC];
-    ggprof_db_ints(ggprof_lrec_ne(l, r), ne, 4);
-    int n_src = ggprof_db_ints(ggprof_lrec_ne_src(l, r), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
-    int n_typ = ggprof_db_ints(ggprof_lrec_type_src(l, r), type_src, GGPROF_MAX_SRC);
+    ggprof_db_ints(ggprof_model_rec_ne(l, r), ne, 4);
+    int n_src = ggprof_db_ints(ggprof_model_rec_ne_src(l, r), &ne_src[0][0], GGPROF_MAX_SRC * 4) / 4;
+    int n_typ = ggprof_db_ints(ggprof_model_rec_type_src(l, r), type_src, GGPROF_MAX_SRC);
     for (int s = n_typ; s < GGPROF_MAX_SRC; s++) type_src[s] = -1;
     fputs(",\"shape\":", o->f);
     put_ints(o->f, ne, 4);
-    arg_str(o, "type", type_str(nm, r->pid, ggprof_lrec_out_type(l, r), b2, sizeof(b2)), 0);
+    arg_str(o, "type", ggprof_model_type_name(l, (int32_t) r->pid, ggprof_model_rec_out_type(l, r), b2, sizeof(b2)), 0);
     fputs(",\"src_shapes\":[", o->f);
     for (int s = 0; s < n_src; s++) {
         if (s) putc(',', o->f);
@@ -432,32 +353,32 @@ static void write_record(out_t *o, const track *k, const ggprof_layers *l, const
     fputs("],\"src_types\":[", o->f);
     for (int s = 0; s < n_src; s++) {
         if (s) putc(',', o->f);
-        ggprof_json_put(o->f, type_src[s] < 0 ? "" : type_str(nm, r->pid, type_src[s], b2, sizeof(b2)),
+        ggprof_json_put(o->f, type_src[s] < 0 ? "" : ggprof_model_type_name(l, (int32_t) r->pid, type_src[s], b2, sizeof(b2)),
                         GGPROF_JSON_HTML);
     }
     fputs("]", o->f);
     arg_int(o, "bytes", r->bytes);
     if (r->wait_ns) arg_int(o, "wait_ns", r->wait_ns);
     fputs("}}", o->f);
-    if (r->graph_id != GGPROF_LAYERS_NULL) {
+    if (r->graph_id != GGPROF_MODEL_NULL) {
         copies_offer(cp, r->pid, r->graph_id, r->split_id, start, start + dur, node, k->tid,
                      (const int64_t(*)[4]) ne_src, type_src, n_src);
     }
 }
 
-static int write_backends(const ggprof_layers *l, out_t *o, tracks *tr, copies *cp, const names *nm) {
+static int write_backends(const ggprof_model *l, out_t *o, tracks *tr, copies *cp) {
     size_t n = l->n_splits;
     for (size_t i = 0; i < l->n_rec; i++) n += l->rec[i].type != 1;
     item *v = malloc((n ? n : 1) * sizeof(*v));
     if (!v) return -1;
     n = 0;
     for (size_t i = 0; i < l->n_splits; i++) {
-        const ggprof_lsplit *s = &l->splits[i];
+        const ggprof_model_split *s = &l->splits[i];
         v[n] = (item) { s->pid, s->sched_id, s->backend_id, s->start_ns, s->duration_ns, 0, n, s, NULL };
         n++;
     }
     for (size_t i = 0; i < l->n_rec; i++) {
-        const ggprof_lrec *r = &l->rec[i];
+        const ggprof_model_rec *r = &l->rec[i];
         if (r->type == 1) continue;
         v[n] = (item) { r->pid, r->sched_id, r->backend_id, r->start_ns, r->duration_ns, r->type == 0 ? 1 : 2, n, NULL, r };
         n++;
@@ -471,22 +392,22 @@ static int write_backends(const ggprof_layers *l, out_t *o, tracks *tr, copies *
         track *k = track_place(tr, x->pid, kind, x->sched, x->backend, (uint64_t) x->start,
                                (uint64_t) x->start + (uint64_t) x->dur);
         if (!k) break;
-        const char *bname = backend_str(nm, x->pid, x->sched, x->backend, b1, sizeof(b1));
+        const char *bname = ggprof_model_backend_label(l, (int32_t) x->pid, x->sched, x->backend, b1, sizeof(b1));
         if (x->split) {
             write_split(o, k, x->split, bname);
         } else {
-            write_record(o, k, l, x->rec, bname, cp, nm);
+            write_record(o, k, l, x->rec, bname, cp);
         }
     }
     free(v);
     return i == n ? 0 : -1;
 }
 
-static int write_copies(const ggprof_layers *l, out_t *o, tracks *tr, copies *cp, const names *nm) {
+static int write_copies(const ggprof_model *l, out_t *o, tracks *tr, copies *cp) {
     char b2[32];
     for (size_t i = 0; i < cp->n; i++) {
         copy_rec *r          = &cp->v[i];
-        const ggprof_lrec *e = cp->rec[i];
+        const ggprof_model_rec *e = cp->rec[i];
         uint64_t start = (uint64_t) e->start_ns, dur = (uint64_t) e->duration_ns;
         track *k = track_place(tr, e->pid, TRACK_COPIES, 0, -1, start, start + dur);
         if (!k) return -1;
@@ -495,12 +416,12 @@ static int write_copies(const ggprof_layers *l, out_t *o, tracks *tr, copies *cp
         begin_x(o, name ? name : "copy", "copy", k, start, dur);
         arg_str(o, "copy", name ? name : "copy", 1);
         char fused[256];
-        const char *tensor = ggprof_lrec_tensor(l, e);
-        arg_str(o, "tensor", tensor ? tensor : ggprof_lrec_extra(l, e, fused, sizeof(fused)), 0);
+        const char *tensor = ggprof_model_rec_tensor(l, e);
+        arg_str(o, "tensor", tensor ? tensor : ggprof_model_rec_extra(l, e, fused, sizeof(fused)), 0);
         put_graph_args(o, e->graph_id, e->split_id);
         fputs(",\"shape\":", o->f);
         put_ints(o->f, r->ne, 4);
-        arg_str(o, "type", r->type < 0 ? "" : type_str(nm, e->pid, r->type, b2, sizeof(b2)), 0);
+        arg_str(o, "type", r->type < 0 ? "" : ggprof_model_type_name(l, (int32_t) e->pid, r->type, b2, sizeof(b2)), 0);
         arg_int(o, "bytes", e->bytes);
         if (e->wait_ns) arg_int(o, "offset", e->wait_ns);
         fputs("}}", o->f);
@@ -598,7 +519,7 @@ static int write_memory(sqlite3 *db, out_t *o) {
     return 0;
 }
 
-static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const tracks *tr, const names *nm) {
+static void write_metadata(sqlite3 *db, const ggprof_model *l, out_t *o, const tracks *tr) {
     sqlite3_stmt *exe = NULL;
     sqlite3_prepare_v2(db, "SELECT exe FROM processes WHERE pid = ?", -1, &exe, NULL);
     char buf[512], b1[64];
@@ -622,14 +543,14 @@ static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const 
                     k->pid, i);
         }
         if (k->kind == TRACK_BACKEND || k->kind == TRACK_DEVICE) {
-            const char *bn = backend_str(nm, k->pid, k->sched, k->backend, b1, sizeof(b1));
-            if (ggprof_layers_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "%s (sched %" PRId64 ")", bn, k->sched);
+            const char *bn = ggprof_model_backend_label(l, (int32_t) k->pid, k->sched, k->backend, b1, sizeof(b1));
+            if (ggprof_model_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "%s (sched %" PRId64 ")", bn, k->sched);
             else snprintf(buf, sizeof(buf), "%s", bn);
             if (k->kind == TRACK_DEVICE) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (device)");
         } else if (k->kind == TRACK_COPIES) {
             snprintf(buf, sizeof(buf), "copies");
         } else {
-            if (ggprof_layers_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "graphs (sched %" PRId64 ")", k->sched);
+            if (ggprof_model_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "graphs (sched %" PRId64 ")", k->sched);
             else snprintf(buf, sizeof(buf), "graphs");
         }
         if (k->sub) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (overlap %d)", k->sub + 1);
@@ -646,66 +567,61 @@ static void write_metadata(sqlite3 *db, const ggprof_layers *l, out_t *o, const 
     sqlite3_finalize(exe);
 }
 
-int ggprof_export_chrome(sqlite3 *db, const char *path, char *why, size_t why_len) {
-    names   nm;
+int ggprof_export_chrome(sqlite3 *db, const char *path, const ggprof_export_opts *opts, char *why, size_t why_len) {
     copies  cp;
     tracks  tr = { 0 };
-    ggprof_layers l;
+    ggprof_model l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
-    ggprof_layers_sample sample;
-    if (ggprof_layers_load_sampled(db, &l, GGPROF_LAYERS_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+    ggprof_model_sample sample;
+    if (ggprof_model_load_sampled(db, &l, GGPROF_MODEL_EXPORT, what, opts->max_records, &sample, why, why_len) != 0) {
         return -1;
     }
-    int loaded = names_load(db, &nm) == 0;
-    if (copies_load(&l, &cp) != 0 || !loaded) {
-        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, loaded ? "out of memory" : sqlite3_errmsg(db));
-        names_free(&nm);
+    if (copies_load(&l, &cp) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': out of memory", path);
         copies_free(&cp);
-        ggprof_layers_free(&l);
+        ggprof_model_free(&l);
         return -1;
     }
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
-        names_free(&nm);
         copies_free(&cp);
-        ggprof_layers_free(&l);
+        ggprof_model_free(&l);
         return -1;
     }
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
-    out_t o = { f, (uint64_t) ggprof_layers_t0(&l), 0 };
+    out_t o = { f, (uint64_t) ggprof_model_t0(&l), 0 };
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"t0_ns\":", f);
     if (sample.every > 1) {
         fprintf(f, "%" PRIu64 ",\"sampled\":{\"records\":%" PRId64 ",\"records_shown\":%" PRId64 ",\"one_graph_in\":%" PRId64
                    ",\"note\":\"the ops of one graph in every one_graph_in; every graph and split is shown\"}",
                 o.t0, sample.records, sample.kept, sample.every);
         fputs("},\n\"traceEvents\":[", f);
-        ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
+        if (opts->sampled) opts->sampled(path, opts->max_records, sample.records, sample.kept, sample.every);
     } else {
         fprintf(f, "%" PRIu64 "},\n\"traceEvents\":[", o.t0);
     }
-    int rc = write_backends(&l, &o, &tr, &cp, &nm);
-    if (rc == 0) rc = write_copies(&l, &o, &tr, &cp, &nm);
+    int rc = write_backends(&l, &o, &tr, &cp);
+    if (rc == 0) rc = write_copies(&l, &o, &tr, &cp);
     if (rc == 0) rc = write_graphs(db, &o, &tr);
     if (rc == 0) rc = write_memory(db, &o);
     if (rc == 0) {
         if (o.n_events) write_flows(&o, &cp);
-        write_metadata(db, &l, &o, &tr, &nm);
+        write_metadata(db, &l, &o, &tr);
     }
-    ggprof_layers_free(&l);
+    ggprof_model_free(&l);
     fputs("\n]}\n", f);
-    names_free(&nm);
     copies_free(&cp);
     tracks_free(&tr);
     if (rc != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, sqlite3_errmsg(db));
-        fclose(f);
+        ggprof_outfile_close(&of, f, 1); /* what was at path stays */
         return -1;
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    if (ggprof_outfile_close(&of, f, 0) != 0) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

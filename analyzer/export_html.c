@@ -8,8 +8,9 @@
 
 #include "trace_db.h"
 #include "export.h"
-#include "layers.h"
+#include "model.h"
 #include "memory.h"
+#include "outfile.h"
 #include "roofline.h"
 #include "sort.h"
 #include "trace.h"
@@ -21,10 +22,6 @@
 extern const unsigned char ggprof_viewer_viewer_html[];
 extern const unsigned char ggprof_viewer_viewer_css[];
 extern const unsigned char ggprof_viewer_viewer_js[];
-
-static long long g_max_records;
-
-void ggprof_export_html_set_max_records(long long n) { g_max_records = n; }
 
 /* ---------------------------------------------------------------- growable text and string tables */
 
@@ -130,7 +127,7 @@ static void intern_free(intern *t) {
 
 /* ---------------------------------------------------------------- what the viewer is given */
 
-/* What the page shows is computed here, by the code the other views use: a record's layer is layers.c's (what
+/* What the page shows is computed here, by the code the other views use: a record's layer is model.c's (what
  * `rollup --by layer` groups), an op's bytes read and written are the roofline model's for its group
  * (roofline.c, what `top-ops` divides by the time). The viewer only adds them up and draws them. */
 
@@ -213,45 +210,6 @@ static void sb_str(sbuf *b, const char *s) {
 }
 
 
-typedef struct {
-    int64_t pid, type;
-    char    name[32];
-} type_name;
-
-typedef struct {
-    type_name *v;
-    size_t     n;
-} type_names;
-
-static int types_load(sqlite3 *db, type_names *t) {
-    memset(t, 0, sizeof(*t));
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    int oom = 0;
-    if (sqlite3_prepare_v2(db, "SELECT pid, type, name FROM ggml_types", -1, &st, NULL) != SQLITE_OK) return -1;
-    while (sqlite3_step(st) == SQLITE_ROW && !oom) {
-        t->v = grow(t->v, &cap, t->n + 1, sizeof(*t->v), &oom);
-        if (oom) break;
-        type_name *e = &t->v[t->n++];
-        const char *n = (const char *) sqlite3_column_text(st, 2);
-        e->pid  = sqlite3_column_int64(st, 0);
-        e->type = sqlite3_column_int64(st, 1);
-        snprintf(e->name, sizeof(e->name), "%s", n ? n : "");
-    }
-    sqlite3_finalize(st);
-    return oom ? -1 : 0;
-}
-
-/* A JSON import carries no ggml_types: such types read "type N". */
-static const char *type_str(const type_names *t, int64_t pid, int64_t type, char *buf, size_t len) {
-    for (size_t i = 0; i < t->n; i++)
-        if (t->v[i].type == type && t->v[i].pid == pid) return t->v[i].name;
-    for (size_t i = 0; i < t->n; i++)
-        if (t->v[i].type == type) return t->v[i].name;
-    snprintf(buf, len, "type %" PRId64, type);
-    return buf;
-}
-
 /* A row of the timeline: a record, or a split that has no OP or SYNC record (a backend whose ops ggprof cannot
  * time, a CPU split whose ticks did not match), shown as one "split" record (type 3) so that every backend
  * that computed appears. Rows go one lane per backend of a scheduler (and one under it for the ops its device
@@ -260,8 +218,8 @@ static const char *type_str(const type_names *t, int64_t pid, int64_t type, char
 typedef struct {
     int64_t              pid, sched, backend, start, seq;
     int                  type, dev; /* dev: an op timed on the device (its own lane) */
-    const ggprof_lrec   *rec;
-    const ggprof_lsplit *split;
+    const ggprof_model_rec   *rec;
+    const ggprof_model_split *split;
 } row;
 
 static int cmp_row(const void *a, const void *b) {
@@ -284,10 +242,10 @@ static uint64_t split_key(int64_t pid, int64_t graph, int64_t split) {
 }
 
 /* The rows, in lane order; NULL when out of memory. */
-static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
+static row *rows_of(const ggprof_model *l, size_t *n_rows) {
     size_t n_slot = 64;
     while (n_slot < 2 * (l->n_splits + 1)) n_slot *= 2;
-    const ggprof_lsplit **slot = calloc(n_slot, sizeof(*slot));
+    const ggprof_model_split **slot = calloc(n_slot, sizeof(*slot));
     row *v = malloc((l->n_rec + l->n_splits + 1) * sizeof(*v));
     if (!slot || !v) {
         free(slot);
@@ -301,25 +259,25 @@ static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
         return NULL;
     }
     for (size_t i = 0; i < l->n_splits; i++) {
-        const ggprof_lsplit *s = &l->splits[i];
-        if (s->graph_id == GGPROF_LAYERS_NULL) continue; /* matches no record */
+        const ggprof_model_split *s = &l->splits[i];
+        if (s->graph_id == GGPROF_MODEL_NULL) continue; /* matches no record */
         size_t p = split_key(s->pid, s->graph_id, s->split_id) & (n_slot - 1);
         while (slot[p]) p = (p + 1) & (n_slot - 1);
         slot[p] = s;
     }
     size_t n = 0;
     for (size_t i = 0; i < l->n_rec; i++) {
-        const ggprof_lrec *r = &l->rec[i];
+        const ggprof_model_rec *r = &l->rec[i];
         v[n++] = (row) { r->pid, r->sched_id, r->backend_id, r->start_ns, r->seq, r->type,
                          r->timing == GGPROF_TIMING_DEVICE, r, NULL };
-        if (r->type == 1 || r->graph_id == GGPROF_LAYERS_NULL) continue;
+        if (r->type == 1 || r->graph_id == GGPROF_MODEL_NULL) continue;
         for (size_t p = split_key(r->pid, r->graph_id, r->split_id) & (n_slot - 1); slot[p]; p = (p + 1) & (n_slot - 1)) {
-            const ggprof_lsplit *s = slot[p];
+            const ggprof_model_split *s = slot[p];
             if (s->pid == r->pid && s->graph_id == r->graph_id && s->split_id == r->split_id) has[s - l->splits] = 1;
         }
     }
     for (size_t i = 0; i < l->n_splits; i++) {
-        const ggprof_lsplit *s = &l->splits[i];
+        const ggprof_model_split *s = &l->splits[i];
         if (!has[i]) v[n++] = (row) { s->pid, s->sched_id, s->backend_id, s->start_ns, 0, 3, 0, NULL, s };
     }
     free(slot);
@@ -333,7 +291,7 @@ static row *rows_of(const ggprof_layers *l, size_t *n_rows) {
  * the "sigs" table: [name, shapes, types, output, bytes, bytes read + written (-1: unknown, or not an op)], so
  * that a record needs only its signature's index. */
 static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *type_src, int64_t out_type, int type,
-                      long name, int64_t pid, const type_names *tn, int64_t bytes, double rw) {
+                      long name, int64_t pid, const ggprof_model *l, int64_t bytes, double rw) {
     char key[4096];
     snprintf(key, sizeof(key), "%ld|%" PRId64 "|%s|%s|%s|%" PRId64 "|%.0f", name, pid, ne_src ? ne_src : "",
              type_src ? type_src : "", ne ? ne : "", out_type, rw);
@@ -352,12 +310,12 @@ static int64_t sig_of(model *m, const char *ne, const char *ne_src, const char *
         if (ps < sizeof(sh)) ps += (size_t) snprintf(sh + ps, sizeof(sh) - ps, "%s%s", s ? " \xc3\x97 " : "", one);
         if (pt < sizeof(ty))
             pt += (size_t) snprintf(ty + pt, sizeof(ty) - pt, "%s%s", s ? " \xc3\x97 " : "",
-                                    s < n_typ && types[s] >= 0 ? type_str(tn, pid, types[s], b, sizeof(b)) : "?");
+                                    s < n_typ && types[s] >= 0 ? ggprof_model_type_name(l, (int32_t) pid, types[s], b, sizeof(b)) : "?");
     }
     if (type == 0) {
         ggprof_db_ints(ne, out, 4);
         ggprof_fmt_ne(one, sizeof(one), out);
-        snprintf(o, sizeof(o), "%s %s", one, out_type >= 0 ? type_str(tn, pid, out_type, b, sizeof(b)) : "");
+        snprintf(o, sizeof(o), "%s %s", one, out_type >= 0 ? ggprof_model_type_name(l, (int32_t) pid, out_type, b, sizeof(b)) : "");
     }
     long shape = intern_get(&m->shapes, sh, NULL);
     if (shape < 0) return -1;
@@ -423,13 +381,13 @@ static void finish_lane(model *m, const char *name, int64_t pid, int is_copy, in
 
 /* Bytes one execution of record r reads and writes, as the roofline model costs its group (what top-ops counts);
  * -1 when the model does not know them, and for what is not an OP record. */
-static double rw_of(const ggprof_rl_groups *g, const ggprof_lrec *r) {
+static double rw_of(const ggprof_rl_groups *g, const ggprof_model_rec *r) {
     const ggprof_rl_group *x = r && r->type == 0 ? ggprof_rl_group_of(g, r->seq) : NULL;
     return x && x->cost.bytes_known ? x->cost.bytes_read + x->cost.bytes_written : -1;
 }
 
 /* Reads every record once: the sampled ones into columns, all of them into the stats and the heat map. */
-static int build(const ggprof_layers *l, const ggprof_rl_groups *g, model *m, const type_names *tn) {
+static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m, long long max_records) {
     size_t n_rows;
     row *rows = rows_of(l, &n_rows);
     if (!rows) return -1;
@@ -440,14 +398,14 @@ static int build(const ggprof_layers *l, const ggprof_rl_groups *g, model *m, co
         n_pids += i == 0 || rows[i].pid != rows[i - 1].pid; /* rows come by process */
     }
     m->t0     = (uint64_t) (t0 == INT64_MAX ? 0 : t0);
-    m->stride = g_max_records > 0 && m->n_records > g_max_records ? (m->n_records + g_max_records - 1) / g_max_records : 1;
+    m->stride = max_records > 0 && m->n_records > max_records ? (m->n_records + max_records - 1) / max_records : 1;
     int have_lane = 0, lane_copy = 0, lane_dev = 0;
     int64_t lane_pid = 0, lane_sched = 0, lane_backend = 0, lane_n = 0, prev_end = 0, prev_g = 0, seen = 0;
     char lane_name[160] = "";
     size_t i = 0;
     for (; i < n_rows && !m->oom; i++) {
         const row *x         = &rows[i];
-        const ggprof_lrec *r = x->rec;
+        const ggprof_model_rec *r = x->rec;
         int      type        = x->type;
         int64_t  pid         = x->pid;
         int64_t  sched       = x->sched;
@@ -464,11 +422,10 @@ static int build(const ggprof_layers *l, const ggprof_rl_groups *g, model *m, co
             lane_dev = x->dev;
             prev_end = (int64_t) m->t0, prev_g = 0;
             m->n_lanes++;
-            const char *bn = ggprof_layers_backend(l, (int32_t) pid, sched, (int32_t) backend);
             char bbuf[32];
-            if (!bn) snprintf(bbuf, sizeof(bbuf), backend < 0 ? "no backend" : "backend %" PRId64, backend), bn = bbuf;
+            const char *bn = ggprof_model_backend_label(l, (int32_t) pid, sched, backend, bbuf, sizeof(bbuf));
             size_t p = (size_t) snprintf(lane_name, sizeof(lane_name), "%s", is_copy ? "copies" : bn);
-            if (!is_copy && ggprof_layers_scheds(l, (int32_t) pid) > 1 && p < sizeof(lane_name))
+            if (!is_copy && ggprof_model_scheds(l, (int32_t) pid) > 1 && p < sizeof(lane_name))
                 p += (size_t) snprintf(lane_name + p, sizeof(lane_name) - p, " (sched %" PRId64 ")", sched);
             if (x->dev && p < sizeof(lane_name)) p += (size_t) snprintf(lane_name + p, sizeof(lane_name) - p, " (device)");
             if (n_pids > 1 && p < sizeof(lane_name))
@@ -479,21 +436,21 @@ static int build(const ggprof_layers *l, const ggprof_rl_groups *g, model *m, co
         char key[96];
         snprintf(key, sizeof(key), "%d:%s", type, nm ? nm : "unknown");
         long name = intern_get(&m->names, key, NULL);
-        const char *tensor = r ? ggprof_lrec_tensor(l, r) : NULL;
+        const char *tensor = r ? ggprof_model_rec_tensor(l, r) : NULL;
         long tidx = intern_get(&m->tensors, tensor ? tensor : "", NULL);
         if (name < 0 || tidx < 0) break;
         double rw = rw_of(g, r);
-        int64_t sig = r ? sig_of(m, ggprof_lrec_ne(l, r), ggprof_lrec_ne_src(l, r), ggprof_lrec_type_src(l, r),
-                                 ggprof_lrec_out_type(l, r), type, name, pid, tn, (int64_t) bytes, rw)
-                        : sig_of(m, "[0, 0, 0, 0]", "[]", "[]", -1, type, name, pid, tn, 0, -1);
+        int64_t sig = r ? sig_of(m, ggprof_model_rec_ne(l, r), ggprof_model_rec_ne_src(l, r), ggprof_model_rec_type_src(l, r),
+                                 ggprof_model_rec_out_type(l, r), type, name, pid, l, (int64_t) bytes, rw)
+                        : sig_of(m, "[0, 0, 0, 0]", "[]", "[]", -1, type, name, pid, l, 0, -1);
         if (sig < 0) break;
         m->total_ns += dur;
         if (start + dur > m->t_end) m->t_end = start + dur;
-        if (type == 0) add_heat(m, r->layer, name, dur); /* layers.c's layer: rollup --by layer's */
+        if (type == 0) add_heat(m, r->layer, name, dur); /* model.c's layer: rollup --by layer's */
         add_stat(m, lane, name, m->sig_shape[sig], dur, rw);
         if (seen++ % m->stride) continue;
         int64_t graph = r ? r->graph_id : x->split->graph_id;
-        int64_t g     = graph == GGPROF_LAYERS_NULL ? -1 : graph;
+        int64_t g     = graph == GGPROF_MODEL_NULL ? -1 : graph;
         /* a lane's records mostly tile: the gap after the previous one is 0, one character */
         sb_var(&m->col[C_T], (int64_t) (start - (uint64_t) prev_end)); /* wraps on a damaged trace */
         sb_var(&m->col[C_D], (int64_t) dur);
@@ -502,7 +459,7 @@ static int build(const ggprof_layers *l, const ggprof_rl_groups *g, model *m, co
         sb_var(&m->col[C_B], (int64_t) (bytes - (uint64_t) m->sig_bytes[sig]));
         m->bytes_vary |= (int64_t) bytes != m->sig_bytes[sig];
         sb_var(&m->col[C_G], (int64_t) ((uint64_t) g - (uint64_t) prev_g));
-        sb_var(&m->col[C_N], r ? (r->node_index == GGPROF_LAYERS_NULL ? 0 : r->node_index) : x->split->split_id);
+        sb_var(&m->col[C_N], r ? (r->node_index == GGPROF_MODEL_NULL ? 0 : r->node_index) : x->split->split_id);
         prev_end = (int64_t) (start + dur), prev_g = g;
         lane_n++;
         m->n_shown++;
@@ -636,7 +593,7 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
         }
         fputs("]", f);
     }
-    /* per layer (layers.c's; -1: none) and op: OP records and their time */
+    /* per layer (model.c's; -1: none) and op: OP records and their time */
     fputs("},\n\"heat\":{", f);
     static const char *const hk[] = { "layer", "k", "n", "ns" };
     for (int c = 0; c < 4; c++) {
@@ -686,20 +643,18 @@ static void put_page(FILE *f, sqlite3 *db, const model *m) {
     }
 }
 
-int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len) {
+int ggprof_export_html(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
     model      m;
-    type_names tn;
     memset(&m, 0, sizeof(m));
-    memset(&tn, 0, sizeof(tn));
-    ggprof_layers l;
+    ggprof_model l;
     char what[600];
     snprintf(what, sizeof(what), "export: reading the records for '%s'", path);
-    ggprof_layers_sample sample;
-    if (ggprof_layers_load_sampled(db, &l, GGPROF_LAYERS_EXPORT, what, ggprof_export_max_records, &sample, why, why_len) != 0) {
+    ggprof_model_sample sample;
+    if (ggprof_model_load_sampled(db, &l, GGPROF_MODEL_EXPORT, what, o->max_records, &sample, why, why_len) != 0) {
         return -1;
     }
     m.sample_records = sample.records, m.sample_every = sample.every;
-    if (sample.every > 1) ggprof_export_say_sampled(path, sample.records, sample.kept, sample.every);
+    if (sample.every > 1 && o->sampled) o->sampled(path, o->max_records, sample.records, sample.kept, sample.every);
     ggprof_rl_groups g;
     char gwhy[512];
     /* a sample's OP records only: each record's group costs 12 bytes */
@@ -721,22 +676,20 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     free(want);
     if (got != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, gwhy);
-        ggprof_layers_free(&l);
+        ggprof_model_free(&l);
         return -1;
     }
-    int types_ok = types_load(db, &tn) == 0;
-    if (!types_ok || build(&l, &g, &m, &tn) != 0) {
-        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, types_ok ? "out of memory" : sqlite3_errmsg(db));
-        free(tn.v);
+    if (build(&l, &g, &m, o->html_max_records) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': out of memory", path);
         model_free(&m);
         ggprof_rl_groups_free(&g);
-        ggprof_layers_free(&l);
+        ggprof_model_free(&l);
         return -1;
     }
-    free(tn.v);
     ggprof_rl_groups_free(&g);
-    ggprof_layers_free(&l);
-    FILE *f = fopen(path, "w");
+    ggprof_model_free(&l);
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         model_free(&m);
@@ -746,8 +699,7 @@ int ggprof_export_html(sqlite3 *db, const char *path, char *why, size_t why_len)
     setvbuf(f, buf, _IOFBF, sizeof(buf));
     put_page(f, db, &m);
     model_free(&m);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    if (ggprof_outfile_close(&of, f, 0) != 0) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

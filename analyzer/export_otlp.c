@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "export.h"
+#include "trace_db.h"
 #include "hash.h"
+#include "outfile.h"
 #include "v3_format.h"
 
 /* ---------------------------------------------------------------- clocks and ids */
@@ -43,12 +45,14 @@ static int64_t scalar(sqlite3 *db, const char *sql) {
 static int64_t epoch_offset(sqlite3 *db) {
     int f1, f2;
     int64_t real = meta_int(db, "clock_realtime_ns", &f1), mono = meta_int(db, "clock_monotonic_ns", &f2);
-    if (f1 && f2) return real - mono;
+    if (f1 && f2) return ggprof_add_sat(real, mono == INT64_MIN ? INT64_MAX : -mono);
     int64_t started = meta_int(db, "started_unix", &f1);
     if (f1) {
         int64_t first = scalar(db, "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM graphs UNION ALL"
                                    " SELECT min(start_ns) FROM batches)");
-        return started * 1000000000 - first;
+        int64_t start_ns;
+        if (__builtin_mul_overflow(started, (int64_t) 1000000000, &start_ns)) return 0;
+        return ggprof_add_sat(start_ns, first == INT64_MIN ? INT64_MAX : -first);
     }
     return 0;
 }
@@ -144,7 +148,8 @@ static void span_begin(out_t *o, uint64_t trace_hi, uint64_t trace_lo, uint64_t 
     ggprof_json_put(o->f, name, GGPROF_JSON_HTML);
     /* kind 1: SPAN_KIND_INTERNAL; times: fixed64, decimal strings */
     fprintf(o->f, ",\"kind\":1,\"startTimeUnixNano\":\"%" PRIu64 "\",\"endTimeUnixNano\":\"%" PRIu64 "\",\"attributes\":[",
-            (uint64_t) (start_ns + o->offset), (uint64_t) (start_ns + duration_ns + o->offset));
+            (uint64_t) ggprof_add_sat(start_ns, o->offset),
+            (uint64_t) ggprof_add_sat(ggprof_add_sat(start_ns, duration_ns), o->offset));
     o->n_spans++;
 }
 
@@ -207,7 +212,8 @@ static int seq_ids_of(seq_ids *x, sqlite3_stmt *sq, int64_t pid, int64_t batch) 
 }
 
 int ggprof_export_otlp(sqlite3 *db, const char *path, char *why, size_t why_len) {
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         return -1;
@@ -300,8 +306,7 @@ int ggprof_export_otlp(sqlite3 *db, const char *path, char *why, size_t why_len)
     free(ids.text);
     sqlite3_finalize(g);
     sqlite3_finalize(o.proc);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    if (ggprof_outfile_close(&of, f, rc != SQLITE_OK) != 0) {
         if (rc == SQLITE_OK) snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

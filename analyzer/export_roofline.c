@@ -7,11 +7,10 @@
 
 #include "sort.h"
 #include "export.h"
+#include "outfile.h"
 #include "roofline.h"
 
-static ggprof_roofs g_roofs;
 
-void ggprof_export_roofline_set_roofs(const ggprof_roofs *roofs) { g_roofs = *roofs; }
 
 /* The plot area inside a 960 x 640 picture. */
 enum { W = 960, H = 640, L = 80, R = 760, T = 50, B = 560 };
@@ -80,7 +79,7 @@ static void draw_roof(FILE *f, const axes *a, const ggprof_roof *roof, double pe
 }
 
 /* Decades to show: every point, every roof's peak and ridge point (where memory stops bounding). */
-static axes svg_axes(const ggprof_rl_row *rows, size_t n, size_t *n_plot_out) {
+static axes svg_axes(const ggprof_rl_row *rows, size_t n, const ggprof_roofs *roofs, size_t *n_plot_out) {
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     size_t n_plot = 0;
     for (size_t i = 0; i < n; i++) {
@@ -89,8 +88,8 @@ static axes svg_axes(const ggprof_rl_row *rows, size_t n, size_t *n_plot_out) {
         xmin = fmin(xmin, x), xmax = fmax(xmax, x), ymin = fmin(ymin, y), ymax = fmax(ymax, y);
         n_plot++;
     }
-    for (size_t i = 0; i < g_roofs.n; i++) {
-        const ggprof_roof *r = &g_roofs.v[i];
+    for (size_t i = 0; i < roofs->n; i++) {
+        const ggprof_roof *r = &roofs->v[i];
         double peak = fmax(r->gflops, r->gflops_f16);
         xmin = fmin(xmin, fmin(r->gflops, r->gflops_f16 > 0 ? r->gflops_f16 : r->gflops) / r->gbps / 10);
         xmax = fmax(xmax, peak / r->gbps * 10);
@@ -163,7 +162,8 @@ static void svg_frame(FILE *f, const axes *ap) {
 }
 
 /* Backends, in order of first appearance: a colour each, and a legend entry with the roof if known. */
-static size_t svg_backends(FILE *f, const axes *ap, const ggprof_rl_row *rows, size_t n, const char *backends[16]) {
+static size_t svg_backends(FILE *f, const axes *ap, const ggprof_rl_row *rows, size_t n, const ggprof_roofs *roofs,
+                           const char *backends[16]) {
     const axes a = *ap;
     size_t n_back = 0;
     for (size_t i = 0; i < n; i++) {
@@ -173,7 +173,7 @@ static size_t svg_backends(FILE *f, const axes *ap, const ggprof_rl_row *rows, s
     }
     for (size_t b = 0; b < n_back; b++) {
         const char *color = k_colors[b % (sizeof(k_colors) / sizeof(k_colors[0]))];
-        const ggprof_roof *roof = ggprof_roofs_find(&g_roofs, backends[b]);
+        const ggprof_roof *roof = ggprof_roofs_find(roofs, backends[b]);
         fprintf(f, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"12\" fill=\"%s\" fill-opacity=\"0.6\"/>\n", R + 16,
                 (size_t) T + 20 * b, color);
         fprintf(f, "<text x=\"%d\" y=\"%zu\" font-size=\"12\">", R + 34, (size_t) T + 20 * b + 11);
@@ -243,40 +243,39 @@ static void svg_footer(FILE *f, const ggprof_rl_row *rows, size_t n, size_t n_pl
     fputs("</text>\n</svg>\n", f);
 }
 
-static void write_svg(FILE *f, const ggprof_rl_row *rows, size_t n) {
+static void write_svg(FILE *f, const ggprof_rl_row *rows, size_t n, const ggprof_roofs *roofs) {
     size_t n_plot;
-    axes   a = svg_axes(rows, n, &n_plot);
+    axes   a = svg_axes(rows, n, roofs, &n_plot);
     svg_frame(f, &a);
     const char *backends[16];
-    size_t n_back = svg_backends(f, &a, rows, n, backends);
+    size_t n_back = svg_backends(f, &a, rows, n, roofs, backends);
     svg_points(f, &a, rows, n, backends, n_back);
     svg_footer(f, rows, n, n_plot);
 }
 
-int ggprof_export_roofline(sqlite3 *db, const char *path, char *why, size_t why_len) {
+int ggprof_export_roofline(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
     ggprof_rl_groups g;
     if (ggprof_rl_groups_load(db, &g, why, why_len) != 0) return -1;
     ggprof_rl_row *rows;
     size_t n;
-    if (ggprof_rl_rollup(&g, &g_roofs, 0, &rows, &n) != 0) {
+    if (ggprof_rl_rollup(&g, &o->roofs, 0, &rows, &n) != 0) {
         ggprof_rl_groups_free(&g);
         snprintf(why, why_len, "out of memory");
         return -1;
     }
     ggprof_rl_groups_free(&g);
     ggprof_sort(rows, n, sizeof(*rows), by_time_desc);
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         free(rows);
         return -1;
     }
-    write_svg(f, rows, n);
+    write_svg(f, rows, n, &o->roofs);
     free(rows);
-    int bad = ferror(f), e = errno;
-    if (fclose(f) != 0 && !bad) bad = 1, e = errno;
-    if (bad) {
-        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(e));
+    if (ggprof_outfile_close(&of, f, 0) != 0) {
+        snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }
     return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "outfile.h"
 #include "trace.h"
 
 int ggprof_export_text(sqlite3 *db, const char *path, char *why, size_t why_len) {
@@ -13,7 +14,8 @@ int ggprof_export_text(sqlite3 *db, const char *path, char *why, size_t why_len)
         snprintf(why, why_len, "cannot read the trace: %s", sqlite3_errmsg(db));
         return -1;
     }
-    FILE *fp = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *fp = ggprof_outfile_open(&of, path);
     if (!fp) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         ggprof_op_stats_free(&s);
@@ -21,8 +23,7 @@ int ggprof_export_text(sqlite3 *db, const char *path, char *why, size_t why_len)
     }
     ggprof_write_text_report(fp, &s);
     ggprof_op_stats_free(&s);
-    int bad = ferror(fp);
-    if (fclose(fp) != 0 || bad) {
+    if (ggprof_outfile_close(&of, fp, 0) != 0) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;
     }

@@ -1,5 +1,6 @@
 /* A file written plain, or gzip compressed by worker threads a block at a time (see gzout.h). */
 #include "gzout.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@ typedef struct {
 
 struct gzout {
     FILE           *f;
+    ggprof_outfile  out;
     int             gz, level, err; /* err: an errno, once anything failed */
     /* gzip: a ring of blocks, filled here in order, compressed by any worker, written here in order */
     block           b[MAX_WORK + 2];
@@ -128,7 +130,7 @@ static void submit(gzout *o, block *k) {
 gzout *ggprof_gzout_open(const char *path, int gz, int level) {
     gzout *o = calloc(1, sizeof(*o));
     if (!o) return NULL;
-    if (!(o->f = fopen(path, "wb"))) {
+    if (!(o->f = ggprof_outfile_open(&o->out, path))) { /* a new private file, renamed over path when whole */
         int e = errno;
         free(o);
         errno = e;
@@ -201,7 +203,7 @@ int ggprof_gzout_close(gzout *o) {
             free(o->b[i].out);
         }
     }
-    if (fclose(o->f) != 0 && !o->err) o->err = errno ? errno : EIO;
+    if (ggprof_outfile_close(&o->out, o->f, o->err != 0) != 0 && !o->err) o->err = errno ? errno : EIO;
     int err = o->err;
     free(o->plain);
     free(o);

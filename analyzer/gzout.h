@@ -9,7 +9,8 @@
 
 typedef struct gzout gzout;
 
-/* gz: compress (level 1-9); else a plain file. Returns NULL with errno set. */
+/* gz: compress (level 1-9); else a plain file. The file is written beside path, private (outfile.h), and renamed
+ * over it by a close that succeeds; one that fails leaves what was at path. Returns NULL with errno set. */
 gzout *ggprof_gzout_open(const char *path, int gz, int level);
 /* Returns 0, or -1 once anything failed (the error is kept for close). */
 int ggprof_gzout_write(gzout *o, const void *p, size_t n);

@@ -58,6 +58,9 @@ static int rd_skip_ws(reader *r) {
     return c;
 }
 
+/* The longest value (a record, a backend, a key's value) ggprof reads from a JSON profile: docs/analysis.md. */
+#define GGPROF_JSON_MAX_VALUE (16u << 20)
+
 typedef struct {
     char  *p;
     size_t n, cap;
@@ -123,6 +126,13 @@ static void fail_eof(import_ctx *x) {
     if (zerr) strncat(x->why, ")", x->why_len - strlen(x->why) - 1);
 }
 
+/* The bound on one value's text (a record, a backend, a key's value): checked before the buffer grows past it, so
+ * that a small gzip file holding one huge string is refused without taking its size in memory. */
+static void too_long(import_ctx *x) {
+    fail_at(x, rd_offset(&x->r), "a value longer than %d MiB (ggprof's limit on one record, string or value of a JSON"
+            " profile); refused", GGPROF_JSON_MAX_VALUE >> 20);
+}
+
 /* Copies one complete JSON value's text into b, tracking strings so that brackets inside them do not count. */
 static int capture_value(import_ctx *x, dynbuf *b) {
     reader *r = &x->r;
@@ -174,12 +184,20 @@ static int capture_value(import_ctx *x, dynbuf *b) {
                     break;
                 }
             }
+            if (b->n + (size_t) (q - p) > GGPROF_JSON_MAX_VALUE) {
+                too_long(x);
+                return -1;
+            }
             if (db_append(b, p, (size_t) (q - p))) return -1;
             r->pos += (int) (q - p);
             if (done) return 0;
         }
     }
     while ((c = rd_peek(r)) >= 0 && !strchr(",}] \t\r\n", c)) {
+        if (b->n >= GGPROF_JSON_MAX_VALUE) {
+            too_long(x);
+            return -1;
+        }
         if (db_push(b, (char) rd_get(r))) return -1;
     }
     if (c < 0) {

@@ -1,13 +1,15 @@
 /* Memory of a trace: buffers over time, compute buffers' peaks, weights and KV cache per layer (memory.h). */
 #include "memory.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "output.h"
 #include "sort.h"
-#include "views.h"
+#include "v3_format.h"
+#include "layer_rule.h"
 
 const char *const ggprof_mem_kind_names[GGPROF_MEM_KINDS] = { "weights", "kv", "compute", "other" };
 
@@ -436,3 +438,29 @@ void ggprof_mem_backends_table(ggprof_table *t, const ggprof_mem *m) {
     }
 }
 
+/* The lines around the backends' table: each process's peak, each compute buffer's peak, the devices. */
+void ggprof_mem_print_summary(FILE *out, const ggprof_mem *m, const char *indent) {
+    char s1[160], s2[160];
+    for (size_t i = 0; i < m->n_procs; i++) {
+        fprintf(out, "%spid %" PRId32 ": %.2f MiB held at most, %.3f s after the start\n", indent, m->procs[i].pid,
+                GGPROF_MIB(m->procs[i].peak_bytes), (double) (m->procs[i].peak_ns - m->t0) / 1e9);
+    }
+    for (size_t i = 0; i < m->n_peaks; i++) {
+        const ggprof_mpeak *p = &m->peaks[i];
+        fprintf(out, "%s%s compute buffer %.2f MiB (pid %" PRId32 ", plan %" PRId64 "): peak ", indent,
+                ggprof_text_safe(p->buf->name, s1, sizeof(s1)), GGPROF_MIB(p->buf->size), p->buf->pid, p->plan_id);
+        if (p->step < 0) {
+            fprintf(out, "before the first node");
+        } else {
+            fprintf(out, "at node %d of %d, %s %s", p->step, p->n_nodes, ggprof_text_safe(p->step_op, s1, sizeof(s1)),
+                    ggprof_text_safe(p->step_tensor, s2, sizeof(s2)));
+        }
+        fprintf(out, "; %zu tensors alive: %.2f MiB + %.1f KiB alignment + %.1f KiB free between them\n", p->n_live,
+                GGPROF_MIB(p->live_bytes), (double) p->padding / 1024.0, (double) p->holes / 1024.0);
+    }
+    for (size_t i = 0; i < m->n_devs; i++) {
+        const ggprof_mdev *d = &m->devs[i];
+        fprintf(out, "%sdevice %s (pid %" PRId32 "), %s: %.2f MiB free of %.2f MiB\n", indent,
+                ggprof_text_safe(d->device, s1, sizeof(s1)), d->pid, d->moment, GGPROF_MIB(d->free), GGPROF_MIB(d->total));
+    }
+}

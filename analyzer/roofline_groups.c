@@ -435,10 +435,14 @@ int ggprof_rank_opts_parse(ggprof_rank_opts *o, int argc, char **argv, const cha
     o->n_rows = 20;
     o->format = GGPROF_FMT_TABLE;
     const ggprof_opt opts[] = {
-        { "-n", NULL, GGPROF_OPT_COUNT, &o->n_rows, NULL },
-        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt },
-        { "--roof", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
-        { "--roof-file", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt },
+        { "-n", NULL, GGPROF_OPT_COUNT, &o->n_rows, NULL, "N", "the first N rows (default 20; 0: all)" },
+        { "--format", NULL, GGPROF_OPT_CALL, &o->format, ggprof_format_opt, "table|csv|json",
+          "table (default; fits 80 columns), csv or json (every column, one object per row)" },
+        { "--roof", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt, "BACKEND=GBPS,GFLOPS[,GFLOPS_F16]",
+          "a backend's memory and compute roofs (repeatable; the F16 roof applies to matrix products on F16 "
+          "weights)" },
+        { "--roof-file", NULL, GGPROF_OPT_CALL, &o->roofs, ggprof_roofs_opt, "FILE",
+          "roofs, one a line, as 'ggprof calibrate -o FILE' writes them" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &o->trace, 1, 0, "one trace at a time ('%s' is a second)", 0, 0, &o->window };
     int rc = ggprof_parse_args(argc, argv, &a);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "outfile.h"
 
 /* Grouping on the stored JSON text of each field: the node table writes them one way, so equal values group. The
  * records are first summed per (process, node, fused node, scheduler, backend) on their integer columns, so that
@@ -179,20 +180,19 @@ void ggprof_case_write(FILE *f, const ggprof_case *c, const char *name) {
 
 /* ---- ggprof export --test-file ---- */
 
-static double g_min_share;
-
-void ggprof_export_test_file_set_min_share(double pct) { g_min_share = pct; }
-
-int ggprof_export_test_file(sqlite3 *db, const char *path, char *why, size_t why_len) {
+/* The cases of at least o->min_share % of OP time, largest first; what was left out goes to stdout as comment
+ * lines. */
+int ggprof_export_test_file(sqlite3 *db, const char *path, const ggprof_export_opts *o, char *why, size_t why_len) {
     ggprof_cases c;
-    if (ggprof_cases_load(db, g_min_share, &c, why, why_len) != 0) return -1;
+    if (ggprof_cases_load(db, o->min_share, &c, why, why_len) != 0) return -1;
     if (c.n == 0) {
         snprintf(why, why_len, "no op of the trace can go to '%s': %s", path,
                  c.n_skip ? "every one is fused or has no op id (see 'ggprof export --help')" : "it has no OP records");
         ggprof_cases_free(&c);
         return -1;
     }
-    FILE *f = fopen(path, "w");
+    ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
+    FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         ggprof_cases_free(&c);
@@ -203,7 +203,7 @@ int ggprof_export_test_file(sqlite3 *db, const char *path, char *why, size_t why
         ggprof_case_write(f, &c.v[i], NULL);
         share += c.v[i].share;
     }
-    int bad = ferror(f) | (fclose(f) != 0);
+    int bad = ggprof_outfile_close(&of, f, 0) != 0;
     if (bad) snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
     /* test-backend-ops of ggml 0.23 has no comment syntax in a test file (a '#' line becomes a NONE case of
      * uninitialised shape): what was left out is said here, as comment lines on stdout. */

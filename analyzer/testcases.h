@@ -48,9 +48,4 @@ void ggprof_cases_free(ggprof_cases *c);
  * trailing column, which test-backend-ops reads past). */
 void ggprof_case_write(FILE *f, const ggprof_case *c, const char *name);
 
-/* ggprof export --test-file: the cases of at least --min-share % of OP time (set beforehand), largest first; what
- * was left out goes to stdout as comment lines. Returns 0, or -1 with a one-line reason. */
-int  ggprof_export_test_file(sqlite3 *db, const char *path, char *why, size_t why_len);
-void ggprof_export_test_file_set_min_share(double pct);
-
 #endif

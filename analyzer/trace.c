@@ -36,18 +36,7 @@ int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len)
     fclose(f);
     ggprof_trace_kind kind = ggprof_trace_kind_of(path);
     if (kind == GGPROF_TRACE_DB) {
-        /* Read-write when allowed: a collector that was killed mid-batch leaves a hot journal, which only a
-         * writer can roll back; the trace is then readable up to its last committed batch. */
-        int mode = access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
-        if (sqlite3_open_v2(path, db, mode | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) { /* one thread per connection */
-            snprintf(why, why_len, "cannot open '%s': %s", path, sqlite3_errmsg(*db));
-            sqlite3_close(*db);
-            return GGPROF_EXIT_USAGE;
-        }
-        if (ggprof_db_check(*db, path, why, why_len) != 0) {
-            sqlite3_close(*db);
-            return GGPROF_EXIT_USAGE;
-        }
+        if (ggprof_db_open_input(path, db, why, why_len) != 0) return GGPROF_EXIT_USAGE;
         (void) ggprof_views_create(*db); /* best effort: rollup and diff create them again and say why not */
         return 0;
     }
@@ -151,8 +140,9 @@ static int window_graphs(sqlite3 *db, const char *s, const ggprof_window_opts *w
                                     s, s, s);
         int64_t t0 = sql ? scalar_at(db, sql, 0, 0) : 0;
         sqlite3_free(sql);
-        if (w->has_from && t0 + (int64_t) (w->from_s * 1e9) > *lo) *lo = t0 + (int64_t) (w->from_s * 1e9);
-        if (w->has_to && t0 + (int64_t) (w->to_s * 1e9) < *hi) *hi = t0 + (int64_t) (w->to_s * 1e9);
+        int64_t from = ggprof_add_sat(t0, ggprof_ns_of_s(w->from_s)), to = ggprof_add_sat(t0, ggprof_ns_of_s(w->to_s));
+        if (w->has_from && from > *lo) *lo = from;
+        if (w->has_to && to < *hi) *hi = to;
     }
     char cond[256];
     snprintf(cond, sizeof(cond), "start_ns >= %lld AND start_ns < %lld", (long long) *lo, (long long) *hi);
@@ -201,9 +191,11 @@ static void names_free(char **v) {
     sqlite3_free(v);
 }
 
-/* A private trace database of what window w keeps of the trace at path (read by *db): the same tables, views and
- * indexes with fewer rows (events keep their row ids, the records' order). A trace read from JSON (already a
- * private database) is cut in place. */
+/* A private trace database of what window w keeps of the trace at path (read by *db): ggprof's own tables (those
+ * the trace has, with the columns it has), views and indexes, with fewer rows (events keep their row ids, the
+ * records' order). No SQL text of the trace is run: its rows are read into tables ggprof makes from its own schema,
+ * the trace attached read-only to a connection without triggers or untrusted functions. A trace read from JSON
+ * (already a private database) is cut in place. */
 static int window_cut(const char *path, ggprof_trace_kind kind, sqlite3 **db, const ggprof_window_opts *w, char *why,
                       size_t why_len) {
     sqlite3 *out = *db;
@@ -213,13 +205,19 @@ static int window_cut(const char *path, ggprof_trace_kind kind, sqlite3 **db, co
     if (kind == GGPROF_TRACE_DB) {
         sqlite3_close(*db);
         *db = NULL;
-        if (sqlite3_open_v2("", &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        if (sqlite3_open_v2("", &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                            NULL) != SQLITE_OK) {
             snprintf(why, why_len, "cutting the window: %s", sqlite3_errmsg(out));
             sqlite3_close(out);
             return -1;
         }
+        ggprof_db_harden(out, 0); /* the attached trace's views off too; ggprof's go into main at the end */
         s = "src";
-        if ((rc = exec_fmt(out, why, why_len, "ATTACH %Q AS src", path)) != 0) goto fail;
+        /* checked again: the file may have changed since it was opened */
+        if (ggprof_db_attach_input(out, path, "src", why, why_len) != 0) {
+            rc = GGPROF_EXIT_USAGE;
+            goto fail;
+        }
     }
     if ((rc = window_graphs(out, s, w, &lo, &hi, why, why_len)) != 0) goto fail;
     char **tables = table_names(out, s);
@@ -230,43 +228,37 @@ static int window_cut(const char *path, ggprof_trace_kind kind, sqlite3 **db, co
         if (!where) {
             rc = -1;
         } else if (kind == GGPROF_TRACE_DB) {
-            /* the table as it is, then its rows (with their row ids) */
-            char *ddl  = sqlite3_mprintf("SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = %Q", t);
-            sqlite3_stmt *st = NULL;
-            rc = ddl && sqlite3_prepare_v2(out, ddl, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW
-                     ? exec_fmt(out, why, why_len, "%s", (const char *) sqlite3_column_text(st, 0))
-                     : -1;
-            sqlite3_finalize(st);
-            sqlite3_free(ddl);
-            if (rc == 0 && strcmp(t, "events") == 0) { /* the records' row ids: their order, the pass's seq */
-                char *cols = sqlite3_mprintf("SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info(%Q, 'src')", t);
-                sqlite3_stmt *c = NULL;
-                rc = cols && sqlite3_prepare_v2(out, cols, -1, &c, NULL) == SQLITE_OK && sqlite3_step(c) == SQLITE_ROW
-                         ? exec_fmt(out, why, why_len, "INSERT INTO main.%w(rowid, %s) SELECT rowid, %s FROM src.%w WHERE %s"
-                                                       " ORDER BY rowid",
-                                    t, (const char *) sqlite3_column_text(c, 0), (const char *) sqlite3_column_text(c, 0), t, where)
-                         : -1;
-                sqlite3_finalize(c);
-                sqlite3_free(cols);
-            } else if (rc == 0) {
-                rc = exec_fmt(out, why, why_len, "INSERT INTO main.%w SELECT * FROM src.%w WHERE %s ORDER BY rowid", t, t, where);
-            }
+            /* ggprof's table, then the trace's rows into the columns both have (events with their row ids: the
+             * records' order, the pass's seq) */
+            char *cols = ggprof_db_create_table(out, t) == SQLITE_OK ? ggprof_db_column_list(out, "src", t) : NULL;
+            int ids    = strcmp(t, "events") == 0;
+            rc = cols ? exec_fmt(out, why, why_len, "INSERT INTO main.\"%w\"(%s%s) SELECT %s%s FROM src.\"%w\" WHERE %s"
+                                                    " ORDER BY rowid",
+                                 t, ids ? "rowid, " : "", cols, ids ? "rowid, " : "", cols, t, where)
+                      : -1;
+            sqlite3_free(cols);
         } else {
-            rc = strcmp(where, "(1)") == 0 ? 0 : exec_fmt(out, why, why_len, "DELETE FROM main.%w WHERE NOT (%s)", t, where);
+            rc = strcmp(where, "(1)") == 0 ? 0 : exec_fmt(out, why, why_len, "DELETE FROM main.\"%w\" WHERE NOT (%s)", t, where);
         }
         sqlite3_free(where);
     }
     names_free(tables);
-    if (rc == 0 && kind == GGPROF_TRACE_DB) {
-        /* views and indexes as the trace has them */
-        sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(out, "SELECT sql FROM src.sqlite_master WHERE type IN ('index', 'view') AND sql IS NOT NULL"
-                                     " ORDER BY type = 'view', rowid", -1, &st, NULL) == SQLITE_OK ? 0 : -1;
-        while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) rc = exec_fmt(out, why, why_len, "%s", (const char *) sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-    }
     if (rc == 0) rc = exec_fmt(out, why, why_len, "COMMIT; DROP TABLE temp.win_graphs");
-    if (rc == 0 && kind == GGPROF_TRACE_DB) rc = exec_fmt(out, why, why_len, "DETACH src");
+    if (rc == 0 && kind == GGPROF_TRACE_DB) {
+        rc = exec_fmt(out, why, why_len, "DETACH src");
+        /* ggprof's indexes (on the tables there are) and views, from ggprof's own text */
+        for (const char *ix = GGPROF_DB_INDEX_DDL; rc == 0 && *ix;) {
+            const char *e = strchr(ix, ';');
+            char *one     = sqlite3_mprintf("%.*s", (int) (e - ix), ix);
+            if (one) sqlite3_exec(out, one, NULL, NULL, NULL);
+            sqlite3_free(one);
+            ix = e + 1;
+        }
+        if (rc == 0) {
+            ggprof_db_harden(out, 1);
+            if (ggprof_db_create_views(out, "main") != SQLITE_OK) rc = -1;
+        }
+    }
     if (rc != 0) goto fail;
     *db = out;
     return 0;
@@ -284,24 +276,6 @@ int ggprof_trace_open_window(const char *path, const ggprof_window_opts *w, sqli
     if ((rc = window_cut(path, ggprof_trace_kind_of(path), db, w, why, why_len)) != 0) return rc;
     (void) ggprof_views_create(*db);
     return 0;
-}
-
-/* "[[a, b, c, d], [e, f, g, h]]" -> up to three shapes. */
-static void parse_shapes(const char *s, int64_t out[3][4]) {
-    memset(out, 0, sizeof(int64_t) * 12);
-    if (!s) return;
-    int src = -1, dim = 0;
-    for (const char *p = s; *p && src < 3; p++) {
-        if (*p == '[' && p != s) {
-            src++;
-            dim = 0;
-        } else if ((*p >= '0' && *p <= '9') || *p == '-') {
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (src >= 0 && src < 3 && dim < 4) out[src][dim++] = v;
-            p = end - 1;
-        }
-    }
 }
 
 int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
@@ -322,7 +296,7 @@ int ggprof_op_stats_load(sqlite3 *db, ggprof_op_stats *out) {
         if (is_new && s) {
             sqlite3_bind_int64(shape, 1, sqlite3_column_int64(st, 5));
             sqlite3_bind_int64(shape, 2, sqlite3_column_int64(st, 6));
-            if (sqlite3_step(shape) == SQLITE_ROW) parse_shapes((const char *) sqlite3_column_text(shape, 0), s->rep_ne_src);
+            if (sqlite3_step(shape) == SQLITE_ROW) ggprof_db_ints((const char *) sqlite3_column_text(shape, 0), &s->rep_ne_src[0][0], 12);
             sqlite3_reset(shape);
         }
     }

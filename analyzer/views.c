@@ -1,112 +1,12 @@
 /* Roll-up views by layer, block and phase: TEMP views on every opened trace, so old and imported traces get them. */
 #include "views.h"
 
-#include "layers.h"
+#include "layer_rule.h"
+#include "model_vtab.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The part of a tensor name that says what it is: the scheduler names its copies "BACKEND#name#N", and
- * ggml appends " (view)", " (permuted)", " (reshaped)", ... to the name of what a view derives from. */
-static size_t base_name(const char *name, const char **start) {
-    const char *s = name, *hash = strchr(name, '#');
-    if (hash && strchr(hash + 1, '#')) s = hash + 1;
-    const char *e = s + strlen(s);
-    const char *h2 = memchr(s, '#', (size_t) (e - s));
-    if (h2) e = h2;
-    while (e > s && e[-1] == ')') {
-        const char *p = e - 1;
-        while (p > s && *p != '(') p--;
-        if (p <= s || p[-1] != ' ') break;
-        e = p - 1;
-    }
-    *start = s;
-    return (size_t) (e - s);
-}
-
-static int digits_value(const char *p, const char *e) {
-    if (p >= e || e - p > 6) return -1;
-    int v = 0;
-    for (; p < e; p++) {
-        if (*p < '0' || *p > '9') return -1;
-        v = v * 10 + (*p - '0');
-    }
-    return v;
-}
-
-int ggprof_layer_of(const char *name) {
-    if (!name || !*name) return -1;
-    /* GGUF weights: "blk.3.attn_q.weight" (and the views and copies made of them). */
-    const char *blk = strstr(name, "blk.");
-    if (blk && (blk == name || blk[-1] == '#' || blk[-1] == ' ')) {
-        const char *d = blk + 4, *e = d;
-        while (*e >= '0' && *e <= '9') e++;
-        if (*e == '.') {
-            int v = digits_value(d, e);
-            if (v >= 0) return v;
-        }
-    }
-    const char *s;
-    size_t n = base_name(name, &s);
-    const char *e = s + n, *d = e;
-    while (d > s && d[-1] >= '0' && d[-1] <= '9') d--;
-    if (d == e) return -1;
-    /* llama.cpp's graph callback names a layer's tensors "name-IL" (cb(cur, "Qcur", il)). */
-    if (d - s >= 2 && d[-1] == '-') return digits_value(d, e);
-    /* Its KV cache is "cache_k_l3" / "cache_v_l3"; a SET_ROWS into it writes "cache_k_l3 (view)". */
-    if (n > 6 && strncmp(s, "cache_", 6) == 0 && d - s >= 8 && d[-1] == 'l' && d[-2] == '_') return digits_value(d, e);
-    return -1;
-}
-
-static int starts(const char *s, size_t n, const char *prefix) {
-    size_t p = strlen(prefix);
-    return n >= p && strncmp(s, prefix, p) == 0;
-}
-
-static int contains(const char *s, size_t n, const char *needle) {
-    size_t k = strlen(needle);
-    for (size_t i = 0; i + k <= n; i++) {
-        if (strncmp(s + i, needle, k) == 0) return 1;
-    }
-    return 0;
-}
-
-static int is_op(const char *op, const char *const *list) {
-    for (; op && *list; list++) {
-        if (strcmp(op, *list) == 0) return 1;
-    }
-    return 0;
-}
-
-/* Order matters: MoE before norm (ffn_moe_weights_norm), norm before output (result_norm), and names before
- * ops only where the name is more specific (a SOFT_MAX named ffn_moe_probs is MoE routing, not attention). */
-const char *ggprof_block_of(int type, const char *op, const char *tensor_name) {
-    if (type == 1) return "copy";
-    if (type == 2) return "sync";
-    static const char *const norm_ops[] = { "RMS_NORM", "NORM", "GROUP_NORM", "L2_NORM", NULL };
-    static const char *const attn_ops[] = { "FLASH_ATTN_EXT", "SOFT_MAX", "ROPE", NULL };
-    static const char *const attn_names[] = { "Qcur", "Kcur", "Vcur", "kq", "attn_", "cache_k", "cache_v",
-                                              "q_", "k_", "v_", "kv_", "wo", NULL };
-    const char *s = "";
-    size_t n = tensor_name ? base_name(tensor_name, &s) : 0;
-    if ((op && strcmp(op, "MUL_MAT_ID") == 0) || starts(s, n, "ffn_moe") || contains(s, n, "_exps") ||
-        contains(s, n, "_shexp")) {
-        return "moe";
-    }
-    if (is_op(op, norm_ops) || contains(s, n, "norm")) return "norm";
-    if (starts(s, n, "result_") || (n == 6 && strncmp(s, "output", 6) == 0) || starts(s, n, "output.")) return "output";
-    if (starts(s, n, "inp_") || (n == 4 && strncmp(s, "embd", 4) == 0) || starts(s, n, "token_embd")) return "input";
-    if (is_op(op, attn_ops)) return "attention";
-    for (const char *const *p = attn_names; *p; p++) {
-        if (starts(s, n, *p)) return "attention";
-    }
-    /* A single letter q, k or v, possibly with a layer: "q-3". */
-    if ((n == 1 || (n > 2 && s[1] == '-')) && (s[0] == 'q' || s[0] == 'k' || s[0] == 'v')) return "attention";
-    if (starts(s, n, "ffn_") || contains(s, n, ".ffn_")) return "ffn";
-    if (contains(s, n, ".attn_")) return "attention";
-    return "other";
-}
 
 static void fn_layer(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void) argc;
@@ -128,7 +28,7 @@ static void fn_block(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 /* Documented in docs/queries.md; keep the columns in that order and add new ones at the end.
  *
- * op_layers gives each record its layer (rules in layers.c and docs/rollups-and-diff.md), computed in C in one
+ * op_layers gives each record its layer (rules in layer_rule.c and docs/rollups-and-diff.md), computed in C in one
  * pass by the virtual table ggprof_op_layer in the records' order (by process, graph, time); the rest of each row
  * is joined back by row id (CROSS JOIN keeps the virtual table the outer loop). graph_phase reads
  * ggprof_graph_phase, the same pass's graphs, materialized so that joins on it get an index. */
@@ -169,7 +69,7 @@ static const char k_views[] =
     "  FROM op_layers GROUP BY block, name\n"
     "  ORDER BY min(type), sum(sum(duration_ns)) OVER (PARTITION BY block) DESC, block, time_ns DESC, name;\n"
     "\n"
-    /* Tokens in a graph's batch, its phase and its time per token: layers.c. */
+    /* Tokens in a graph's batch, its phase and its time per token: model.c, through model_vtab.c. */
     "CREATE TEMP VIEW IF NOT EXISTS graph_phase AS\n"
     "WITH g AS MATERIALIZED (SELECT * FROM ggprof_graph_phase)\n"
     "SELECT graph_id, pid, n_tokens, phase, duration_ns, ns_per_token, sched_id, start_ns, op_ns, sync_ns, copy_ns\n"
@@ -186,7 +86,7 @@ int ggprof_views_create(sqlite3 *db) {
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
     int rc = sqlite3_create_function(db, "ggprof_layer", 1, flags, NULL, fn_layer, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "ggprof_block", 3, flags, NULL, fn_block, NULL, NULL);
-    if (rc == SQLITE_OK) rc = ggprof_layers_register(db);
+    if (rc == SQLITE_OK) rc = ggprof_model_register(db);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, k_views, NULL, NULL, NULL);
     return rc;
 }

@@ -9,12 +9,4 @@
  * trace database, old or imported from JSON, read-only or not. Returns SQLITE_OK or an SQLite error code. */
 int ggprof_views_create(sqlite3 *db);
 
-/* The layer a tensor name belongs to (llama.cpp's "name-IL", GGUF's "blk.IL.", the KV cache's
- * "cache_k_lIL"), or -1 when the name carries none. */
-int ggprof_layer_of(const char *tensor_name);
-
-/* The model block of a record: "attention", "ffn", "moe", "norm", "input", "output", "other" for OP
- * records (type 0), "copy" for COPY (1), "sync" for SYNC (2). Rules in docs/rollups-and-diff.md. */
-const char *ggprof_block_of(int type, const char *op, const char *tensor_name);
-
 #endif

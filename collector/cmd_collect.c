@@ -18,7 +18,7 @@
 #include "trace.h"
 
 const char ggprof_usage_collect[] =
-    "usage: ggprof collect --ring PATH --parent PID --ack-fd FD --profile VALUE\n"
+    "usage: ggprof collect " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Started by libggprof.so when a program runs with GGML_PROFILE set and no 'ggprof record': drains the\n"
     "engine's ring and, each time the program asks (a scheduler freed, the program exiting) or when the\n"
@@ -26,7 +26,8 @@ const char ggprof_usage_collect[] =
     "  1, stdout or empty   the console summary, on the program's standard output\n"
     "  a path ending .txt   the upstream profiler's three-section text report\n"
     "  any other path       version-3 JSON (gzip when it ends in .gz)\n"
-    "Not meant to be run by hand.\n";
+    "Not meant to be run by hand. Every option is needed but --ack-fd:\n"
+    GGPROF_HELP_OPTIONS;
 
 typedef struct {
     ggprof_spill spill;
@@ -96,10 +97,10 @@ int ggprof_cmd_collect(int argc, char **argv) {
     const char *ring_path = NULL, *profile = NULL;
     long parent = 0, ack_fd = -1;
     const ggprof_opt opts[] = {
-        { "--ring", NULL, GGPROF_OPT_STRING, &ring_path, NULL },
-        { "--parent", NULL, GGPROF_OPT_COUNT, &parent, NULL },
-        { "--ack-fd", NULL, GGPROF_OPT_COUNT, &ack_fd, NULL },
-        { "--profile", NULL, GGPROF_OPT_STRING, &profile, NULL },
+        { "--ring", NULL, GGPROF_OPT_STRING, &ring_path, NULL, "PATH", "the engine's ring (shared memory) to drain" },
+        { "--parent", NULL, GGPROF_OPT_COUNT, &parent, NULL, "PID", "the program it serves: its death ends the collector" },
+        { "--ack-fd", NULL, GGPROF_OPT_COUNT, &ack_fd, NULL, "FD", "the pipe on which it acknowledges each profile written" },
+        { "--profile", NULL, GGPROF_OPT_STRING, &profile, NULL, "VALUE", "GGML_PROFILE's value: where the profile goes" },
     };
     ggprof_args a = { opts, 4, NULL, 0, 0, "unexpected argument '%s'; see 'ggprof collect --help'", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);

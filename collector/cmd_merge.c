@@ -1,4 +1,5 @@
 /* ggprof merge: puts traces of several processes (an RPC client and its servers) on one timeline. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,11 +9,13 @@
 
 #include "cli.h"
 #include "collector_commands.h"
+#include "outfile.h"
 #include "store.h"
 #include "trace.h"
+#include "trace_db.h"
 
 const char ggprof_usage_merge[] =
-    "usage: ggprof merge -o OUT.db CLIENT TRACE...\n"
+    "usage: ggprof merge " GGPROF_HELP_SYNOPSIS " CLIENT TRACE...\n"
     "\n"
     "Writes one trace with the processes of every input. CLIENT's clock is the reference; each other TRACE is\n"
     "shifted by an offset estimated from matched request and response events: a ggml RPC server's graph\n"
@@ -20,7 +23,8 @@ const char ggprof_usage_merge[] =
     "backend of that port (the request) and the client's next wait on that backend (the response); the\n"
     "offset is the middle of the range in which every server compute falls between its request and its\n"
     "response. Traces without such pairs keep their own clock (offset 0), as for processes of one machine.\n"
-    "Prints each offset, the width of its range (its uncertainty) and the number of pairs.\n";
+    "Prints each offset, the width of its range (its uncertainty) and the number of pairs.\n"
+    GGPROF_HELP_OPTIONS;
 
 /* The tables a trace holds, and which of their columns are times to shift. */
 static const struct {
@@ -103,52 +107,61 @@ static int estimate(sqlite3 *client, sqlite3 *server, offset_est *e) {
     return 1;
 }
 
+/* The input's rows into ggprof's tables of out: the input attached read-only and checked (ggprof_db_attach_input),
+ * its columns named on both sides, quoted, each one ggprof's (a trace of an older schema, without
+ * graph_list.batch_id say, leaves the newer columns NULL). No SQL text or name of the input is run. */
 static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pid_shift, char *why, size_t len) {
-    char sql[8192];
-    char *err = NULL;
-    snprintf(sql, sizeof(sql), "ATTACH DATABASE '%s' AS src", path);
-    if (strchr(path, '\'') || sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
-        snprintf(why, len, "cannot read '%s': %s", path, err ? err : "quote in the file name");
-        sqlite3_free(err);
-        return -1;
-    }
-    for (size_t t = 0; t < sizeof(k_tables) / sizeof(k_tables[0]); t++) {
-        /* The input's columns, named on both sides: a trace of an older schema (without graph_list.batch_id,
-         * say) leaves the newer columns NULL. */
-        sqlite3_stmt *st = NULL;
-        snprintf(sql, sizeof(sql), "SELECT * FROM src.%s LIMIT 0", k_tables[t].table);
-        if (sqlite3_prepare_v2(out, sql, -1, &st, NULL) != SQLITE_OK) continue;
-        char cols[2048] = "";
-        size_t c = 0, p = 0;
-        for (int i = 0; i < sqlite3_column_count(st); i++) {
-            const char *col = sqlite3_column_name(st, i);
-            c += (size_t) snprintf(cols + c, c < sizeof(cols) ? sizeof(cols) - c : 0, "%s%s", i ? ", " : "", col);
+    if (ggprof_db_attach_input(out, path, "src", why, len) != 0) return -1;
+    int rc = 0;
+    for (size_t t = 0; rc == 0 && t < sizeof(k_tables) / sizeof(k_tables[0]); t++) {
+        const char *table = k_tables[t].table;
+        sqlite3_stmt *st  = NULL;
+        if (sqlite3_prepare_v2(out, "SELECT name FROM pragma_table_info(?1, 'src') ORDER BY cid", -1, &st, NULL) != SQLITE_OK) {
+            rc = -1;
+            break;
+        }
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        char *cols = sqlite3_mprintf("%s", ""), *vals = sqlite3_mprintf("%s", "");
+        while (cols && vals && sqlite3_step(st) == SQLITE_ROW) {
+            const char *col = (const char *) sqlite3_column_text(st, 0);
+            const char *sep = *cols ? ", " : "";
+            char *c = sqlite3_mprintf("%s%s\"%w\"", cols, sep, col), *v;
             if (strcmp(col, "pid") == 0) {
-                p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%spid + %" PRId64, i ? ", " : "", pid_shift);
+                v = sqlite3_mprintf("%s%s\"pid\" + %lld", vals, sep, (long long) pid_shift);
             } else if (k_tables[t].time_col && strcmp(col, k_tables[t].time_col) == 0) {
-                p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%s%s + %" PRId64, i ? ", " : "", col, offset);
+                v = sqlite3_mprintf("%s%s\"%w\" + %lld", vals, sep, col, (long long) offset);
             } else {
-                p += (size_t) snprintf(sql + p, sizeof(sql) - p, "%s%s", i ? ", " : "", col);
+                v = sqlite3_mprintf("%s%s\"%w\"", vals, sep, col);
             }
+            sqlite3_free(cols);
+            sqlite3_free(vals);
+            cols = c, vals = v;
         }
         sqlite3_finalize(st);
-        char select[4096];
-        snprintf(select, sizeof(select), "%s", sql);
-        snprintf(sql, sizeof(sql), "INSERT INTO main.%s(%s) SELECT %s FROM src.%s", k_tables[t].table, cols, select,
-                 k_tables[t].table);
-        if (sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
-            snprintf(why, len, "merging '%s' (%s): %s", path, k_tables[t].table, err ? err : "?");
-            sqlite3_free(err);
-            sqlite3_exec(out, "DETACH DATABASE src", NULL, NULL, NULL);
-            return -1;
+        char *sql = cols && vals && *cols ? sqlite3_mprintf("INSERT INTO main.\"%w\"(%s) SELECT %s FROM src.\"%w\"", table,
+                                                            cols, vals, table)
+                                          : NULL;
+        char *err = NULL;
+        if (sql && sqlite3_exec(out, sql, NULL, NULL, &err) != SQLITE_OK) {
+            snprintf(why, len, "merging '%s' (%s): %s", path, table, err ? err : "?");
+            rc = -1;
+        } else if (!cols || !vals) {
+            snprintf(why, len, "out of memory");
+            rc = -1;
         }
+        sqlite3_free(err);
+        sqlite3_free(sql);
+        sqlite3_free(cols);
+        sqlite3_free(vals);
     }
-    return sqlite3_exec(out, "DETACH DATABASE src", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    return sqlite3_exec(out, "DETACH DATABASE src", NULL, NULL, NULL) == SQLITE_OK ? rc : -1;
 }
 
 int ggprof_cmd_merge(int argc, char **argv) {
     const char *out = NULL;
-    const ggprof_opt opts[] = { { "--output", "-o", GGPROF_OPT_STRING, &out, NULL } };
+    const ggprof_opt opts[] = {
+        { "--output", "-o", GGPROF_OPT_STRING, &out, NULL, "OUT.db", "the merged trace to write (needed)" },
+    };
     const char **in = calloc((size_t) argc, sizeof(*in)); /* CLIENT TRACE... */
     if (!in) return ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
     ggprof_args a = { opts, 1, in, argc, 0, "%s", 0, 0, NULL };
@@ -168,12 +181,28 @@ int ggprof_cmd_merge(int argc, char **argv) {
         else if (strstr(in[i], ".json")) rc = ggprof_fail(GGPROF_EXIT_USAGE, "merge takes trace databases; '%s' is JSON", in[i]);
     }
     ggprof_store *store = NULL;
+    ggprof_outfile of = { .tmp = "" }; /* OUT written beside it, renamed over it once whole */
     if (!rc) {
-        unlink(out);
-        if (ggprof_store_create(&store, out, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        int ofd = ggprof_outfile_begin(&of, out);
+        if (ofd < 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", out, strerror(errno));
+        else if (close(ofd), ggprof_store_create(&store, of.tmp, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     }
     sqlite3 *o = store ? ggprof_store_finish(store, why, sizeof(why)) : NULL;
     if (!rc && !o) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
+    /* again, with URI names on: the inputs attach read-only (file:...?mode=ro); "./" keeps a name that begins
+     * with "file:" a file name */
+    if (o) {
+        sqlite3_close(o);
+        o = NULL;
+        char *name = sqlite3_mprintf("%s%s", strncmp(out, "file:", 5) == 0 ? "./" : "", out);
+        if (!name || sqlite3_open_v2(name, &o, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+            if (!rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot open '%s' again: %s", out, o ? sqlite3_errmsg(o) : "?");
+            sqlite3_close(o);
+            o = NULL;
+        }
+        sqlite3_free(name);
+        if (o) ggprof_db_harden(o, 1);
+    }
     /* All offsets first, while the client's trace is open. */
     offset_est *est = calloc((size_t) n, sizeof(*est));
     for (int i = 1; i < n && !rc && est; i++) {
@@ -214,6 +243,6 @@ int ggprof_cmd_merge(int argc, char **argv) {
     free(est);
     free(in);
     if (o && sqlite3_close(o) != SQLITE_OK && !rc) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot close '%s'", out);
-    if (rc && out) unlink(out);
+    if (out && ggprof_outfile_end(&of, !rc) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s': %s", out, strerror(errno));
     return rc;
 }

@@ -21,6 +21,7 @@
 #include "json_v3.h"
 #include "live.h"
 #include "metrics_http.h"
+#include "outfile.h"
 #include "progress.h"
 #include "ring.h"
 #include "self_path.h"
@@ -30,9 +31,7 @@
 #include "v3_format.h"
 
 const char ggprof_usage_record[] =
-    "usage: ggprof record [-o OUT.db] [--level graph|split|op] [--serialize] [--alternate] [--sample N]\n"
-    "                     [--delay SEC] [--duration SEC] [--start-paused] [--max-mb N] [--snapshot-every SEC]\n"
-    "                     [--ring-kib N] [-q] -- CMD [ARGS...]\n"
+    "usage: ggprof record " GGPROF_HELP_SYNOPSIS " -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
@@ -44,33 +43,11 @@ const char ggprof_usage_record[] =
     "library; or, where ggml is inside the program, static or LTO, the entries patched and the backends' tables),\n"
     "what the engine turned off for that ggml, and why.\n"
     "\n"
-    "  -o, --output OUT.db   trace database to write (default ggprof.db); replaced if it exists (a link there is\n"
-    "                        replaced too, never followed)\n"
-    "  --level LEVEL         graph: one record per graph compute; split: also splits and copies;\n"
-    "                        op: also every CPU op and the barrier waits between them (default)\n"
-    "  --serialize           also time GPU backends node by node (each node computed alone, then synchronized):\n"
-    "                        per-node wall time at the cost of the backend's batching; BLAS always is\n"
-    "  --alternate           record a fixed pseudo-random half of the scheduler graphs at level graph only:\n"
-    "                        adjacent graphs of the two kinds then show what the engine's per-split and\n"
-    "                        per-op work costs (tests/bench/overhead_ab.sh)\n"
-    "  --sample N            record one scheduler graph in N at the level (those whose graph id N divides), the\n"
-    "                        others at level graph: every graph's latency, the detail of a tenth or a hundredth\n"
-    "  --delay SEC           start recording SEC seconds after CMD starts (a capture window opens then)\n"
-    "  --duration SEC        stop recording SEC seconds after the first window opened; CMD runs on\n"
-    "  --start-paused        start with recording off; SIGUSR1 turns it on\n"
-    "  SIGUSR1 sent to this process turns recording off when on, on when off: each on-period is a capture window\n"
-    "                        (the trace's windows table; report lists them). A scheduler graph is recorded whole\n"
-    "                        when recording was on as it began, else not at all. ggprof_pause() and\n"
-    "                        ggprof_resume() in CMD pause within the windows.\n"
-    "  --max-mb N            flight recorder: keep the most recent N MB of records (the spill's oldest segments,\n"
-    "                        of N/8 MB each, are dropped whole; node descriptions are always kept); the trace\n"
-    "                        says how much was dropped (notes, meta flight_dropped_*)\n"
-    "  --snapshot-every SEC  every SEC seconds, write what is recorded so far to OUT.snapshot.db (replaced whole\n"
-    "                        each time) while CMD runs on; report, export and query read it. SIGUSR2 sent to\n"
-    "                        this process writes one now. Removed once CMD ends and OUT is written\n"
-    "  --ring-kib N          ring size per producing thread in KiB, a power of two (default 4096);\n"
-    "                        when the workload outruns the collector, records are dropped and counted\n"
-    "  -q, --quiet           print nothing but errors\n"
+    GGPROF_HELP_OPTIONS
+    "\n"
+    "SIGUSR1 sent to this process turns recording off when on, on when off: each on-period is a capture window\n"
+    "(the trace's windows table; report lists them). A scheduler graph is recorded whole when recording was on\n"
+    "as it began, else not at all. ggprof_pause() and ggprof_resume() in CMD pause within the windows.\n"
     "\n"
     "GGML_PROFILE is ignored under 'ggprof record' (the collector decides what is recorded).\n"
     "\n"
@@ -121,16 +98,6 @@ static const char *level_name(int level) { return level == 0 ? "graph" : level =
  * being a link to the former; unless GGPROF_LIB says where. */
 static int find_engine(char *out, size_t len) {
     return ggprof_sibling("GGPROF_LIB", (const void *) find_engine, "../lib/libggprof.so", R_OK, out, len);
-}
-
-/* A recording is its user's alone, as perf.data is: the trace files are new files (a fresh inode, never one that
- * someone else holds open or a link put in their place), mode 0600; SQLite's journal takes the database's mode. */
-static int create_private(const char *path) {
-    if (unlink(path) != 0 && errno != ENOENT) return -1;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    close(fd);
-    return 0;
 }
 
 /* OUT.db -> OUT.json.gz; any other name gets .json.gz appended. */
@@ -219,6 +186,7 @@ typedef struct {
     ggprof_ring   ring;    /* mapped while ring.file */
     ggprof_spill  spill;
     bool          spill_open, out_made, keep_out;
+    ggprof_outfile out_file; /* OUT.db is written under a hidden name beside it, renamed over OUT at the end */
     pid_t         child;
     int           status, exit_code;
     uint64_t      wall_start;
@@ -363,24 +331,27 @@ static long windows_tick(record_run *r) {
 /* ---- snapshots: the trace so far, written by a child while the collector drains on ---- */
 
 /* In a child of the collector (it only reads the spill; the parent goes on writing after the frames it saw):
- * replays the spill into OUT.snapshot.db.tmp, then renames it over OUT.snapshot.db. */
+ * replays the spill into a hidden file beside OUT.snapshot.db, then renames it over OUT.snapshot.db. */
 static void snapshot_write(record_run *r) {
-    char tmp[PATH_MAX + 8], why[512];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", r->snapshot);
+    char why[512];
+    ggprof_outfile of;
     ggprof_store *st = NULL;
-    if (create_private(tmp) != 0 || ggprof_store_create(&st, tmp, why, sizeof(why)) != 0) _exit(1);
+    int fd = ggprof_outfile_begin(&of, r->snapshot);
+    if (fd < 0) _exit(1);
+    close(fd);
+    if (ggprof_store_create(&st, of.tmp, why, sizeof(why)) != 0) _exit(ggprof_outfile_end(&of, 0) + 1);
     ggprof_progress_quiet = true;
     ggprof_spill_replay(&r->spill, st, false);
     ggprof_store_meta(st, "snapshot", "1");
     sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
-    if (!db) _exit(1);
+    if (!db) _exit(ggprof_outfile_end(&of, 0) + 1);
     uint64_t now = ggprof_now_ns();
     if (r->n_windows && r->on) r->windows[r->n_windows - 1] = (ggprof_window) { r->windows[r->n_windows - 1].start_ns, now,
                                                                                 r->windows[r->n_windows - 1].opened_by, "snapshot" };
     ggprof_windows_store(db, r->windows, r->n_windows);
     if (r->spill.dropped_segs) store_flight_note(db, &r->spill, r->max_mb);
     sqlite3_close(db);
-    _exit(rename(tmp, r->snapshot) == 0 ? 0 : 1);
+    _exit(ggprof_outfile_end(&of, 1) == 0 ? 0 : 1);
 }
 
 /* Starts a snapshot when one is due (--snapshot-every, SIGUSR2) and none is being written. Returns the ms until
@@ -408,19 +379,42 @@ static long snapshot_tick(record_run *r) {
 
 static int record_parse(record_run *r, int argc, char **argv) {
     const ggprof_opt opts[] = {
-        { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL },
-        { "--level", NULL, GGPROF_OPT_STRING, &r->level_str, NULL },
-        { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL },
-        { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL },
-        { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL },
-        { "--sample", NULL, GGPROF_OPT_COUNT, &r->sample, NULL },
-        { "--delay", NULL, GGPROF_OPT_STRING, &r->delay_str, NULL },
-        { "--duration", NULL, GGPROF_OPT_STRING, &r->duration_str, NULL },
-        { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL },
-        { "--max-mb", NULL, GGPROF_OPT_COUNT, &r->max_mb, NULL },
-        { "--snapshot-every", NULL, GGPROF_OPT_STRING, &r->snapshot_str, NULL },
-        { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL },
-        { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL },
+        { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL, "OUT.db",
+          "trace database to write (default ggprof.db); replaced if it exists (a link there is replaced too, never "
+          "followed)" },
+        { "--level", NULL, GGPROF_OPT_STRING, &r->level_str, NULL, "graph|split|op",
+          "graph: one record per graph compute; split: also splits and copies; op: also every CPU op and the "
+          "barrier waits between them (default)" },
+        { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL, NULL,
+          "also time GPU backends node by node (each node computed alone, then synchronized): per-node wall time "
+          "at the cost of the backend's batching; BLAS always is" },
+        { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL, NULL,
+          "record a fixed pseudo-random half of the scheduler graphs at level graph only: adjacent graphs of the "
+          "two kinds then show what the engine's per-split and per-op work costs (tests/bench/overhead_ab.sh)" },
+        { "--sample", NULL, GGPROF_OPT_COUNT, &r->sample, NULL, "N",
+          "record one scheduler graph in N at the level (those whose graph id N divides), the others at level "
+          "graph: every graph's latency, the detail of a tenth or a hundredth" },
+        { "--delay", NULL, GGPROF_OPT_STRING, &r->delay_str, NULL, "SEC",
+          "start recording SEC seconds after CMD starts (a capture window opens then)" },
+        { "--duration", NULL, GGPROF_OPT_STRING, &r->duration_str, NULL, "SEC",
+          "stop recording SEC seconds after the first window opened; CMD runs on" },
+        { "--start-paused", NULL, GGPROF_OPT_FLAG, &r->start_paused, NULL, NULL,
+          "start with recording off; SIGUSR1 turns it on" },
+        { "--max-mb", NULL, GGPROF_OPT_COUNT, &r->max_mb, NULL, "N",
+          "flight recorder: keep the most recent N MB of records (the spill's oldest segments, of N/8 MB each, "
+          "are dropped whole; node descriptions are always kept); the trace says how much was dropped (notes, "
+          "meta flight_dropped_*)" },
+        { "--snapshot-every", NULL, GGPROF_OPT_STRING, &r->snapshot_str, NULL, "SEC",
+          "every SEC seconds, write what is recorded so far to OUT.snapshot.db (replaced whole each time) while "
+          "CMD runs on; report, export and query read it. SIGUSR2 sent to this process writes one now. Removed "
+          "once CMD ends and OUT is written" },
+        { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL, "N",
+          "ring size per producing thread in KiB, a power of two (default 4096); when the workload outruns the "
+          "collector, records are dropped and counted" },
+        { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL, "[HOST:]PORT",
+          "while CMD runs, serve live totals at http://HOST:PORT/metrics for Prometheus and 'ggprof top' (HOST "
+          "defaults to 127.0.0.1; PORT 0 picks a free port, printed on stderr; docs/metrics.md)" },
+        { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL, NULL, "print nothing but errors" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0, NULL };
     int rc = ggprof_parse_args(argc, argv, &a);
@@ -490,10 +484,12 @@ static int record_prepare(record_run *r) {
     if (lstat(r->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': not a regular file", r->out);
     }
-    if (create_private(r->out) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
-    char why[512];
-    if (ggprof_store_create(&r->store, r->out, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    int ofd = ggprof_outfile_begin(&r->out_file, r->out);
+    if (ofd < 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->out, strerror(errno));
+    close(ofd);
     r->out_made = true;
+    char why[512];
+    if (ggprof_store_create(&r->store, r->out_file.tmp, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
     ggprof_ring_temp_path(r->ring_path, sizeof(r->ring_path), "record");
     if (ggprof_ring_create(&r->ring, r->ring_path, 64, (uint64_t) r->ring_kib * 1024, (uint32_t) r->level) != 0) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));
@@ -684,6 +680,7 @@ static int record_finish(record_run *r) {
     r->store    = NULL;
     if (!db) {
         ggprof_err("%s", why);
+        ggprof_outfile_end(&r->out_file, 1);
         return r->exit_code ? 0 : GGPROF_EXIT_INTERNAL;
     }
     bool full = r->spill.err || c.full;
@@ -694,15 +691,16 @@ static int record_finish(record_run *r) {
     int json_ok = 0;
     if (full) {
         unlink(r->json);
-    } else if (create_private(r->json) != 0) {
-        snprintf(why, sizeof(why), "cannot write '%s': %s", r->json, strerror(errno));
-        json_ok = -1;
     } else {
         json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
     }
     if (!r->quiet && !full && c.processes) print_processes(db, r->level);
     if (r->n_snapshots) unlink(r->snapshot); /* the whole trace is in OUT now */
     sqlite3_close(db);
+    if (ggprof_outfile_end(&r->out_file, 1) != 0) {
+        ggprof_err("cannot write '%s': %s", r->out, strerror(errno));
+        return GGPROF_EXIT_INTERNAL;
+    }
     if (json_ok != 0) ggprof_err("%s", why);
     if (r->quiet && !full) return 0;
     if (full) {
@@ -743,7 +741,7 @@ static void record_cleanup(record_run *r) {
         char why[512];
         sqlite3_close(ggprof_store_finish(r->store, why, sizeof(why)));
     }
-    if (r->out_made && !r->keep_out) unlink(r->out);
+    if (r->out_made) ggprof_outfile_end(&r->out_file, 0); /* one never renamed over OUT goes */
 }
 
 int ggprof_cmd_record(int argc, char **argv) {

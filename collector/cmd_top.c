@@ -21,7 +21,7 @@
 #include "v3_format.h"
 
 const char ggprof_usage_top[] =
-    "usage: ggprof top [HOST:]PORT [--window SEC]\n"
+    "usage: ggprof top [HOST:]PORT " GGPROF_HELP_SYNOPSIS "\n"
     "\n"
     "Shows, refreshed every second, what a running 'ggprof record --metrics [HOST:]PORT' serves (HOST defaults to\n"
     "127.0.0.1; http://HOST:PORT/metrics is accepted too): tokens/s (generation and prompt), requests in flight,\n"
@@ -29,7 +29,7 @@ const char ggprof_usage_top[] =
     "per second and its share of the op time, all over the last SEC seconds. Works in an 80x24 terminal; the\n"
     "terminal is left as it was found (alternate screen, settings restored).\n"
     "\n"
-    "  --window SEC  the span the rates are taken over, in seconds (default 10; from 1 to 600)\n"
+    GGPROF_HELP_OPTIONS
     "\n"
     "Keys: s next sort (time, calls, op, backend); w longer window, - shorter; p or space pause; q quit.\n";
 
@@ -404,7 +404,10 @@ static int endpoint(const char *arg, char *host, size_t hl, char *port, size_t p
 int ggprof_cmd_top(int argc, char **argv) {
     const char *where = NULL;
     long window = 10;
-    const ggprof_opt opts[] = { { "--window", NULL, GGPROF_OPT_COUNT, &window, NULL } };
+    const ggprof_opt opts[] = {
+        { "--window", NULL, GGPROF_OPT_COUNT, &window, NULL, "SEC",
+          "the span the rates are taken over, in seconds (default 10; from 1 to 600)" },
+    };
     ggprof_args a = { opts, 1, &where, 1, 0, "one endpoint at a time ('%s' is a second)", 0, 0, NULL };
     int bad = ggprof_parse_args(argc, argv, &a);
     if (bad) return bad;

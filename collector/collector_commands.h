@@ -1,4 +1,5 @@
-/* The collector's commands, for the command table (ggprof.c): each lives in its cmd_<name>.c with its usage text. */
+/* The collector's commands, for the command table (ggprof.c): each lives in its cmd_<name>.c with its usage prose and
+ * its option table (the help is printed from both). */
 #ifndef GGPROF_COLLECTOR_COMMANDS_H
 #define GGPROF_COLLECTOR_COMMANDS_H
 

@@ -1,4 +1,5 @@
-/* ggprof: one binary, one table of subcommands; each lives in its own file and prints its own usage. */
+/* ggprof: one binary, one table of subcommands; each lives in its own file with its usage prose and its option
+ * table, from which ggprof_help prints its help. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,8 +28,9 @@ static const char k_usage_version[] =
     "and the oldest one it reads, and the API libggprof.so lends its device plugins.\n";
 
 static int cmd_version(int argc, char **argv) {
-    (void) argv;
-    if (argc > 1) return ggprof_fail(GGPROF_EXIT_USAGE, "takes no arguments; see 'ggprof version --help'");
+    ggprof_args a = { NULL, 0, NULL, 0, 0, "takes no arguments ('%s'); see 'ggprof version --help'", 0, 0, NULL };
+    int rc = ggprof_parse_args(argc, argv, &a);
+    if (rc) return rc;
     printf("ggprof %s%s%s%s\n", GGPROF_VERSION, *GGPROF_GIT ? " (git " : "", GGPROF_GIT, *GGPROF_GIT ? ")" : "");
     printf("ring and wire messages: version %d\n", GGPROF_RING_VERSION);
     printf("trace database: version %d (reads %d to %d)\n", GGPROF_DB_VERSION, GGPROF_DB_VERSION_MIN,
@@ -84,14 +86,16 @@ int main(int argc, char **argv) {
         return argc < 2 ? GGPROF_EXIT_USAGE : GGPROF_EXIT_OK;
     }
     if (strcmp(argv[1], "help") == 0) {
-        if (argc < 3) {
+        /* help --options CMD (not in the usage): the names of the options CMD parses, for tests/e2e/help_options.sh */
+        int names = argc >= 3 && strcmp(argv[2], "--options") == 0;
+        if (argc < 3 + names) {
             usage(stdout);
             return GGPROF_EXIT_OK;
         }
-        const ggprof_cmd *c = find(argv[2]);
-        if (!c) return ggprof_fail(GGPROF_EXIT_USAGE, "unknown command '%s'; see 'ggprof help'", argv[2]);
-        fputs(c->usage, stdout);
-        return GGPROF_EXIT_OK;
+        const ggprof_cmd *c = find(argv[2 + names]);
+        if (!c) return ggprof_fail(GGPROF_EXIT_USAGE, "unknown command '%s'; see 'ggprof help'", argv[2 + names]);
+        ggprof_cmd_name = c->name;
+        return ggprof_help(c, names);
     }
     const ggprof_cmd *c = find(strcmp(argv[1], "--version") == 0 ? "version" : argv[1]);
     if (!c) {
@@ -101,9 +105,6 @@ int main(int argc, char **argv) {
         return GGPROF_EXIT_USAGE;
     }
     ggprof_cmd_name = c->name;
-    if (argc >= 3 && ggprof_is_help(argv[2])) {
-        fputs(c->usage, stdout);
-        return GGPROF_EXIT_OK;
-    }
+    if (argc >= 3 && ggprof_is_help(argv[2])) return ggprof_help(c, 0);
     return c->fn(argc - 1, argv + 1);
 }

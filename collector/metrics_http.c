@@ -6,10 +6,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
@@ -17,7 +19,8 @@
  * runs where it is not installed (the compatibility matrix's Debian sid chroot). */
 #define MHD_FUNCS(X)                                                                                           \
     X(MHD_start_daemon) X(MHD_get_daemon_info) X(MHD_stop_daemon) X(MHD_create_response_from_buffer)         \
-    X(MHD_add_response_header) X(MHD_queue_response) X(MHD_destroy_response) X(MHD_lookup_connection_value)
+    X(MHD_add_response_header) X(MHD_queue_response) X(MHD_destroy_response) X(MHD_lookup_connection_value)  \
+    X(MHD_get_connection_info)
 static struct {
 #define X(fn) __typeof__(&fn) fn;
     MHD_FUNCS(X)
@@ -41,10 +44,87 @@ static int mhd_load(char *why, size_t why_len) {
     return 0;
 }
 
+/* The endpoint has no authentication and may be reached by others (--metrics HOST:PORT): slow clients must not hold
+ * it off. libmicrohttpd's timeout is an idle one (each byte restarts it), so a client that sends a byte a second
+ * would keep its connection for ever: a connection gets DEADLINE_S for the whole of its request and reply, then is
+ * shut down (the watch thread below); and one client address holds at most PER_IP of the MAX_CONN connections,
+ * so that a scraper from another address always finds one free. */
+#define MAX_CONN   64
+#define PER_IP     8
+#define DEADLINE_S 10
+#define IDLE_S     5
+
+typedef struct conn {
+    int          fd;
+    time_t       deadline; /* CLOCK_MONOTONIC seconds */
+    struct conn *prev, *next;
+} conn;
+
 struct ggprof_metrics_server {
     struct MHD_Daemon *d;
     ggprof_live       *live;
+    pthread_mutex_t    mu; /* conns: added and removed by libmicrohttpd's thread, shut down by the watch */
+    pthread_cond_t     cv;
+    pthread_t          watch;
+    int                watching, stop;
+    conn              *conns;
 };
+
+static time_t mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec;
+}
+
+/* libmicrohttpd's thread, as a connection opens and closes (CLOSED comes before it closes the socket: a socket in
+ * the list is still this connection's). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode what) {
+    struct ggprof_metrics_server *s = cls;
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn *k = ci ? calloc(1, sizeof(*k)) : NULL;
+        if (!k) return; /* not watched: the idle timeout still ends it */
+        k->fd       = ci->connect_fd;
+        k->deadline = mono_s() + DEADLINE_S;
+        pthread_mutex_lock(&s->mu);
+        k->next = s->conns;
+        if (s->conns) s->conns->prev = k;
+        s->conns = k;
+        pthread_mutex_unlock(&s->mu);
+        *ctx = k;
+    } else if (what == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
+        conn *k = *ctx;
+        pthread_mutex_lock(&s->mu);
+        if (k->prev) k->prev->next = k->next;
+        else s->conns = k->next;
+        if (k->next) k->next->prev = k->prev;
+        pthread_mutex_unlock(&s->mu);
+        free(k);
+        *ctx = NULL;
+    }
+}
+
+/* Twice a second: a connection past its deadline is shut down; libmicrohttpd then sees it end and closes it. */
+static void *watch(void *arg) {
+    struct ggprof_metrics_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        time_t now = mono_s();
+        for (conn *k = s->conns; k; k = k->next) {
+            if (k->fd >= 0 && now >= k->deadline) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->fd = -1; /* once */
+            }
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 500000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
                              int must_free) {
@@ -140,13 +220,25 @@ int ggprof_metrics_listen(ggprof_metrics_server **out, const char *addr, ggprof_
         return -1;
     }
     s->live = live;
-    /* One thread of its own, polling: a scrape a second costs nothing measurable; a few connections at once. */
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    /* One thread of its own, polling: a scrape a second costs nothing measurable; a few connections at once, a few
+     * per client address, each for DEADLINE_S at most (above). */
     s->d = mhd.MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0), (uint16_t) port,
                             NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &sa,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned) 16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10,
-                            MHD_OPTION_END);
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned) MAX_CONN, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            (unsigned) PER_IP, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) IDLE_S,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->d) {
         snprintf(why, why_len, "--metrics '%s': cannot listen there (in use, or not an address of this machine)", addr);
+        free(s);
+        return -1;
+    }
+    int e = pthread_create(&s->watch, NULL, watch, s);
+    s->watching = e == 0;
+    if (!s->watching) {
+        snprintf(why, why_len, "--metrics: cannot start a thread: %s", strerror(e));
+        mhd.MHD_stop_daemon(s->d);
         free(s);
         return -1;
     }
@@ -171,6 +263,15 @@ int ggprof_metrics_listen(ggprof_metrics_server **out, const char *addr, ggprof_
 
 void ggprof_metrics_stop(ggprof_metrics_server *s) {
     if (!s) return;
-    mhd.MHD_stop_daemon(s->d);
+    if (s->watching) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->watch, NULL);
+    }
+    mhd.MHD_stop_daemon(s->d); /* the connections it closes leave the list */
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
     free(s);
 }

@@ -1,6 +1,7 @@
 /* Spill file: frames of (pid, tid, message) appended while the workload runs, replayed into the store after. */
 #include "spill.h"
 
+#include "outfile.h"
 #include "progress.h"
 
 #include <errno.h>
@@ -34,9 +35,7 @@ int ggprof_spill_open(ggprof_spill *s, const char *path) {
     }
     /* One left by someone else (planted in a shared folder) is never written into: it is not ours to empty, and
      * they could read what we put there. One of ours is made private again. */
-    struct stat st;
-    if (fstat(s->fd, &st) != 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
-        ((st.st_mode & 077) != 0 && fchmod(s->fd, 0600) != 0)) {
+    if (ggprof_private_check(s->fd) != 0) {
         close(s->fd);
         s->fd = -1;
         return -3;
@@ -122,7 +121,9 @@ static int seg_open(ggprof_spill *s) {
     }
     char name[4200];
     seg_name(s, s->next_name, name, sizeof(name));
-    int fd = open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* a new file, as every file ggprof makes: one planted at the name (another user's, a link) is replaced, never
+     * written into, or the segment fails */
+    int fd = ggprof_private_create(name, O_RDWR);
     if (fd < 0) return -1;
     s->next_name++;
     ggprof_spill_seg *g = seg_at(s, s->n_segs++);

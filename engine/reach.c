@@ -86,12 +86,11 @@ void ggprof_reach_patch(const ggprof_elf *e, const char *path, const ggprof_entr
         size_t    size = 0;
         uintptr_t fn   = ggprof_elf_func(e, en->name, &size);
         char      why[160];
-        void     *orig = NULL;
         if (!fn) {
             snprintf(why, sizeof(why), "not in %s (inlined, or left out by the linker)", base);
-        } else if (ggprof_patch_entry((void *) fn, size, en->wrapper, &orig, why, sizeof(why))) {
-            /* The wrapper forwards to the trampoline from now on, whichever way a call reaches it. */
-            atomic_store(en->real, orig);
+        } else if (ggprof_patch_entry((void *) fn, size, en->wrapper, en->real, why, sizeof(why))) {
+            /* The wrapper forwards to the trampoline from now on, whichever way a call reaches it: the patch
+             * stored it in the wrapper's slot before its jump was written. */
             size_t k = strlen(patched);
             snprintf(patched + k, sizeof(patched) - k, "%s%s", k ? ", " : "", en->name);
             continue;

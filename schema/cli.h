@@ -13,8 +13,15 @@ typedef struct {
     const char *name;
     int (*fn)(int argc, char **argv);
     const char *summary;
-    const char *usage; /* printed by `ggprof CMD --help` and `ggprof help CMD` */
+    const char *usage; /* the prose of `ggprof CMD --help` and `ggprof help CMD`, with the markers below */
 } ggprof_cmd;
+
+/* A command's usage prose holds no option line: `ggprof CMD --help` prints it with GGPROF_HELP_SYNOPSIS replaced by
+ * "[-o OUT.db] [--level graph|split|op] ..." and GGPROF_HELP_OPTIONS by a line per option, both generated from the
+ * option table the command parses with (at the end when the prose has no GGPROF_HELP_OPTIONS), then the window
+ * options' block when it takes them: help cannot leave out an option the parser accepts. */
+#define GGPROF_HELP_SYNOPSIS "\001"
+#define GGPROF_HELP_OPTIONS  "\002"
 
 extern const char *ggprof_cmd_name; /* the subcommand being run, for messages */
 
@@ -39,6 +46,8 @@ typedef struct {
     int         kind;         /* enum ggprof_opt_kind */
     void       *dest;
     int (*call)(void *dest, const char *option, const char *value);
+    const char *arg;          /* the value's name in help ("OUT.db", "N", "graph|split|op"); NULL for a flag */
+    const char *help;         /* what it does, for --help (wrapped there) */
 } ggprof_opt;
 
 typedef struct {
@@ -64,19 +73,14 @@ typedef struct ggprof_window_opts {
     long      window;             /* --window N: record's capture window N (1, 2, ...); 0: none */
 } ggprof_window_opts;
 
-/* The window options' help, for the usage text of each command that takes them. */
-#define GGPROF_WINDOW_USAGE                                                                                    \
-    "Window (what the command reads of TRACE; the views and tables stay the same, with fewer rows):\n"          \
-    "  --from S, --to S  the graphs that start S seconds after the trace's first record or later (--from),\n"   \
-    "                    or earlier (--to), and the records of no graph that start then\n"                      \
-    "  --graphs A-B      the graphs of ids A to B (A: that one graph)\n"                                         \
-    "  --process PID     the records, graphs and tables of process PID only\n"                                   \
-    "  --window N        record's capture window N (--delay, --duration, SIGUSR1; the windows table), as\n"      \
-    "                    --from/--to of its start and end\n"
-
-
 /* Parses argv[1..] against a->opts. Returns 0, or GGPROF_EXIT_USAGE after printing one line that names the bad
  * argument and what would be accepted. */
 int ggprof_parse_args(int argc, char **argv, ggprof_args *a);
+
+/* `ggprof CMD --help` and `ggprof help CMD`: runs c->fn in help mode, where its ggprof_parse_args prints the
+ * command's help from the table it was given (options_only: the options' names, one a line, as
+ * "NAME ALIAS|- value|flag command|window", for tests/e2e/help_options.sh) instead of parsing. Returns the exit
+ * code. */
+int ggprof_help(const ggprof_cmd *c, int options_only);
 
 #endif

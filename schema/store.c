@@ -68,8 +68,10 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
         snprintf(why, why_len, "out of memory");
         return -1;
     }
-    /* NOMUTEX: one thread uses a connection; serialized mode locked a mutex around every column read. */
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    /* NOMUTEX: one thread uses a connection; serialized mode locked a mutex around every column read. A named
+     * database is the empty private file its caller made (ggprof_outfile_begin): opened, never created here, nor
+     * through a link; SQLite makes its journal with the database's mode. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (*path ? SQLITE_OPEN_NOFOLLOW : SQLITE_OPEN_CREATE);
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         snprintf(why, why_len, "cannot create '%s': %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         sqlite3_close(s->db);

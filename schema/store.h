@@ -16,7 +16,8 @@ typedef struct {
                        * committed before stays, later messages are not stored */
 } ggprof_store_counts;
 
-/* Creates a new trace database at path ("" for a private temporary one). Returns 0, or -1 with a reason. */
+/* Creates a new trace database in the empty file at path, made by ggprof_outfile_begin (outfile.h), or "" for a
+ * private temporary one. Returns 0, or -1 with a reason. */
 int  ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t why_len);
 /* One message from the ring, written by process pid, thread tid. */
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m);

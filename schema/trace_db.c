@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Tables hold what the engine sent, in compact form; views are the contract for users and scripts. Views
  * keep their documented columns first and in order; new columns only ever go after them. */
@@ -94,6 +95,276 @@ static const char k_ddl[] =
     "  e.fused_index AS fused_index, n.sub_op_name AS sub_op_name, n.nbytes AS out_bytes, e.rowid AS seq\n"
     "  FROM events e LEFT JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id\n"
     "  LEFT JOIN nodes f ON f.pid = e.pid AND f.node_id = e.fused_node_id;\n";
+
+/* k_ddl one statement at a time: returns the next statement after *p (its kind "TABLE" or "VIEW", its name and its
+ * text) and advances *p, or 0 at the end. */
+static int ddl_next(const char **p, int *is_view, char *name, size_t name_len, const char **text, size_t *text_len) {
+    const char *s = *p;
+    while (*s == '\n' || *s == ' ') s++;
+    if (!*s) return 0;
+    const char *end = strstr(s, ";\n");
+    end             = end ? end + 1 : s + strlen(s);
+    *text = s, *text_len = (size_t) (end - s), *p = end;
+    *is_view   = strncmp(s, "CREATE VIEW ", 12) == 0;
+    const char *n = s + (*is_view ? 12 : 13); /* "CREATE TABLE " */
+    if (strncmp(n, "IF NOT EXISTS ", 14) == 0) n += 14;
+    size_t k = strcspn(n, "( ");
+    snprintf(name, name_len, "%.*s", (int) k, n);
+    return 1;
+}
+
+/* ggprof's own text of table (is_view 0) or view name, or NULL. */
+static const char *ddl_of(const char *name, int want_view, size_t *len) {
+    const char *p = k_ddl, *text;
+    char n[64];
+    int is_view;
+    while (ddl_next(&p, &is_view, n, sizeof(n), &text, len)) {
+        if (is_view == want_view && strcmp(n, name) == 0) return text;
+    }
+    return NULL;
+}
+
+void ggprof_db_harden(sqlite3 *db, int own_views) {
+    int off = 0, on = 1;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, on, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, off, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, off, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, off, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, own_views ? on : off, NULL); /* TEMP views stay on */
+}
+
+int ggprof_db_create_table(sqlite3 *db, const char *name) {
+    size_t len;
+    const char *text = ddl_of(name, 0, &len);
+    if (!text) return SQLITE_ERROR;
+    char *sql = sqlite3_mprintf("%.*s", (int) len, text);
+    int rc    = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    return rc;
+}
+
+int ggprof_db_create_views(sqlite3 *db, const char *schema) {
+    const char *p = k_ddl, *text;
+    char name[64];
+    int is_view, temp = strcmp(schema, "temp") == 0;
+    size_t len;
+    while (ddl_next(&p, &is_view, name, sizeof(name), &text, &len)) {
+        if (!is_view) continue;
+        /* "CREATE VIEW name AS ..." -> "CREATE TEMP VIEW IF NOT EXISTS name AS ..." */
+        char *sql = sqlite3_mprintf("CREATE %sVIEW IF NOT EXISTS %.*s", temp ? "TEMP " : "", (int) len - 12, text + 12);
+        int rc    = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (rc == SQLITE_NOMEM) return rc;
+        /* a view over tables an older trace lacks is left out, as that trace has it not */
+        sqlite3_stmt *st = NULL;
+        sql = sqlite3_mprintf("SELECT * FROM \"%w\".\"%w\" LIMIT 0", schema, name);
+        if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+            sqlite3_free(sql);
+            sql = sqlite3_mprintf("DROP VIEW IF EXISTS \"%w\".\"%w\"", schema, name);
+            if (sql) sqlite3_exec(db, sql, NULL, NULL, NULL);
+        }
+        sqlite3_finalize(st);
+        sqlite3_free(sql);
+    }
+    return SQLITE_OK;
+}
+
+/* 1 when ggprof's table t has column c (its current schema, which holds every older version's columns). */
+static int ggprof_column(sqlite3 *ref, const char *t, const char *c) {
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(ref, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, c, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+int ggprof_db_check_columns(sqlite3 *db, const char *schema, const char *path, char *why, size_t why_len) {
+    sqlite3 *ref = NULL;
+    char *err = NULL;
+    if (sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        ggprof_db_create_schema(ref, &err) != SQLITE_OK) {
+        snprintf(why, why_len, "internal: the trace schema: %s", err ? err : sqlite3_errmsg(ref));
+        sqlite3_free(err);
+        sqlite3_close(ref);
+        return -1;
+    }
+    /* every table of the input and each of its columns, from SQLite's own parse of the schema (no SQL text of
+     * the input is run) */
+    char *sql = sqlite3_mprintf("SELECT m.name, m.sql LIKE 'CREATE TABLE %%', c.name FROM \"%w\".sqlite_master m"
+                                " LEFT JOIN pragma_table_info(m.name, %Q) c WHERE m.type = 'table'"
+                                " AND m.name NOT LIKE 'sqlite\\_%%' ESCAPE '\\' ORDER BY m.rowid, c.cid", schema, schema);
+    sqlite3_stmt *st = NULL;
+    int rc = sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK ? 0 : -1;
+    if (rc) snprintf(why, why_len, "'%s' cannot be read as a trace: %s", path, sqlite3_errmsg(db));
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *) sqlite3_column_text(st, 0), *c = (const char *) sqlite3_column_text(st, 2);
+        size_t len;
+        if (!t || !ddl_of(t, 0, &len) || !sqlite3_column_int(st, 1)) {
+            snprintf(why, why_len, "'%s' has table '%.64s', which is not a table of a ggprof trace; refused", path, t ? t : "");
+            rc = -1;
+        } else if (!c || !ggprof_column(ref, t, c)) {
+            snprintf(why, why_len, "'%s': table '%s' has column '%.64s', which is not a column of trace schema version"
+                     " %d or older; refused", path, t, c ? c : "", GGPROF_DB_VERSION);
+            rc = -1;
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_free(sql);
+    sqlite3_close(ref);
+    return rc;
+}
+
+/* The columns of table t of schema s, each quoted ("a", "b"); NULL on error. The names were checked against
+ * ggprof's schema (ggprof_db_check_columns) and are quoted all the same. */
+char *ggprof_db_column_list(sqlite3 *db, const char *s, const char *t) {
+    sqlite3_stmt *st = NULL;
+    char *list = sqlite3_mprintf("%s", "");
+    if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid", -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_free(list);
+        return NULL;
+    }
+    sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, s, -1, SQLITE_STATIC);
+    while (list && sqlite3_step(st) == SQLITE_ROW) {
+        char *more = sqlite3_mprintf("%s%s\"%w\"", list, *list ? ", " : "", (const char *) sqlite3_column_text(st, 0));
+        sqlite3_free(list);
+        list = more;
+    }
+    sqlite3_finalize(st);
+    return list;
+}
+
+/* path as an SQLite URI that opens it read-only (every byte but [A-Za-z0-9/._-] percent-encoded). */
+static char *readonly_uri(const char *path) {
+    size_t n = strlen(path);
+    char *u  = sqlite3_malloc64(3 * (sqlite3_uint64) n + 32);
+    if (!u) return NULL;
+    char *o = u + sprintf(u, "file:");
+    for (const unsigned char *p = (const unsigned char *) path; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._-", *p)) {
+            *o++ = (char) *p;
+        } else {
+            o += sprintf(o, "%%%02X", *p);
+        }
+    }
+    strcpy(o, "?mode=ro");
+    return u;
+}
+
+int ggprof_db_attach_input(sqlite3 *db, const char *path, const char *as, char *why, size_t why_len) {
+    int views = 1;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, -1, &views);
+    ggprof_db_harden(db, views);
+    char *uri = readonly_uri(path);
+    char *sql = uri ? sqlite3_mprintf("ATTACH %Q AS \"%w\"", uri, as) : NULL;
+    int rc    = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    sqlite3_free(uri);
+    if (rc != SQLITE_OK) {
+        snprintf(why, why_len, "cannot open '%s': %s", path, sqlite3_errmsg(db));
+        return -1;
+    }
+    if (sqlite3_db_readonly(db, as) != 1) snprintf(why, why_len, "internal: '%s' attached writable", path);
+    if (sqlite3_db_readonly(db, as) != 1 || ggprof_db_check_columns(db, as, path, why, why_len) != 0) {
+        sql = sqlite3_mprintf("DETACH \"%w\"", as);
+        if (sql) sqlite3_exec(db, sql, NULL, NULL, NULL);
+        sqlite3_free(sql);
+        return -1;
+    }
+    return 0;
+}
+
+/* For each table of an older trace that lacks columns ggprof's has (graph_list.batch_id before version 3), a TEMP
+ * view of that name with them NULL, so that ggprof's views (which name the table unqualified: TEMP comes first)
+ * read it as a trace of today. From ggprof's column names, quoted; the trace's only decide which are NULL. */
+static int widen_older_tables(sqlite3 *db) {
+    sqlite3 *ref = NULL;
+    if (sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        ggprof_db_create_schema(ref, NULL) != SQLITE_OK) {
+        sqlite3_close(ref);
+        return -1;
+    }
+    sqlite3_stmt *tables = NULL, *cols = NULL, *has = NULL;
+    int rc = sqlite3_prepare_v2(ref, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &tables, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(ref, "SELECT name FROM pragma_table_info(?1) ORDER BY cid", -1, &cols, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info(?1, 'main') WHERE name = ?2 OR ?2 IS NULL", -1,
+                                        &has, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    while (rc == 0 && sqlite3_step(tables) == SQLITE_ROW) {
+        const char *t = (const char *) sqlite3_column_text(tables, 0);
+        sqlite3_bind_text(has, 1, t, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_null(has, 2);
+        int present = sqlite3_step(has) == SQLITE_ROW && sqlite3_column_int(has, 0) > 0;
+        sqlite3_reset(has);
+        if (!present) continue;
+        char *sel = sqlite3_mprintf("%s", ""); /* "a", NULL AS "b", ... */
+        int missing = 0;
+        sqlite3_bind_text(cols, 1, t, -1, SQLITE_TRANSIENT);
+        while (sel && sqlite3_step(cols) == SQLITE_ROW) {
+            const char *c = (const char *) sqlite3_column_text(cols, 0);
+            sqlite3_bind_text(has, 2, c, -1, SQLITE_TRANSIENT);
+            int own = sqlite3_step(has) == SQLITE_ROW && sqlite3_column_int(has, 0) > 0;
+            sqlite3_reset(has);
+            missing += !own;
+            char *more = sqlite3_mprintf("%s%s%s\"%w\"", sel, *sel ? ", " : "", own ? "" : "NULL AS ", c);
+            sqlite3_free(sel);
+            sel = more;
+        }
+        sqlite3_reset(cols);
+        if (sel && missing) {
+            char *sql = sqlite3_mprintf("CREATE TEMP VIEW \"%w\" AS SELECT %s FROM main.\"%w\"", t, sel, t);
+            if (!sql || sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) rc = -1;
+            sqlite3_free(sql);
+        }
+        rc = sel ? rc : -1;
+        sqlite3_free(sel);
+    }
+    sqlite3_finalize(tables);
+    sqlite3_finalize(cols);
+    sqlite3_finalize(has);
+    sqlite3_close(ref);
+    return rc;
+}
+
+int ggprof_db_open_input(const char *path, sqlite3 **db, char *why, size_t why_len) {
+    *db = NULL;
+    /* A collector killed mid-batch leaves a hot journal, which only a writer rolls back; then the trace reads up
+     * to its last committed batch. That connection reads nothing but SQLite's own header. */
+    char journal[4096];
+    snprintf(journal, sizeof(journal), "%s-journal", path);
+    if (access(journal, F_OK) == 0 && access(path, W_OK) == 0) {
+        sqlite3 *rw = NULL;
+        if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK) {
+            ggprof_db_harden(rw, 0);
+            sqlite3_exec(rw, "PRAGMA schema_version", NULL, NULL, NULL);
+        }
+        sqlite3_close(rw);
+    }
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        snprintf(why, why_len, "cannot open '%s': %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    ggprof_db_harden(*db, 0);
+    if (ggprof_db_check(*db, path, why, why_len) != 0 || ggprof_db_check_columns(*db, "main", path, why, why_len) != 0) {
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    if (widen_older_tables(*db) != 0 || ggprof_db_create_views(*db, "temp") != SQLITE_OK) {
+        snprintf(why, why_len, "cannot read '%s': %s", path, sqlite3_errmsg(*db));
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    return 0;
+}
 
 int ggprof_db_create_schema(sqlite3 *db, char **err) {
     int rc = sqlite3_exec(db, k_ddl, NULL, NULL, err);

@@ -41,6 +41,55 @@ int ggprof_db_create_schema(sqlite3 *db, char **err);
  * naming what was found and what is accepted. */
 int ggprof_db_check(sqlite3 *db, const char *path, char *why, size_t why_len);
 
+/* A trace database from anyone is data, never code (docs/trace-database.md). Opens the one at path for reading:
+ * read-only, SQLITE_DBCONFIG_DEFENSIVE, untrusted schema, its triggers and views off, its version checked and every
+ * table and column checked against ggprof's schema; ggprof's own views are then made TEMP from ggprof's text.
+ * Returns 0, or -1 with a one-line reason naming the file (and the table and column refused). */
+int ggprof_db_open_input(const char *path, sqlite3 **db, char *why, size_t why_len);
+
+/* The same settings on any connection that reads or attaches a trace: defensive, untrusted schema, no triggers, no
+ * extension loading; own_views 0: no views of a main or attached schema either (TEMP views stay). */
+void ggprof_db_harden(sqlite3 *db, int own_views);
+
+/* Refuses (-1, one line naming path, table and column) a table of schema (main, or an attached name) that is not
+ * a ggprof table, or a column that is not one of that table's in version GGPROF_DB_VERSION or older. */
+int ggprof_db_check_columns(sqlite3 *db, const char *schema, const char *path, char *why, size_t why_len);
+
+/* Attaches the trace at path to db as schema `as`, read-only (a file: URI with mode=ro; db opened with
+ * SQLITE_OPEN_URI), db hardened (ggprof_db_harden, its own views kept as they were), the trace's tables and columns
+ * checked (ggprof_db_check_columns). 0, or -1 with a one-line reason. */
+int ggprof_db_attach_input(sqlite3 *db, const char *path, const char *as, char *why, size_t why_len);
+
+/* The columns table t of schema s has, each quoted ("a", "b"), for an INSERT or SELECT list; sqlite3_free it;
+ * NULL on error. */
+char *ggprof_db_column_list(sqlite3 *db, const char *s, const char *t);
+
+/* ggprof's table name, from ggprof's own DDL, in main of db. SQLITE_OK, or an error (SQLITE_ERROR: no such table). */
+int ggprof_db_create_table(sqlite3 *db, const char *name);
+
+/* ggprof's views in schema ("temp" or "main") from ggprof's own text, those whose tables and columns db has. */
+int ggprof_db_create_views(sqlite3 *db, const char *schema);
+
+/* The indexes a finished trace has (the readers' speed only). */
+#define GGPROF_DB_INDEX_DDL                                                                                    \
+    "CREATE INDEX IF NOT EXISTS events_graph ON events(pid, graph_id, split_id);"                             \
+    "CREATE INDEX IF NOT EXISTS splits_graph ON split_list(pid, graph_id);"                                   \
+    "CREATE INDEX IF NOT EXISTS placements_buffer ON placements(pid, buffer_id);"                             \
+    "CREATE INDEX IF NOT EXISTS placements_plan ON placements(pid, plan_id, idx);"                            \
+    "CREATE INDEX IF NOT EXISTS buffer_handle ON buffer_list(pid, handle, alloc_ns);"
+
+/* a + b for times read from a trace (any int64_t it holds), clamped to int64_t's range instead of overflowing. */
+static inline int64_t ggprof_add_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+/* s seconds in ns, clamped to int64_t's range (NaN: 0). */
+static inline int64_t ggprof_ns_of_s(double s) {
+    double ns = s * 1e9;
+    return ns != ns ? 0 : ns >= 9.2e18 ? INT64_MAX : ns <= -9.2e18 ? INT64_MIN : (int64_t) ns;
+}
+
 /* The label of a record's op, one rule for every view: its own extra label (a device group's, RMS_NORM+MUL),
  * else a fused CPU pair's "OP+OP", else NULL. As SQL over an events row E, its node N and its fused node F (the
  * records view, top-kernels), and as C (the analyzer's passes that read the nodes themselves). */

@@ -134,6 +134,64 @@ else
 fi
 rm -rf "$plant"
 
+# Inside analyzer/: no call cycle among its files. Each file has a place in this order, bottom first (a pattern is a
+# rank its files share); an object may call (nm -u against the others' nm --defined-only) only files of a lower rank.
+# The order is analyzer/README.md's: the model and its rule at the bottom, the commands on top.
+ANALYZER_ORDER="layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory roofline roofs
+    roofline_groups testcases calibrate export_text export_chrome export_html export_otlp export_roofline cmd_*"
+analyzer_rank() { # FILE STEM: its rank in ANALYZER_ORDER, or -1 when it has none
+    local i=0 g
+    for g in $ANALYZER_ORDER; do
+        # shellcheck disable=SC2254 # the order's patterns are globs on purpose
+        case "$1" in $g) echo "$i"; return ;; esac
+        i=$((i + 1))
+    done
+    echo -1
+}
+check_analyzer_calls() { # DIR of analyzer/*.o: one "not ok" line per upward call or unplaced file, "ok" when none
+    local dir=$1 defs uses o stem out
+    defs=$(mktemp) uses=$(mktemp)
+    for o in "$dir"/*.o; do
+        stem=$(basename "$o" .o)
+        nm -g --defined-only "$o" 2> /dev/null | awk -v f="$stem" -v r="$(analyzer_rank "$stem")" 'NF == 3 { print $3, f, r }' >> "$defs"
+        nm -u "$o" 2> /dev/null | awk -v f="$stem" -v r="$(analyzer_rank "$stem")" '{ print $NF, f, r }' >> "$uses"
+    done
+    out=$(awk 'FNR == NR { def[$1] = $2; rank[$1] = $3; next }
+        ($1 in def) && def[$1] != $2 {
+            if ($3 < 0) bad[$2] = 1
+            else if (rank[$1] < 0) bad[def[$1]] = 1
+            else if (rank[$1] >= $3) printf "not ok - layering: analyzer/%s.c calls %s of analyzer/%s.c, not below it in the analyzer order\n", $2, $1, def[$1]
+        }
+        END { for (f in bad) printf "not ok - layering: analyzer/%s.c has no place in the analyzer order (tests/layering.sh)\n", f }' \
+        "$defs" "$uses" | sort -u)
+    local cycles
+    cycles=$(awk 'FNR == NR { def[$1] = $2; next } ($1 in def) && def[$1] != $2 { print $2, def[$1] }' "$defs" "$uses" |
+        sort -u | tsort 2>&1 > /dev/null | grep -c 'input contains a loop')
+    rm -f "$defs" "$uses"
+    [ -n "$out" ] && echo "$out"
+    [ "$cycles" != 0 ] && echo "not ok - layering: $cycles call cycle(s) among analyzer/'s files"
+    [ -z "$out" ] && [ "$cycles" = 0 ] && echo "ok - layering: 0 call cycles inside analyzer/, each file calls only files below it"
+}
+if [ -d "$BUILD_DIR/obj/bin/analyzer" ]; then
+    check_analyzer_calls "$BUILD_DIR/obj/bin/analyzer"
+    # The check itself, on a copy of the objects with an upward call planted: layer_rule.o (the bottom) calling
+    # views.c's ggprof_views_create, a cycle through views.c, must fail.
+    plant=$(mktemp -d)
+    cp "$BUILD_DIR"/obj/bin/analyzer/*.o "$plant/"
+    echo 'int ggprof_views_create(void *db); int ggprof_planted_up(void) { return ggprof_views_create(0); }' |
+        cc -x c -c -o "$plant/planted.tmp" -
+    ld -r -o "$plant/layer_rule.tmp" "$plant/layer_rule.o" "$plant/planted.tmp" && mv "$plant/layer_rule.tmp" "$plant/layer_rule.o"
+    rm -f "$plant/planted.tmp"
+    if check_analyzer_calls "$plant" | grep -q '^not ok - layering: analyzer/layer_rule.c calls ggprof_views_create'; then
+        echo "ok - layering: a planted upward call inside analyzer/ (layer_rule.c to views.c) is caught"
+    else
+        echo "not ok - layering: a planted upward call inside analyzer/ (layer_rule.c to views.c) went unnoticed"
+    fi
+    rm -rf "$plant"
+else
+    echo "not ok - layering: no objects in $BUILD_DIR/obj/bin/analyzer to check analyzer/'s calls of (run make first)"
+fi
+
 # Every source file is named in its folder's README (by its name, its .c/.h partner's, or a pattern the README
 # writes, such as `cmd_<name>.c` or `export_*.c`): the READMEs say what lives where.
 unnamed=0

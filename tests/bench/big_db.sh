@@ -11,7 +11,7 @@ rm -f "$db"
 "$GGPROF" record -q -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" \
     -n 64 -t 2 --no-warmup -no-cnv -s 1 > "$db.record.log" 2>&1
 rm -f "$db.record.log" "${db%.db}.json.gz"
-q() { "$GGPROF" query "$db" "$1"; }
+q() { sqlite3 "$db" "$1"; } # it writes: ggprof query opens a trace read-only
 while [ "$(q "SELECT count(*) FROM events")" -lt "$N" ]; do
     q "CREATE TABLE shift AS SELECT COALESCE(max(graph_id), 0) + 1 AS g,
          max(start_ns + duration_ns) - min(start_ns) + 1000 AS t, $N - count(*) AS need FROM events;

@@ -12,7 +12,7 @@ while IFS='=' read -r k v; do [ -n "$k" ] && export "$k=$v"; done <<< "$(bash "$
 nm_dir=$(bash "$ROOT/tests/browser/install.sh")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-q() { "$GGPROF" query "$work/big.db" "$1"; }
+q() { sqlite3 "$work/big.db" "$1"; } # it writes: ggprof query opens a trace read-only
 
 "$GGPROF" record -q -o "$work/base.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" \
     -n 32 -t 2 --no-warmup -no-cnv -s 1 > "$work/llama.log" 2>&1

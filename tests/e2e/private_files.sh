@@ -53,6 +53,46 @@ else
     echo "# not root: another user's spill is not tried"
 fi
 
+# Every file a record and an export write is the user's alone, whatever the umask: the flight recorder's segments
+# while it runs, the trace, its JSON, each export format.
+umask 022
+look='echo "seg $(stat -c %a "$0.spill.0")"; exec "$1" compute 3 seg'
+"$GGPROF" record -q --max-mb 1 -o "$OUT/f.db" -- sh -c "$look" "$OUT/f.db" "$P" > "$OUT/f.out" 2> "$OUT/f.err"
+expect "the flight recorder's segment is mode 0600 while recording" "$(head -n 1 "$OUT/f.out")" "seg 600"
+"$GGPROF" export "$OUT/f.db" --json "$OUT/e.json.gz" --text "$OUT/e.txt" --chrome "$OUT/e.chrome.json" \
+    --html "$OUT/e.html" --otlp "$OUT/e.otlp" --roofline "$OUT/e.svg" --test-file "$OUT/e.cases" \
+    > /dev/null 2> "$OUT/e.err"
+expect "export writes every format" "$?" 0
+expect "every file record and export wrote is mode 0600" "$(stat -c '%n %a' "$OUT"/f.db "$OUT"/f.json.gz "$OUT"/e.* |
+    grep -vc ' 600$')" 0
+expect "... all seven exports are there" "$(ls "$OUT"/e.* | grep -vc '\.err$')" 7
+expect "... and nothing else is left beside them (no hidden file)" "$(ls -A "$OUT" | grep -c '^\.[ef]\.')" 0
+
+# A segment's name taken before the recording (another user's 0666 file, linked where they can read it; a link to
+# our own file): replaced by a new file, never written into; nothing reaches what they point at.
+printf theirs > "$OUT/g.db.spill.0"
+chmod 666 "$OUT/g.db.spill.0"
+ln "$OUT/g.db.spill.0" "$OUT/g.their-copy"
+[ "$(id -u)" = 0 ] && chown nobody "$OUT/g.db.spill.0"
+ln -sf "$OUT/victim" "$OUT/g.db.spill.1"
+"$GGPROF" record -q --max-mb 1 -o "$OUT/g.db" -- sh -c 'stat -c %a "$0.spill.0"; exec "$1" compute 3 planted' \
+    "$OUT/g.db" "$P" > "$OUT/g.out" 2> "$OUT/g.err"
+expect "a planted segment: record runs" "$?" 0
+expect "... the segment it writes is a new file, mode 0600" "$(head -n 1 "$OUT/g.out")" 600
+expect "... the planted file got nothing of the trace" "$(cat "$OUT/g.their-copy")" theirs
+expect "... the linked file is untouched" "$(cat "$OUT/victim")" "keep me"
+expect "... and the trace is whole" "$(q "$OUT/g.db" "SELECT count(*) FROM graphs")" 3
+
+# Links planted at the named outputs (the JSON beside the trace, an export): replaced, never followed.
+ln -sf "$OUT/victim" "$OUT/h.json.gz"
+ln -sf "$OUT/victim" "$OUT/h.chrome.json"
+"$GGPROF" record -q -o "$OUT/h.db" -- "$P" compute 2 linked > /dev/null 2>&1 &&
+    "$GGPROF" export "$OUT/h.db" --chrome "$OUT/h.chrome.json" > /dev/null 2>&1
+expect "links at the JSON and at an export: both written" "$?" 0
+expect "... the links' target is untouched" "$(cat "$OUT/victim")" "keep me"
+expect "... each output is a new file of mode 0600" "$(stat -c '%F %a' "$OUT/h.json.gz" "$OUT/h.chrome.json" | sort -u)" \
+    "regular file 600"
+
 # The engine attaches only to a private ring of its user: a readable one, or a link, turns profiling off (one line)
 # and the program runs as it would.
 "$GGPROF" record -q -o "$OUT/open.db" -- sh -c 'chmod 644 "$GGPROF_RING"; exec "$1" compute 2 open' sh "$P" \

@@ -33,8 +33,8 @@ rc=$?
 expect "dense: test-backend-ops test runs every case, no crash" "$([ "$rc" -le 1 ] && echo ran):$(grep -ac \
     '): .*\(OK\|FAIL\)' "$OUT/dense.test")" "ran:$(wc -l < "$OUT/dense.txt")"
 
-# replay: every case of the dense trace, alone, beside its in-situ time; the results go into the trace.
-"$GGPROF" replay "$OUT/dense.db" -n 0 --format csv > "$OUT/replay.csv" 2> "$OUT/replay.err"
+# replay: every case of the dense trace, alone (the test-backend-ops named: replay never takes the trace's folder), beside its in-situ time; the results go into the trace.
+"$GGPROF" replay "$OUT/dense.db" --test-backend-ops "$TBO" -n 0 --format csv > "$OUT/replay.csv" 2> "$OUT/replay.err"
 expect "replay exits 0" "$?" 0
 expect "replay: a row per case of the test file" "$(($(wc -l < "$OUT/replay.csv") - 1))" "$(wc -l < "$OUT/dense.txt")"
 expect "replay: MUL_MAT first (the largest share)" "$(sed -n 2p "$OUT/replay.csv" | cut -d, -f2)" MUL_MAT
@@ -60,6 +60,6 @@ expect "replay: a missing test-backend-ops is a one-line error" "$?:$(wc -l < "$
     -p "$(printf 'word %.0s' $(seq 40))" -n 1 -t 1 --no-warmup -no-cnv > /dev/null 2>&1
 # The four largest: the products' cases are two or more of them even when a busy machine inflates a CPU case
 # (make test once saw one of the two largest be a CPU one).
-"$GGPROF" replay "$OUT/blas.db" -n 4 > "$OUT/blas.replay" 2>&1
+"$GGPROF" replay "$OUT/blas.db" --test-backend-ops "$TBO" -n 4 > "$OUT/blas.replay" 2>&1
 expect_ge "blas: of the four largest cases, the products ran alone on BLAS" "$(q "$OUT/blas.db" "SELECT count(*)
     FROM replay WHERE backend = 'BLAS' AND op = 'MUL_MAT' AND isolated_ns > 0")" 2

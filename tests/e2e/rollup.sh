@@ -26,7 +26,7 @@ for s in dense moe; do
         "$(diff -u "$G/rollup-$s.txt" "$OUT/rollup-$s.txt" > "$OUT/rollup-$s.diff" && echo same)" same
 done
 
-# rollup groups layers and blocks in C (layers.c's one pass); the views say the same in SQL. Both as '|'
+# rollup groups layers and blocks in C (model.c's one pass); the views say the same in SQL. Both as '|'
 # separated rows (no name in the samples has a comma or a '|').
 same_as_view() { # TRACE LABEL BY... -- SQL
     local t=$1 label=$2
@@ -111,7 +111,7 @@ done
 # Records not in graph order in the file (the graph ids reversed): the pass reads them sorted by SQLite instead of
 # a graph at a time in file order, and every roll-up and the diff come out the same as the recording's.
 cp "$db" "$OUT/reversed.db"
-q "$OUT/reversed.db" "UPDATE events SET graph_id = 1000000 - graph_id; UPDATE graph_list SET graph_id = 1000000 - graph_id;
+sqlite3 "$OUT/reversed.db" "UPDATE events SET graph_id = 1000000 - graph_id; UPDATE graph_list SET graph_id = 1000000 - graph_id;
     UPDATE split_list SET graph_id = 1000000 - graph_id" > /dev/null
 expect "reversed: the file is out of graph order" "$(q "$OUT/reversed.db" "SELECT count(*) FROM events a JOIN events b
     ON b.rowid = a.rowid + 1 WHERE b.graph_id < a.graph_id")" "$(q "$db" "SELECT count(DISTINCT graph_id) - 1 FROM events")"

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "v3_format.h"
@@ -214,6 +216,48 @@ static void test_put_long(void) {
     free(got);
 }
 
+/* A multi-MB string through the FILE writer: the same bytes as the rule, escapes and characters far apart. */
+static void test_put_huge(void) {
+    static const char *const pieces[] = { "\"", "\xe2\x82\xac", "\xff", "\n", "<" };
+    size_t n = 6u << 20;
+    char  *s = malloc(n + 1);
+    memset(s, 'x', n);
+    for (size_t i = 0, k = 0; i + 4 < n; i += 99991, k++) memcpy(s + i, pieces[k % 5], strlen(pieces[k % 5]));
+    s[n] = '\0';
+    char  *want = malloc(6 * n + 3);
+    size_t m    = 0;
+    want[m++]   = '"';
+    m += ref_escape(want + m, s, n, GGPROF_JSON_HTML);
+    want[m++]  = '"';
+    char  *got = NULL;
+    size_t len = 0;
+    FILE  *f   = open_memstream(&got, &len);
+    ggprof_json_put(f, s, GGPROF_JSON_HTML);
+    fclose(f);
+    CHECK(len == m && memcmp(got, want, m) == 0);
+    free(got);
+    free(want);
+    free(s);
+}
+
+/* The escaper reads no further than what fits in its output: a long string is read once, whatever the chunks (it
+ * used to scan each plain run to its end, once per chunk). The bytes past the room are an unreadable page here. */
+static void test_reads_only_what_fits(void) {
+    size_t pg = (size_t) sysconf(_SC_PAGESIZE);
+    char  *m  = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    if (m == MAP_FAILED) return;
+    memset(m, 'a', pg); /* no end in this page: the next one cannot be read */
+    CHECK(mprotect(m + pg, pg, PROT_NONE) == 0);
+    char   out[1024];
+    size_t used = 0, o = ggprof_json_escape(out, sizeof(out), m + pg - sizeof(out), &used, 0);
+    CHECK(o == sizeof(out) && used == sizeof(out));
+    m[pg - 1] = '"'; /* an escape that does not fit: still nothing read past it */
+    o = ggprof_json_escape(out, sizeof(out), m + pg - sizeof(out), &used, 0);
+    CHECK(o == sizeof(out) - 1 && used == sizeof(out) - 1);
+    munmap(m, 2 * pg);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_examples);
@@ -221,5 +265,7 @@ int main(void) {
     RUN(test_random_strings);
     RUN(test_cuts);
     RUN(test_put_long);
+    RUN(test_put_huge);
+    RUN(test_reads_only_what_fits);
     return failures ? 1 : 0;
 }

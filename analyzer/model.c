@@ -1,8 +1,9 @@
-/* Every record's layer and every graph's phase in one pass (see layers.h). SQLite's window over a million
+/* Every record's layer and every graph's phase in one pass (see model.h). SQLite's window over a million
  * records, with two joins per row, cost 4-5 s (docs/analysis.md, "Speed"); here the records are read once in
  * file order, sorted per graph in C, and each node's layer is worked out once. */
-#include "layers.h"
+#include "model.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,75 +12,14 @@
 #include "progress.h"
 #include "trace_db.h"
 #include "sort.h"
-#include "views.h"
-
-/* ------------------------------------------------------------ small JSON arrays: ne, ne_src */
-
-static const char *skip_ws(const char *p) {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-    return p;
-}
-
-/* Past one JSON value (number, string, literal, array, object); NULL when malformed. */
-static const char *skip_value(const char *p) {
-    p = skip_ws(p);
-    if (*p == '"') {
-        for (p++; *p && *p != '"'; p++) {
-            if (*p == '\\' && p[1]) p++;
-        }
-        return *p ? p + 1 : NULL;
-    }
-    if (*p == '[' || *p == '{') {
-        char close = *p == '[' ? ']' : '}';
-        p = skip_ws(p + 1);
-        if (*p == close) return p + 1;
-        for (;;) {
-            if (!(p = skip_value(p))) return NULL;
-            p = skip_ws(p);
-            if (close == '}' && *p == ':') {
-                if (!(p = skip_value(p + 1))) return NULL;
-                p = skip_ws(p);
-            }
-            if (*p == close) return p + 1;
-            if (*p != ',') return NULL;
-            p++;
-        }
-    }
-    const char *s = p;
-    while (*p && *p != ',' && *p != ']' && *p != '}' && *p != ' ' && *p != '\n') p++;
-    return p > s ? p : NULL;
-}
-
-/* The number at path (array indices) in JSON text s, as json_extract(s, '$[i][j]') reads it; 0 when none. */
-static int json_int_at(const char *s, const int *path, int depth, int64_t *out) {
-    const char *p = s;
-    for (int d = 0; p && d < depth; d++) {
-        p = skip_ws(p);
-        if (*p != '[') return 0;
-        p++;
-        for (int i = 0; i < path[d]; i++) {
-            if (!(p = skip_value(p))) return 0;
-            p = skip_ws(p);
-            if (*p != ',') return 0;
-            p++;
-        }
-    }
-    if (!p) return 0;
-    p = skip_ws(p);
-    if (!((*p >= '0' && *p <= '9') || *p == '-')) return 0;
-    char *end;
-    double v = strtod(p, &end);
-    if (end == p) return 0;
-    *out = (int64_t) v;
-    return 1;
-}
+#include "layer_rule.h"
 
 /* ------------------------------------------------------------ interning and lookups */
 
-static uint64_t name_hash(const void *ctx, size_t i) { return ggprof_fnv_str(((const ggprof_layers *) ctx)->names[i]); }
+static uint64_t name_hash(const void *ctx, size_t i) { return ggprof_fnv_str(((const ggprof_model *) ctx)->names[i]); }
 
 static int same_name(const void *ctx, size_t i, const void *key) {
-    return strcmp(((const ggprof_layers *) ctx)->names[i], key) == 0;
+    return strcmp(((const ggprof_model *) ctx)->names[i], key) == 0;
 }
 
 typedef struct {
@@ -88,18 +28,18 @@ typedef struct {
 } node_ref;
 
 static uint64_t node_hash(const void *ctx, size_t i) {
-    const ggprof_lnode *n = &((const ggprof_layers *) ctx)->nodes[i];
+    const ggprof_model_node *n = &((const ggprof_model *) ctx)->nodes[i];
     return ggprof_fnv_pid_id(n->pid, n->node_id);
 }
 
 static int same_node(const void *ctx, size_t i, const void *key) {
-    const ggprof_lnode *n = &((const ggprof_layers *) ctx)->nodes[i];
+    const ggprof_model_node *n = &((const ggprof_model *) ctx)->nodes[i];
     const node_ref     *k = key;
     return n->pid == k->pid && n->node_id == k->node_id;
 }
 
 /* The id of name (0 for NULL), added when new. Returns UINT32_MAX when out of memory. */
-static uint32_t intern(ggprof_layers *l, ggprof_index *x, const char *name) {
+static uint32_t intern(ggprof_model *l, ggprof_index *x, const char *name) {
     if (!name) return 0;
     if (ggprof_index_reserve(x, 1, l->n_names, name_hash, l) != 0) return UINT32_MAX;
     uint32_t *slot = ggprof_index_slot(x, ggprof_fnv_str(name), same_name, l, name);
@@ -115,8 +55,8 @@ static uint32_t intern(ggprof_layers *l, ggprof_index *x, const char *name) {
 }
 
 /* The node (index + 1) of (pid, node_id); 0 when the trace has none. */
-static uint32_t node_find(const ggprof_layers *l, const ggprof_index *x, int32_t pid, int64_t node_id) {
-    if (!x->n_slot || node_id == GGPROF_LAYERS_NULL) return 0;
+static uint32_t node_find(const ggprof_model *l, const ggprof_index *x, int32_t pid, int64_t node_id) {
+    if (!x->n_slot || node_id == GGPROF_MODEL_NULL) return 0;
     node_ref k = { pid, node_id };
     return *ggprof_index_slot(x, ggprof_fnv_pid_id(pid, node_id), same_node, l, &k);
 }
@@ -127,7 +67,7 @@ static char *dup_col(sqlite3_stmt *st, int i) {
 }
 
 static int64_t int_or_null(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? GGPROF_LAYERS_NULL : sqlite3_column_int64(st, i);
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? GGPROF_MODEL_NULL : sqlite3_column_int64(st, i);
 }
 
 /* "node_[0-9]*" and "leaf_[0-9]*": ggml's names for tensors nobody named. */
@@ -135,7 +75,7 @@ static int unnamed(const char *s) {
     return (strncmp(s, "node_", 5) == 0 || strncmp(s, "leaf_", 5) == 0) && s[5] >= '0' && s[5] <= '9';
 }
 
-static int load_nodes(sqlite3 *db, ggprof_layers *l, ggprof_index *m) {
+static int load_nodes(sqlite3 *db, ggprof_model *l, ggprof_index *m) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type"
                                " FROM nodes",
@@ -147,15 +87,15 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, ggprof_index *m) {
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         int32_t pid = sqlite3_column_int(st, 0);
         int64_t id  = int_or_null(st, 1);
-        if (id == GGPROF_LAYERS_NULL || node_find(l, m, pid, id)) continue; /* a join would never match it */
+        if (id == GGPROF_MODEL_NULL || node_find(l, m, pid, id)) continue; /* a join would never match it */
         if (ggprof_index_reserve(m, 0, l->n_nodes, node_hash, l) != 0) break;
         if (l->n_nodes == cap) {
             cap             = cap ? cap * 2 : 256;
-            ggprof_lnode *v = realloc(l->nodes, cap * sizeof(*v));
+            ggprof_model_node *v = realloc(l->nodes, cap * sizeof(*v));
             if (!v) break;
             l->nodes = v;
         }
-        ggprof_lnode *n = &l->nodes[l->n_nodes];
+        ggprof_model_node *n = &l->nodes[l->n_nodes];
         memset(n, 0, sizeof(*n));
         n->pid = pid, n->node_id = id;
         n->sub_op      = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
@@ -169,9 +109,11 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, ggprof_index *m) {
         l->n_nodes++;
         n->own_layer = ggprof_layer_of(n->tensor_name);
         n->anchor    = n->tensor_name && *n->tensor_name && !unnamed(n->tensor_name);
-        static const int at_rows[] = { 1 }, at_src_rows[] = { 1, 1 };
-        n->has_rows     = n->ne && json_int_at(n->ne, at_rows, 1, &n->rows);
-        n->has_src_rows = n->ne_src && json_int_at(n->ne_src, at_src_rows, 2, &n->src_rows);
+        int64_t ne[4], ne_src[2][4]; /* shapes are 4 numbers each (schema/trace_db.h) */
+        n->has_rows     = ggprof_db_ints(n->ne, ne, 4) > 1;
+        n->rows         = n->has_rows ? ne[1] : 0;
+        n->has_src_rows = ggprof_db_ints(n->ne_src, &ne_src[0][0], 8) > 5;
+        n->src_rows     = n->has_src_rows ? ne_src[1][1] : 0;
         node_ref k = { pid, id };
         *ggprof_index_slot(m, ggprof_fnv_pid_id(pid, id), same_node, l, &k) = (uint32_t) l->n_nodes;
     }
@@ -179,7 +121,7 @@ static int load_nodes(sqlite3 *db, ggprof_layers *l, ggprof_index *m) {
     return step == SQLITE_DONE ? 0 : -1;
 }
 
-static int load_backends(sqlite3 *db, ggprof_layers *l) {
+static int load_backends(sqlite3 *db, ggprof_model *l) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, id, name FROM backend_list", -1, &st, NULL) != SQLITE_OK) return -1;
     size_t cap = 0;
@@ -187,11 +129,11 @@ static int load_backends(sqlite3 *db, ggprof_layers *l) {
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if (l->n_backends == cap) {
             cap                = cap ? cap * 2 : 16;
-            ggprof_lbackend *v = realloc(l->backends, cap * sizeof(*v));
+            ggprof_model_backend *v = realloc(l->backends, cap * sizeof(*v));
             if (!v) break;
             l->backends = v;
         }
-        ggprof_lbackend *b = &l->backends[l->n_backends++];
+        ggprof_model_backend *b = &l->backends[l->n_backends++];
         b->pid = sqlite3_column_int(st, 0), b->sched_id = sqlite3_column_int64(st, 1), b->id = sqlite3_column_int(st, 2);
         b->name = dup_col(st, 3);
     }
@@ -199,7 +141,28 @@ static int load_backends(sqlite3 *db, ggprof_layers *l) {
     return step == SQLITE_DONE ? 0 : -1;
 }
 
-static int load_splits(sqlite3 *db, ggprof_layers *l) {
+static int load_types(sqlite3 *db, ggprof_model *l) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, type, name FROM ggml_types", -1, &st, NULL) != SQLITE_OK) return -1;
+    size_t cap = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (l->n_types == cap) {
+            cap                  = cap ? cap * 2 : 64;
+            ggprof_model_type *v = realloc(l->types, cap * sizeof(*v));
+            if (!v) break;
+            l->types = v;
+        }
+        ggprof_model_type *t = &l->types[l->n_types++];
+        const char *n        = (const char *) sqlite3_column_text(st, 2);
+        t->pid = sqlite3_column_int(st, 0), t->type = sqlite3_column_int64(st, 1);
+        snprintf(t->name, sizeof(t->name), "%s", n ? n : "");
+    }
+    sqlite3_finalize(st);
+    return step == SQLITE_DONE ? 0 : -1;
+}
+
+static int load_splits(sqlite3 *db, ggprof_model *l) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT pid, sched_id, backend_id, graph_id, split_id, start_ns, duration_ns, n_nodes,"
                                " ticks_matched, n_ticks, n_expected, engine_ns FROM split_list", -1, &st, NULL) != SQLITE_OK) {
@@ -210,11 +173,11 @@ static int load_splits(sqlite3 *db, ggprof_layers *l) {
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if (l->n_splits == cap) {
             cap              = cap ? cap * 2 : 64;
-            ggprof_lsplit *v = realloc(l->splits, cap * sizeof(*v));
+            ggprof_model_split *v = realloc(l->splits, cap * sizeof(*v));
             if (!v) break;
             l->splits = v;
         }
-        ggprof_lsplit *x = &l->splits[l->n_splits++];
+        ggprof_model_split *x = &l->splits[l->n_splits++];
         x->pid = sqlite3_column_int(st, 0), x->sched_id = sqlite3_column_int64(st, 1);
         x->backend_id = sqlite3_column_int(st, 2), x->graph_id = int_or_null(st, 3);
         x->split_id = sqlite3_column_int64(st, 4), x->start_ns = sqlite3_column_int64(st, 5);
@@ -226,7 +189,7 @@ static int load_splits(sqlite3 *db, ggprof_layers *l) {
     return step == SQLITE_DONE ? 0 : -1;
 }
 
-size_t ggprof_layers_scheds(const ggprof_layers *l, int32_t pid) {
+size_t ggprof_model_scheds(const ggprof_model *l, int32_t pid) {
     int64_t seen[64];
     size_t n = 0;
     for (size_t i = 0; i < l->n_rec + l->n_splits; i++) {
@@ -245,7 +208,7 @@ size_t ggprof_layers_scheds(const ggprof_layers *l, int32_t pid) {
     return n;
 }
 
-int64_t ggprof_layers_t0(const ggprof_layers *l) {
+int64_t ggprof_model_t0(const ggprof_model *l) {
     int64_t t0 = INT64_MAX;
     for (size_t i = 0; i < l->n_rec; i++) {
         if (l->rec[i].start_ns < t0) t0 = l->rec[i].start_ns;
@@ -259,50 +222,66 @@ int64_t ggprof_layers_t0(const ggprof_layers *l) {
     return t0 == INT64_MAX ? 0 : t0;
 }
 
-const char *ggprof_lrec_tensor(const ggprof_layers *l, const ggprof_lrec *r) {
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+const char *ggprof_model_rec_tensor(const ggprof_model *l, const ggprof_model_rec *r) {
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     return n && n->tensor_name && *n->tensor_name ? n->tensor_name : NULL;
 }
 
-const char *ggprof_lrec_ne(const ggprof_layers *l, const ggprof_lrec *r) {
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+const char *ggprof_model_rec_ne(const ggprof_model *l, const ggprof_model_rec *r) {
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     return n && n->ne ? n->ne : "[0, 0, 0, 0]";
 }
 
-const char *ggprof_lrec_ne_src(const ggprof_layers *l, const ggprof_lrec *r) {
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+const char *ggprof_model_rec_ne_src(const ggprof_model *l, const ggprof_model_rec *r) {
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     return n && n->ne_src ? n->ne_src : "[]";
 }
 
-const char *ggprof_lrec_type_src(const ggprof_layers *l, const ggprof_lrec *r) {
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+const char *ggprof_model_rec_type_src(const ggprof_model *l, const ggprof_model_rec *r) {
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     return n && n->type_src ? n->type_src : "[]";
 }
 
-int64_t ggprof_lrec_out_type(const ggprof_layers *l, const ggprof_lrec *r) {
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+int64_t ggprof_model_rec_out_type(const ggprof_model *l, const ggprof_model_rec *r) {
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     return n ? n->out_type : -1;
 }
 
-const char *ggprof_lrec_extra(const ggprof_layers *l, const ggprof_lrec *r, char *buf, size_t len) {
+const char *ggprof_model_rec_extra(const ggprof_model *l, const ggprof_model_rec *r, char *buf, size_t len) {
     if (r->extra) return l->names[r->extra];
-    const ggprof_lnode *n = ggprof_lrec_node(l, r);
+    const ggprof_model_node *n = ggprof_model_rec_node(l, r);
     if (r->type == 0 && r->fused && n) return ggprof_fused_label(buf, len, NULL, n->op, l->nodes[r->fused - 1].op);
-    return r->type == 1 ? ggprof_lrec_tensor(l, r) : NULL;
+    return r->type == 1 ? ggprof_model_rec_tensor(l, r) : NULL;
 }
 
-const char *ggprof_layers_backend(const ggprof_layers *l, int32_t pid, int64_t sched_id, int32_t id) {
+const char *ggprof_model_backend_name(const ggprof_model *l, int32_t pid, int64_t sched_id, int32_t id) {
     for (size_t i = 0; i < l->n_backends; i++) {
-        const ggprof_lbackend *b = &l->backends[i];
+        const ggprof_model_backend *b = &l->backends[i];
         if (b->pid == pid && b->sched_id == sched_id && b->id == id) return b->name;
     }
     return NULL;
 }
 
+const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len) {
+    const char *name = id >= INT32_MIN && id <= INT32_MAX ? ggprof_model_backend_name(l, pid, sched_id, (int32_t) id) : NULL;
+    if (name && *name) return name;
+    snprintf(buf, len, id < 0 ? "no backend" : "backend %" PRId64, id);
+    return buf;
+}
+
+const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len) {
+    for (size_t i = 0; i < l->n_types; i++)
+        if (l->types[i].pid == pid && l->types[i].type == type) return l->types[i].name;
+    for (size_t i = 0; i < l->n_types; i++)
+        if (l->types[i].type == type) return l->types[i].name;
+    snprintf(buf, len, "type %" PRId64, type);
+    return buf;
+}
+
 /* ------------------------------------------------------------ records */
 
 static int cmp_rec(const void *a, const void *b) {
-    const ggprof_lrec *x = a, *y = b;
+    const ggprof_model_rec *x = a, *y = b;
     if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
     if (x->graph_id != y->graph_id) return x->graph_id < y->graph_id ? -1 : 1;
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
@@ -324,17 +303,17 @@ typedef struct {
  * node_N, e.g. llama.cpp's FLASH_ATTN_EXT) and for SYNC, that of the last named OP before it in its graph (a
  * named op whose name has no layer passes none on); a COPY keeps only its own. rec: one graph's records (one
  * process and graph id), in the pass's order; g gets their sums and tokens. */
-static void pass(const ggprof_layers *l, ggprof_lrec *rec, size_t n, uint32_t getrows, uint32_t mulmat, graph_stats *g) {
+static void pass(const ggprof_model *l, ggprof_model_rec *rec, size_t n, uint32_t getrows, uint32_t mulmat, graph_stats *g) {
     int carry = -1;
     memset(g, 0, sizeof(*g));
     g->pid = rec[0].pid, g->graph_id = rec[0].graph_id;
     g->min_sched = INT64_MAX, g->min_start = INT64_MAX, g->max_end = INT64_MIN;
-    const ggprof_lrec *first_rows = NULL; /* the graph's first GET_ROWS by node index */
+    const ggprof_model_rec *first_rows = NULL; /* the graph's first GET_ROWS by node index */
     int     has_mm = 0;
     int64_t mm     = 0;
     for (size_t j = 0; j < n; j++) {
-        ggprof_lrec *r        = &rec[j];
-        const ggprof_lnode *nd = ggprof_lrec_node(l, r);
+        ggprof_model_rec *r        = &rec[j];
+        const ggprof_model_node *nd = ggprof_model_rec_node(l, r);
         int own    = nd ? nd->own_layer : -1;
         int anchor = r->type == 0 && nd && nd->anchor;
         if (anchor) carry = own;
@@ -346,7 +325,7 @@ static void pass(const ggprof_layers *l, ggprof_lrec *rec, size_t n, uint32_t ge
         if (r->type == 0) g->op_ns = ggprof_ns_add(g->op_ns, r->duration_ns);
         if (r->type == 1) g->copy_ns = ggprof_ns_add(g->copy_ns, r->duration_ns);
         if (r->type == 2) g->sync_ns = ggprof_ns_add(g->sync_ns, r->duration_ns);
-        /* By node index, a NULL one first (GGPROF_LAYERS_NULL is the least), the first record of ties. */
+        /* By node index, a NULL one first (GGPROF_MODEL_NULL is the least), the first record of ties. */
         if (r->type == 0 && nd && getrows && r->name == getrows &&
             (!first_rows || r->node_index < first_rows->node_index)) {
             first_rows = r;
@@ -358,7 +337,7 @@ static void pass(const ggprof_layers *l, ggprof_lrec *rec, size_t n, uint32_t ge
     }
     /* Tokens in the batch: the rows of the first GET_ROWS (llama.cpp's token embedding lookup), else the
      * widest MUL_MAT input. */
-    const ggprof_lnode *fr = first_rows ? ggprof_lrec_node(l, first_rows) : NULL;
+    const ggprof_model_node *fr = first_rows ? ggprof_model_rec_node(l, first_rows) : NULL;
     if (fr && fr->has_rows) {
         g->has_tokens = 1;
         g->n_tokens   = fr->rows;
@@ -382,7 +361,7 @@ static const graph_stats *stats_find(const graph_stats *gs, size_t n, int32_t pi
 }
 
 typedef struct {
-    ggprof_lgraph g;
+    ggprof_model_graph g;
     size_t        order; /* the list's order, for ties */
 } graph_row;
 
@@ -394,7 +373,7 @@ static int cmp_graph(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
-static void graph_fill(ggprof_lgraph *g, const graph_stats *s) {
+static void graph_fill(ggprof_model_graph *g, const graph_stats *s) {
     if (s) {
         g->op_ns = s->op_ns, g->sync_ns = s->sync_ns, g->copy_ns = s->copy_ns;
         g->has_tokens = s->has_tokens, g->n_tokens = s->n_tokens;
@@ -403,7 +382,7 @@ static void graph_fill(ggprof_lgraph *g, const graph_stats *s) {
 }
 
 /* The graphs: the graph list's rows, or (a trace imported from JSON has no list) each graph's span of records. */
-static int load_graphs(sqlite3 *db, ggprof_layers *l, const graph_stats *gs, size_t n_gs) {
+static int load_graphs(sqlite3 *db, ggprof_model *l, const graph_stats *gs, size_t n_gs) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT pid, graph_id, sched_id, start_ns, duration_ns FROM graph_list", -1, &st, NULL) !=
         SQLITE_OK) {
@@ -425,7 +404,7 @@ static int load_graphs(sqlite3 *db, ggprof_layers *l, const graph_stats *gs, siz
         r->g.pid = sqlite3_column_int(st, 0), r->g.graph_id = int_or_null(st, 1);
         r->g.sched_id = sqlite3_column_int64(st, 2), r->g.start_ns = sqlite3_column_int64(st, 3);
         r->g.duration_ns = sqlite3_column_int64(st, 4);
-        graph_fill(&r->g, r->g.graph_id == GGPROF_LAYERS_NULL ? NULL : stats_find(gs, n_gs, r->g.pid, r->g.graph_id));
+        graph_fill(&r->g, r->g.graph_id == GGPROF_MODEL_NULL ? NULL : stats_find(gs, n_gs, r->g.pid, r->g.graph_id));
     }
     sqlite3_finalize(st);
     if (step != SQLITE_DONE) {
@@ -470,16 +449,16 @@ static int cmp_key(const void *a, const void *b) {
 /* What the records' pass keeps: each graph's sums (per graph, not per record), the graph list's keys (a
  * consumer is told a listed graph's phase), the records of the graph being read. */
 typedef struct {
-    ggprof_layers   *l;
+    ggprof_model   *l;
     ggprof_index    *names;
     const ggprof_index *nodes;
-    ggprof_layers_fn fn;
+    ggprof_model_fn fn;
     void            *ctx;
     graph_stats     *gs;
     size_t           n_gs, cap_gs;
     graph_key       *list;
     size_t           n_list;
-    ggprof_lrec     *chunk;
+    ggprof_model_rec     *chunk;
     size_t           n_chunk, cap_chunk;
     uint32_t         getrows, mulmat;
 } stream;
@@ -508,7 +487,7 @@ static int listed(const stream *s, int32_t pid, int64_t graph_id) {
     return bsearch(&k, s->list, s->n_list, sizeof(*s->list), cmp_key) != NULL;
 }
 
-static uint32_t name_id(const ggprof_layers *l, const char *name) {
+static uint32_t name_id(const ggprof_model *l, const char *name) {
     for (size_t i = 1; i < l->n_names; i++) {
         if (strcmp(l->names[i], name) == 0) return (uint32_t) i;
     }
@@ -518,8 +497,8 @@ static uint32_t name_id(const ggprof_layers *l, const char *name) {
 /* The graph read: its layers and sums, then the consumer. */
 static int flush(stream *s) {
     if (!s->n_chunk) return 0;
-    ggprof_layers *l = s->l;
-    ggprof_lrec   *v = s->chunk;
+    ggprof_model *l = s->l;
+    ggprof_model_rec   *v = s->chunk;
     size_t         n = s->n_chunk;
     s->n_chunk       = 0;
     for (size_t i = 1; i < n; i++) {
@@ -538,8 +517,8 @@ static int flush(stream *s) {
     }
     graph_stats *g = &s->gs[s->n_gs];
     pass(l, v, n, s->getrows, s->mulmat, g);
-    ggprof_lgraph lg, *shown = NULL;
-    if (g->graph_id != GGPROF_LAYERS_NULL) {
+    ggprof_model_graph lg, *shown = NULL;
+    if (g->graph_id != GGPROF_MODEL_NULL) {
         s->n_gs++; /* records of no graph have a layer, not a graph */
         if (!s->n_list || listed(s, g->pid, g->graph_id)) {
             memset(&lg, 0, sizeof(lg));
@@ -559,7 +538,7 @@ static int in_graph_order(sqlite3 *db, int64_t *n) {
     /* (ORDER BY rowid: else SQLite reads the two columns from the index on them, in their order) */
     if (sqlite3_prepare_v2(db, "SELECT pid, graph_id FROM events ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) return -1;
     int       ordered = 1, step;
-    graph_key last    = { INT32_MIN, GGPROF_LAYERS_NULL };
+    graph_key last    = { INT32_MIN, GGPROF_MODEL_NULL };
     *n                = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         graph_key k = { sqlite3_column_int(st, 0), int_or_null(st, 1) };
@@ -572,11 +551,11 @@ static int in_graph_order(sqlite3 *db, int64_t *n) {
 }
 
 static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
-    ggprof_layers *l = s->l;
+    ggprof_model *l = s->l;
     int64_t total    = 0;
     int ordered      = in_graph_order(db, &total);
     if (ordered < 0) return -1;
-    int  all = what & GGPROF_LAYERS_EXPORT;
+    int  all = what & GGPROF_MODEL_EXPORT;
     char sql[512];
     snprintf(sql, sizeof(sql), "SELECT rowid, pid, graph_id, type, name, node_id, sched_id, backend_id, start_ns, duration_ns,"
                                " node_index%s FROM events%s",
@@ -597,14 +576,14 @@ static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
         if (s->n_chunk && (s->chunk[0].pid != pid || s->chunk[0].graph_id != graph) && (rc = flush(s)) != 0) break;
         if (s->n_chunk == s->cap_chunk) {
             s->cap_chunk   = s->cap_chunk ? s->cap_chunk * 2 : 4096;
-            ggprof_lrec *v = realloc(s->chunk, s->cap_chunk * sizeof(*v));
+            ggprof_model_rec *v = realloc(s->chunk, s->cap_chunk * sizeof(*v));
             if (!v) {
                 rc = -1;
                 break;
             }
             s->chunk = v;
         }
-        ggprof_lrec *r = &s->chunk[s->n_chunk];
+        ggprof_model_rec *r = &s->chunk[s->n_chunk];
         r->seq         = sqlite3_column_int64(st, 0);
         r->pid         = pid;
         r->graph_id    = graph;
@@ -646,7 +625,7 @@ static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
     return rc;
 }
 
-int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *progress, ggprof_layers_fn fn, void *ctx,
+int ggprof_model_each(sqlite3 *db, ggprof_model *l, int what, const char *progress, ggprof_model_fn fn, void *ctx,
                        char *why, size_t why_len) {
     memset(l, 0, sizeof(*l));
     ggprof_index names = { 0 }, nodes = { 0 };
@@ -655,6 +634,7 @@ int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *prog
     if (!(l->names = calloc(1, sizeof(*l->names)))) goto out;
     l->n_names = 1;
     if (load_nodes(db, l, &nodes) != 0 || load_backends(db, l) != 0 || load_splits(db, l) != 0 ||
+        ((what & GGPROF_MODEL_EXPORT) && load_types(db, l) != 0) ||
         load_list_keys(db, &s) != 0) {
         goto out;
     }
@@ -664,7 +644,7 @@ out:
     if (rc) {
         const char *e = sqlite3_errcode(db) == SQLITE_OK || sqlite3_errcode(db) >= SQLITE_ROW ? "out of memory" : sqlite3_errmsg(db);
         snprintf(why, why_len, "reading the records for their layers: %s", e);
-        ggprof_layers_free(l);
+        ggprof_model_free(l);
     }
     free(s.gs);
     free(s.list);
@@ -674,19 +654,19 @@ out:
     return rc;
 }
 
-/* ggprof_layers_load's consumer: every graph's records kept, in the pass's order. */
+/* ggprof_model_load's consumer: every graph's records kept, in the pass's order. */
 typedef struct {
-    ggprof_lrec *v;
+    ggprof_model_rec *v;
     size_t       n, cap;
 } rec_list;
 
-static int keep_all(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+static int keep_all(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g) {
     (void) l, (void) g;
     rec_list *k = ctx;
     if (k->n + n > k->cap) {
         size_t cap = k->cap ? k->cap : 4096;
         while (cap < k->n + n) cap *= 2;
-        ggprof_lrec *v = realloc(k->v, cap * sizeof(*v));
+        ggprof_model_rec *v = realloc(k->v, cap * sizeof(*v));
         if (!v) return -1;
         k->v   = v;
         k->cap = cap;
@@ -696,9 +676,9 @@ static int keep_all(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, s
     return 0;
 }
 
-int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len) {
+int ggprof_model_load(sqlite3 *db, ggprof_model *l, int what, const char *progress, char *why, size_t why_len) {
     rec_list all = { 0 };
-    if (ggprof_layers_each(db, l, what, progress, keep_all, &all, why, why_len) != 0) {
+    if (ggprof_model_each(db, l, what, progress, keep_all, &all, why, why_len) != 0) {
         free(all.v);
         return -1;
     }
@@ -706,20 +686,20 @@ int ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *prog
     return 0;
 }
 
-/* ggprof_layers_load_sampled's consumer: the records of one graph in every k, and of no graph. */
+/* ggprof_model_load_sampled's consumer: the records of one graph in every k, and of no graph. */
 typedef struct {
     rec_list list;
     int64_t  every, graphs;
 } rec_sample;
 
-static int keep_sample(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
+static int keep_sample(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g) {
     rec_sample *k = ctx;
-    if (n && rec[0].graph_id != GGPROF_LAYERS_NULL && k->graphs++ % k->every != 0) return 0;
+    if (n && rec[0].graph_id != GGPROF_MODEL_NULL && k->graphs++ % k->every != 0) return 0;
     return keep_all(&k->list, l, rec, n, g);
 }
 
-int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const char *progress, int64_t max_records,
-                               ggprof_layers_sample *out, char *why, size_t why_len) {
+int ggprof_model_load_sampled(sqlite3 *db, ggprof_model *l, int what, const char *progress, int64_t max_records,
+                               ggprof_model_sample *out, char *why, size_t why_len) {
     memset(out, 0, sizeof(*out));
     out->every = 1;
     sqlite3_stmt *st = NULL;
@@ -728,12 +708,12 @@ int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const ch
     }
     sqlite3_finalize(st);
     if (max_records <= 0 || out->records <= max_records) {
-        int rc = ggprof_layers_load(db, l, what, progress, why, why_len);
+        int rc = ggprof_model_load(db, l, what, progress, why, why_len);
         out->kept = (int64_t) l->n_rec;
         return rc;
     }
     rec_sample k = { { 0 }, (out->records + max_records - 1) / max_records, 0 };
-    if (ggprof_layers_each(db, l, what, progress, keep_sample, &k, why, why_len) != 0) {
+    if (ggprof_model_each(db, l, what, progress, keep_sample, &k, why, why_len) != 0) {
         free(k.list.v);
         return -1;
     }
@@ -743,7 +723,7 @@ int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const ch
     return 0;
 }
 
-void ggprof_layers_free(ggprof_layers *l) {
+void ggprof_model_free(ggprof_model *l) {
     for (size_t i = 0; i < l->n_nodes; i++) {
         free(l->nodes[i].tensor_name);
         free(l->nodes[i].sub_op_name);
@@ -759,204 +739,7 @@ void ggprof_layers_free(ggprof_layers *l) {
     free(l->rec);
     free(l->graphs);
     free(l->backends);
+    free(l->types);
     free(l->splits);
     memset(l, 0, sizeof(*l));
-}
-
-/* ------------------------------------------------------------ the virtual tables behind the views */
-
-/* One computation per connection, shared by both tables, made again when the database changed since. */
-typedef struct {
-    ggprof_layers l;
-    int           loaded, refs, records;
-    sqlite3_int64 changes;
-    unsigned      data_version;
-} layers_cache;
-
-static void cache_release(void *p) {
-    layers_cache *c = p;
-    if (--c->refs > 0) return;
-    if (c->loaded) ggprof_layers_free(&c->l);
-    free(c);
-}
-
-static unsigned data_version(sqlite3 *db) {
-    unsigned v = 0;
-    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK) v = 0;
-    return v;
-}
-
-static int skip_records(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g) {
-    (void) ctx, (void) l, (void) rec, (void) n, (void) g;
-    return 0;
-}
-
-/* records: the op_layer table's records are needed (graph_phase needs only the graphs: memory per graph). */
-static const ggprof_layers *cache_get(layers_cache *c, sqlite3 *db, int records, char **err) {
-    sqlite3_int64 changes = sqlite3_total_changes64(db);
-    unsigned      version = data_version(db);
-    if (c->loaded && c->changes == changes && c->data_version == version && (c->records || !records)) return &c->l;
-    if (c->loaded) ggprof_layers_free(&c->l);
-    c->loaded = 0;
-    char why[512];
-    if ((records ? ggprof_layers_load(db, &c->l, 0, NULL, why, sizeof(why))
-                 : ggprof_layers_each(db, &c->l, 0, NULL, skip_records, NULL, why, sizeof(why))) != 0) {
-        *err = sqlite3_mprintf("%s", why);
-        return NULL;
-    }
-    c->loaded = 1, c->changes = changes, c->data_version = version, c->records = records;
-    return &c->l;
-}
-
-typedef struct {
-    sqlite3_vtab  base;
-    sqlite3      *db;
-    layers_cache *cache;
-    int           graphs; /* ggprof_graph_phase, else ggprof_op_layer */
-} layers_vtab;
-
-typedef struct {
-    sqlite3_vtab_cursor  base;
-    const ggprof_layers *l;
-    size_t               i, n;
-} layers_cursor;
-
-static int vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **err) {
-    (void) argc;
-    (void) err;
-    int graphs = strcmp(argv[0], "ggprof_graph_phase") == 0;
-    int rc = sqlite3_declare_vtab(db, graphs ? "CREATE TABLE x(graph_id INTEGER, pid INTEGER, n_tokens INTEGER, phase TEXT,"
-                                               " duration_ns INTEGER, ns_per_token REAL, sched_id INTEGER, start_ns INTEGER,"
-                                               " op_ns INTEGER, sync_ns INTEGER, copy_ns INTEGER)"
-                                             : "CREATE TABLE x(seq INTEGER, layer INTEGER)");
-    if (rc != SQLITE_OK) return rc;
-    layers_vtab *v = sqlite3_malloc(sizeof(*v));
-    if (!v) return SQLITE_NOMEM;
-    memset(v, 0, sizeof(*v));
-    v->db = db, v->cache = aux, v->graphs = graphs;
-    *out = &v->base;
-    return SQLITE_OK;
-}
-
-static int vt_disconnect(sqlite3_vtab *v) {
-    sqlite3_free(v);
-    return SQLITE_OK;
-}
-
-static int vt_best_index(sqlite3_vtab *v, sqlite3_index_info *info) {
-    (void) v;
-    info->estimatedCost = 1e6; /* a scan, whatever the constraints: the views put it first */
-    info->estimatedRows = 1000000;
-    return SQLITE_OK;
-}
-
-static int vt_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
-    (void) v;
-    layers_cursor *c = sqlite3_malloc(sizeof(*c));
-    if (!c) return SQLITE_NOMEM;
-    memset(c, 0, sizeof(*c));
-    *out = &c->base;
-    return SQLITE_OK;
-}
-
-static int vt_close(sqlite3_vtab_cursor *c) {
-    sqlite3_free(c);
-    return SQLITE_OK;
-}
-
-static int vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc, sqlite3_value **argv) {
-    (void) idx, (void) idx_str, (void) argc, (void) argv;
-    layers_cursor *c = (layers_cursor *) cur;
-    layers_vtab   *v = (layers_vtab *) cur->pVtab;
-    char *err        = NULL;
-    if (!(c->l = cache_get(v->cache, v->db, !v->graphs, &err))) {
-        sqlite3_free(v->base.zErrMsg);
-        v->base.zErrMsg = err;
-        return SQLITE_ERROR;
-    }
-    c->i = 0;
-    c->n = v->graphs ? c->l->n_graphs : c->l->n_rec;
-    return SQLITE_OK;
-}
-
-static int vt_next(sqlite3_vtab_cursor *cur) {
-    ((layers_cursor *) cur)->i++;
-    return SQLITE_OK;
-}
-
-static int vt_eof(sqlite3_vtab_cursor *cur) {
-    const layers_cursor *c = (const layers_cursor *) cur;
-    return c->i >= c->n;
-}
-
-static void result_id(sqlite3_context *ctx, int64_t v) {
-    if (v == GGPROF_LAYERS_NULL) {
-        sqlite3_result_null(ctx);
-    } else {
-        sqlite3_result_int64(ctx, v);
-    }
-}
-
-static int vt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
-    const layers_cursor *c = (const layers_cursor *) cur;
-    if (!((layers_vtab *) cur->pVtab)->graphs) {
-        const ggprof_lrec *r = &c->l->rec[c->i];
-        if (col == 0) {
-            sqlite3_result_int64(ctx, r->seq);
-        } else {
-            result_id(ctx, r->layer < 0 ? GGPROF_LAYERS_NULL : r->layer);
-        }
-        return SQLITE_OK;
-    }
-    const ggprof_lgraph *g = &c->l->graphs[c->i];
-    switch (col) {
-    case 0: result_id(ctx, g->graph_id); break;
-    case 1: sqlite3_result_int(ctx, g->pid); break;
-    case 2: result_id(ctx, g->has_tokens ? g->n_tokens : GGPROF_LAYERS_NULL); break;
-    case 3: sqlite3_result_text(ctx, g->phase, -1, SQLITE_STATIC); break;
-    case 4: sqlite3_result_int64(ctx, g->duration_ns); break;
-    case 5:
-        if (g->has_tokens && g->n_tokens != 0) {
-            sqlite3_result_double(ctx, (double) g->duration_ns / (double) g->n_tokens);
-        } else {
-            sqlite3_result_null(ctx);
-        }
-        break;
-    case 6: sqlite3_result_int64(ctx, g->sched_id); break;
-    case 7: sqlite3_result_int64(ctx, g->start_ns); break;
-    case 8: sqlite3_result_int64(ctx, g->op_ns); break;
-    case 9: sqlite3_result_int64(ctx, g->sync_ns); break;
-    default: sqlite3_result_int64(ctx, g->copy_ns);
-    }
-    return SQLITE_OK;
-}
-
-static int vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
-    *rowid = (sqlite3_int64) ((layers_cursor *) cur)->i;
-    return SQLITE_OK;
-}
-
-static const sqlite3_module k_module = {
-    .iVersion    = 0,
-    .xCreate     = NULL, /* eponymous only: "FROM ggprof_op_layer", never CREATE VIRTUAL TABLE */
-    .xConnect    = vt_connect,
-    .xBestIndex  = vt_best_index,
-    .xDisconnect = vt_disconnect,
-    .xDestroy    = vt_disconnect,
-    .xOpen       = vt_open,
-    .xClose      = vt_close,
-    .xFilter     = vt_filter,
-    .xNext       = vt_next,
-    .xEof        = vt_eof,
-    .xColumn     = vt_column,
-    .xRowid      = vt_rowid,
-};
-
-int ggprof_layers_register(sqlite3 *db) {
-    layers_cache *c = calloc(1, sizeof(*c));
-    if (!c) return SQLITE_NOMEM;
-    c->refs = 2;
-    int rc  = sqlite3_create_module_v2(db, "ggprof_op_layer", &k_module, c, cache_release);
-    int rc2 = sqlite3_create_module_v2(db, "ggprof_graph_phase", &k_module, c, cache_release);
-    return rc != SQLITE_OK ? rc : rc2;
 }

@@ -1,13 +1,15 @@
-/* Every record's layer and every graph's phase, computed once in C in one pass over the trace: what rollup and
- * diff group, and what the op_layers and graph_phase views (docs/queries.md) read through two virtual tables. */
-#ifndef GGPROF_LAYERS_H
-#define GGPROF_LAYERS_H
+/* The analyzer's trace model: a trace's records, nodes, names, graphs, backends and splits read into C once, with
+ * each record's layer and each graph's tokens and phase worked out in one pass (rules in docs/rollups-and-diff.md,
+ * layer_rule.h). What rollup, diff and the exports read; model_vtab.h shows it to SQL (the op_layers and
+ * graph_phase views, docs/queries.md). */
+#ifndef GGPROF_MODEL_H
+#define GGPROF_MODEL_H
 
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define GGPROF_LAYERS_NULL INT64_MIN /* a NULL graph_id, node_id or node_index */
+#define GGPROF_MODEL_NULL INT64_MIN /* a NULL graph_id, node_id or node_index */
 
 /* a + b on a trace's times, wrapping where a damaged trace's values overflow (never undefined). */
 static inline int64_t ggprof_ns_add(int64_t a, int64_t b) { return (int64_t) ((uint64_t) a + (uint64_t) b); }
@@ -24,7 +26,7 @@ typedef struct {
     int64_t rows;
     int     has_src_rows; /* ne_src[1][1] is a number: a MUL_MAT's second input's rows */
     int64_t src_rows;
-} ggprof_lnode;
+} ggprof_model_node;
 
 /* A record, in the order of the pass: by process, graph (NULL first), start time, then rowid. */
 typedef struct {
@@ -35,7 +37,7 @@ typedef struct {
     int32_t  layer;       /* -1: none */
     uint32_t name, extra; /* index into names; 0 is NULL */
     uint32_t node, fused; /* index + 1 into nodes of node_id and fused_node_id; 0: none */
-} ggprof_lrec;
+} ggprof_model_rec;
 
 /* A graph as the graph_phase view shows it (the graph list's rows, or each graph's span of records when the
  * trace has no list), in its order: by process, start, graph id. */
@@ -46,91 +48,103 @@ typedef struct {
     int64_t     n_tokens;
     const char *phase; /* "prompt", "generation" or "unknown" */
     int64_t     op_ns, sync_ns, copy_ns;
-} ggprof_lgraph;
+} ggprof_model_graph;
 
 /* A split of a graph (the splits view), in the table's order. */
 typedef struct {
     int32_t pid, backend_id;
     int64_t sched_id, graph_id, split_id, start_ns, duration_ns, n_nodes, n_ticks, n_expected, engine_ns;
-    int64_t ticks_matched; /* GGPROF_LAYERS_NULL when NULL */
-} ggprof_lsplit;
+    int64_t ticks_matched; /* GGPROF_MODEL_NULL when NULL */
+} ggprof_model_split;
+
+/* A ggml type id of a process with its name (ggml_types; a JSON import has none). */
+typedef struct {
+    int32_t pid;
+    int64_t type;
+    char    name[32];
+} ggprof_model_type;
 
 /* A backend of a scheduler, for its name. */
 typedef struct {
     int32_t pid, id;
     int64_t sched_id;
     char   *name;
-} ggprof_lbackend;
+} ggprof_model_backend;
 
 typedef struct {
-    ggprof_lrec     *rec;
+    ggprof_model_rec     *rec;
     size_t           n_rec;
-    ggprof_lnode    *nodes;
+    ggprof_model_node    *nodes;
     size_t           n_nodes;
     char           **names; /* names[0] is NULL */
     size_t           n_names;
-    ggprof_lgraph   *graphs;
+    ggprof_model_graph   *graphs;
     size_t           n_graphs;
-    ggprof_lbackend *backends;
+    ggprof_model_backend *backends;
     size_t           n_backends;
-    ggprof_lsplit   *splits;
+    ggprof_model_type *types; /* with GGPROF_MODEL_EXPORT only */
+    size_t           n_types;
+    ggprof_model_split   *splits;
     size_t           n_splits;
     int64_t          op_ns; /* every OP record's time */
-} ggprof_layers;
+} ggprof_model;
 
 /* Reads the trace's records, nodes, graphs and backends and computes each record's layer (rules in
- * docs/rollups-and-diff.md) and each graph's tokens and phase. what: GGPROF_LAYERS_EXPORT also reads what only
- * the exports show (tid, split_id, bytes, wait_ns, timing, extra, the fused node; 0 or none without it).
+ * docs/rollups-and-diff.md) and each graph's tokens and phase. what: GGPROF_MODEL_EXPORT also reads what only
+ * the exports show (tid, split_id, bytes, wait_ns, timing, extra, the fused node, the type names; 0 or none
+ * without it).
  * progress: a label for long work on stderr (NULL for none). Returns 0, or -1 with a one-line reason. */
-#define GGPROF_LAYERS_EXPORT 1
-int  ggprof_layers_load(sqlite3 *db, ggprof_layers *l, int what, const char *progress, char *why, size_t why_len);
+#define GGPROF_MODEL_EXPORT 1
+int  ggprof_model_load(sqlite3 *db, ggprof_model *l, int what, const char *progress, char *why, size_t why_len);
 
 /* The same pass with memory per graph, not per record: fn gets each graph's records (one process and graph id;
- * the records of no graph of a process first), in the order ggprof_layers_load keeps them, with their layers;
+ * the records of no graph of a process first), in the order ggprof_model_load keeps them, with their layers;
  * g is the graph as l->graphs will show it (tokens, phase, sums; NULL for records of no graph or of a graph the
  * graph list lacks). The records are read once, in file order when it is the pass's (a recording's), else
  * sorted by SQLite. Afterwards l holds everything but the records (n_rec 0). fn returns 0, or -1 to stop (an
  * error: out of memory). Returns 0, or -1 with a one-line reason. */
-typedef int (*ggprof_layers_fn)(void *ctx, const ggprof_layers *l, const ggprof_lrec *rec, size_t n, const ggprof_lgraph *g);
-int ggprof_layers_each(sqlite3 *db, ggprof_layers *l, int what, const char *progress, ggprof_layers_fn fn, void *ctx,
+typedef int (*ggprof_model_fn)(void *ctx, const ggprof_model *l, const ggprof_model_rec *rec, size_t n, const ggprof_model_graph *g);
+int ggprof_model_each(sqlite3 *db, ggprof_model *l, int what, const char *progress, ggprof_model_fn fn, void *ctx,
                        char *why, size_t why_len);
-void ggprof_layers_free(ggprof_layers *l);
-/* ggprof_layers_load in bounded memory, for what shows records one by one (the exports): when the trace has more
+void ggprof_model_free(ggprof_model *l);
+/* ggprof_model_load in bounded memory, for what shows records one by one (the exports): when the trace has more
  * than max_records records (0: no limit), only those of one graph in every k (k = ceil(records / max_records); the
  * first of each k in the pass's order) and of no graph; every graph, split and node stays. out says what was kept. */
-#define GGPROF_LAYERS_MAX_RECORDS 1048576 /* the exports' default (--max-records): about 220 MiB */
+#define GGPROF_MODEL_MAX_RECORDS 1048576 /* the exports' default (--max-records): about 220 MiB */
 typedef struct {
     int64_t records, kept, every; /* every: 1 when all were kept */
-} ggprof_layers_sample;
-int ggprof_layers_load_sampled(sqlite3 *db, ggprof_layers *l, int what, const char *progress, int64_t max_records,
-                               ggprof_layers_sample *out, char *why, size_t why_len);
+} ggprof_model_sample;
+int ggprof_model_load_sampled(sqlite3 *db, ggprof_model *l, int what, const char *progress, int64_t max_records,
+                               ggprof_model_sample *out, char *why, size_t why_len);
 
 
-static inline const ggprof_lnode *ggprof_lrec_node(const ggprof_layers *l, const ggprof_lrec *r) {
+static inline const ggprof_model_node *ggprof_model_rec_node(const ggprof_model *l, const ggprof_model_rec *r) {
     return r->node ? &l->nodes[r->node - 1] : NULL;
 }
 
 /* The records view's columns of r (docs/trace-database.md): tensor_name (NULL when none or empty), ne, ne_src,
  * type_src (as JSON text, "[0, 0, 0, 0]" and "[]" when the record has no node), out_type, and extra (the
  * record's own; else a fused pair's "OP+OP", else a copy's tensor; buf holds it when made here). */
-const char *ggprof_lrec_tensor(const ggprof_layers *l, const ggprof_lrec *r);
-const char *ggprof_lrec_ne(const ggprof_layers *l, const ggprof_lrec *r);
-const char *ggprof_lrec_ne_src(const ggprof_layers *l, const ggprof_lrec *r);
-const char *ggprof_lrec_type_src(const ggprof_layers *l, const ggprof_lrec *r);
-int64_t     ggprof_lrec_out_type(const ggprof_layers *l, const ggprof_lrec *r);
-const char *ggprof_lrec_extra(const ggprof_layers *l, const ggprof_lrec *r, char *buf, size_t len);
+const char *ggprof_model_rec_tensor(const ggprof_model *l, const ggprof_model_rec *r);
+const char *ggprof_model_rec_ne(const ggprof_model *l, const ggprof_model_rec *r);
+const char *ggprof_model_rec_ne_src(const ggprof_model *l, const ggprof_model_rec *r);
+const char *ggprof_model_rec_type_src(const ggprof_model *l, const ggprof_model_rec *r);
+int64_t     ggprof_model_rec_out_type(const ggprof_model *l, const ggprof_model_rec *r);
+const char *ggprof_model_rec_extra(const ggprof_model *l, const ggprof_model_rec *r, char *buf, size_t len);
 
 /* The schedulers process pid computed on: of its splits and its OP and SYNC records. */
-size_t ggprof_layers_scheds(const ggprof_layers *l, int32_t pid);
+size_t ggprof_model_scheds(const ggprof_model *l, int32_t pid);
 
 /* The earliest start of a record, a split or a graph; 0 for an empty trace. */
-int64_t ggprof_layers_t0(const ggprof_layers *l);
+int64_t ggprof_model_t0(const ggprof_model *l);
 
-/* The name of backend id of scheduler sched in process pid, NULL when the trace has none. */
-const char *ggprof_layers_backend(const ggprof_layers *l, int32_t pid, int64_t sched_id, int32_t id);
+/* The name of backend id of scheduler sched in process pid (the trace's backend_list), NULL when the trace has none. */
+const char *ggprof_model_backend_name(const ggprof_model *l, int32_t pid, int64_t sched_id, int32_t id);
+/* The same for a label: the name when it is not empty, else "backend N" ("no backend" for a negative id) in buf. */
+const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len);
 
-/* Registers the eponymous virtual tables ggprof_op_layer(seq, layer) and ggprof_graph_phase(...) that the views
- * read: computed on first use and again when the database changed. Returns an SQLite code. */
-int ggprof_layers_register(sqlite3 *db);
+/* The name of ggml type id type in process pid (else of another process of the trace), else "type N" in buf: the
+ * one fallback for a trace without ggml_types (a JSON import). Needs GGPROF_MODEL_EXPORT. */
+const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len);
 
 #endif

@@ -1,0 +1,94 @@
+/* The one way ggprof creates a file: outfile.h. */
+#include "outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int ggprof_private_check(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) { /* root too: a file planted by another user is not ours */
+        errno = EPERM;
+        return -1;
+    }
+    return (st.st_mode & 077) != 0 ? fchmod(fd, 0600) : 0;
+}
+
+int ggprof_private_create(const char *path, int acc) {
+    if (unlink(path) != 0 && errno != ENOENT) return -1;
+    int fd = open(path, acc | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    /* O_EXCL made it, 0600 whatever the umask allowed less of; the check costs nothing and says so */
+    if (ggprof_private_check(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(path);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int ggprof_outfile_begin(ggprof_outfile *o, const char *path) {
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int) (slash - path + 1) : 0;
+    if ((size_t) snprintf(o->path, sizeof(o->path), "%s", path) >= sizeof(o->path) ||
+        (size_t) snprintf(o->tmp, sizeof(o->tmp), "%.*s.%s.ggprof-XXXXXX", dir, path, path + dir) >= sizeof(o->tmp)) {
+        o->tmp[0] = 0;
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    /* mkostemp: O_CREAT|O_EXCL, mode 0600, a name no one can guess; O_NOFOLLOW besides */
+    int fd = mkostemp(o->tmp, O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        o->tmp[0] = 0;
+        return -1;
+    }
+    if (ggprof_private_check(fd) != 0) {
+        int e = errno;
+        close(fd);
+        ggprof_outfile_end(o, 0);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int ggprof_outfile_end(ggprof_outfile *o, int ok) {
+    if (!o->tmp[0]) return 0;
+    int rc = 0, e = 0;
+    if (ok && rename(o->tmp, o->path) != 0) rc = -1, e = errno;
+    if (!ok || rc) unlink(o->tmp);
+    o->tmp[0] = 0;
+    if (rc) errno = e;
+    return rc;
+}
+
+FILE *ggprof_outfile_open(ggprof_outfile *o, const char *path) {
+    int fd = ggprof_outfile_begin(o, path);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        ggprof_outfile_end(o, 0);
+        errno = e;
+    }
+    return f;
+}
+
+int ggprof_outfile_close(ggprof_outfile *o, FILE *f, int bad) {
+    int e = errno;
+    if (ferror(f)) bad = 1, e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !bad) bad = 1, e = errno;
+    if (bad) {
+        ggprof_outfile_end(o, 0);
+        errno = e ? e : EIO;
+        return -1;
+    }
+    return ggprof_outfile_end(o, 1);
+}
