@@ -341,6 +341,7 @@ static void snapshot_write(record_run *r) {
     close(fd);
     if (ggprof_store_create(&st, of.tmp, why, sizeof(why)) != 0) _exit(ggprof_outfile_end(&of, 0) + 1);
     ggprof_progress_quiet = true;
+    r->spill.built = 0; /* a new store: every frame, those the parent's database holds already too */
     ggprof_spill_replay(&r->spill, st, false);
     ggprof_store_meta(st, "snapshot", "1");
     sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
@@ -582,6 +583,8 @@ static int record_start_child(record_run *r) {
  * whole, and it is read to the end here). The sleep ends early when a thread of the command ends (its slot is
  * freed for the next one) and when the command does (SIGCHLD pokes the ring). The spill file (record_prepare)
  * sits beside the output: if the collector itself dies, what it had drained is there. */
+#define BUILD_BUDGET_NS 50000000ull
+
 static int record_drain(record_run *r) {
     g_poke_ring = &r->ring;
     struct sigaction chld = { 0 };
@@ -600,6 +603,12 @@ static int record_drain(record_run *r) {
         if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 200, &ms)) {
             ggprof_spill_drain(&r->spill, &r->ring);
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
+            /* The database grows while the workload runs, at nice 19 (on time the workload leaves idle), a round
+             * of drained frames at a time, for at most BUILD_BUDGET_NS a wake-up: the ring is drained between. */
+            ggprof_spill_round(&r->spill);
+            if (ggprof_spill_build(&r->spill, r->store, BUILD_BUDGET_NS) < 0) {
+                ggprof_err("internal: cannot read back '%s'", r->spill_path);
+            }
         }
         if (due >= 0 && due < ms) ms = due;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
