@@ -1,7 +1,6 @@
 /* Spill file: frames of (pid, tid, message) appended while the workload runs, replayed into the store after. */
 #include "spill.h"
 
-#include "clock_map.h"
 #include "outfile.h"
 #include "progress.h"
 
@@ -347,37 +346,23 @@ int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
     return rc;
 }
 
-void ggprof_spill_round(ggprof_spill *s) {
-    if (s->n_rounds && s->rounds[s->n_rounds - 1] == s->good_end) return;
-    if (s->n_rounds == GGPROF_SPILL_MAX_ROUNDS) s->n_rounds--; /* the newest two become one round */
-    s->rounds[s->n_rounds++] = s->good_end;
-}
+bool ggprof_spill_can_build(ggprof_spill *s) { return !s->keep_max && !disk_tight(s); }
 
-int ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t budget_ns) {
-    /* A flight recorder's records may still be dropped, and a disk short of room keeps it for the database's end. */
-    if (s->keep_max || s->n_rounds == 0 || disk_tight(s)) return 0;
-    uint64_t t0 = ggprof_now_ns();
-    int      rounds = 0;
-    while (s->n_rounds && (rounds == 0 || ggprof_now_ns() - t0 < budget_ns)) {
-        uint64_t end = s->rounds[0];
-        struct replay r = { store, { 0 }, 0, 0, false };
-        ggprof_store_counts c = ggprof_store_get_counts(store);
-        r.n = c.events + c.nodes + c.graphs + c.splits + c.kernels;
-        char  *buf = NULL;
-        size_t cap = 0;
-        int    rc  = 0;
-        ggprof_progress quiet = { 0 }; /* inactive: the workload's terminal is not ours while it runs */
-        for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
-            rc = replay_pass(s, s->fd, s->built, end, NULL, &r, &buf, &cap, false, &quiet, 0);
-            ggprof_store_commit(store);
-        }
-        free(buf);
-        if (rc != 0) return -1;
-        s->built = end;
-        memmove(s->rounds, s->rounds + 1, (size_t) --s->n_rounds * sizeof(s->rounds[0]));
-        rounds++;
+int ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end) {
+    struct replay r = { store, { 0 }, 0, 0, false };
+    ggprof_store_counts c = ggprof_store_get_counts(store);
+    r.n = c.events + c.nodes + c.graphs + c.splits + c.kernels;
+    char  *buf = NULL;
+    size_t cap = 0;
+    int    rc  = 0;
+    ggprof_progress quiet = { 0 }; /* inactive: the workload's terminal is not ours while it runs */
+    for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
+        rc = replay_pass(s, s->fd, s->built, end, NULL, &r, &buf, &cap, false, &quiet, 0);
+        ggprof_store_commit(store);
     }
-    return rounds;
+    free(buf);
+    if (rc == 0) s->built = end;
+    return rc;
 }
 
 void ggprof_spill_close(ggprof_spill *s) {
