@@ -35,8 +35,8 @@ const char ggprof_usage_record[] =
     "usage: ggprof record " GGPROF_HELP_SYNOPSIS " -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
-    "CPU op it computes. While CMD runs, records are copied out of the ring (to OUT.db.spill) and stored, at\n"
-    "nice 19, as time allows; what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
+    "CPU op it computes. While CMD runs, records are copied out of the ring (to OUT.db.spill) and stored by a\n"
+    "second thread at nice 19; what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
     "the upstream profiler, one record per line), both readable by their owner only (mode 0600, as perf.data).\n"
     "Exits with CMD's exit status (128+N if signal N ended it).\n"
     "Ends with a line per process: the levels that produced records, the CPU splits timed op by op and with\n"
@@ -199,6 +199,7 @@ typedef struct {
     ggprof_store *store;   /* until the database is built */
     ggprof_json_v3_stream *json_stream; /* the JSON's records, written as the database grows; NULL: at the end */
     record_builder b;
+    int            nice; /* the collector's priority before it went below the workload */
     ggprof_ring   ring;    /* mapped while ring.file */
     ggprof_spill  spill;
     bool          spill_open, out_made, keep_out;
@@ -585,6 +586,9 @@ static int record_start_child(record_run *r) {
     r->child = g_child = child;
     close(pfd[1]);
     /* Below the workload: the collector's wake-ups should not preempt threads that spin in ggml's barriers. */
+    errno   = 0;
+    r->nice = getpriority(PRIO_PROCESS, 0);
+    if (errno) r->nice = 19;
     if (setpriority(PRIO_PROCESS, 0, 19) != 0) { /* not fatal: only the overhead is higher */ }
     int exec_errno = 0;
     ssize_t got = read(pfd[0], &exec_errno, sizeof(exec_errno));
@@ -692,6 +696,10 @@ static int record_drain(record_run *r) {
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }
     builder_stop(r);
+    /* The workload has ended: what is left is what its user waits for, at the priority record started with where
+     * that is allowed (raising it again needs CAP_SYS_NICE or RLIMIT_NICE; otherwise it stays at nice 19, as before).
+     * The JSON's compressing threads, started from here, take it too. */
+    if (setpriority(PRIO_PROCESS, 0, r->nice) != 0) { /* not fatal: the end only takes longer on a busy machine */ }
     if (r->snapshot_child > 0) waitpid(r->snapshot_child, NULL, 0); /* the last snapshot is whole, then replaced */
     r->snapshot_child = 0;
     signal(SIGCHLD, SIG_DFL);
