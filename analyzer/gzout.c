@@ -182,6 +182,25 @@ int ggprof_gzout_write(gzout *o, const void *p, size_t n) {
 
 int ggprof_gzout_puts(gzout *o, const char *s) { return ggprof_gzout_write(o, s, strlen(s)); }
 
+int ggprof_gzout_splice(gzout *o, FILE *from) {
+    if (o->err) return -1;
+    if (o->gz) {
+        /* what was written before goes out first, whole members: the copied bytes follow them */
+        block *k = &o->b[o->fill % o->n_blocks];
+        if (k->state == FREE && k->in_n) submit(o, k);
+        pthread_mutex_lock(&o->mu);
+        while (write_oldest(o, o->n_workers > 0)) {}
+        pthread_mutex_unlock(&o->mu);
+    }
+    static char buf[1 << 20];
+    size_t n;
+    while (!o->err && (n = fread(buf, 1, sizeof(buf), from)) > 0) {
+        if (fwrite(buf, 1, n, o->f) != n) o->err = errno ? errno : EIO;
+    }
+    if (!o->err && ferror(from)) o->err = EIO;
+    return o->err ? -1 : 0;
+}
+
 int ggprof_gzout_close(gzout *o) {
     if (o->gz) {
         block *k = &o->b[o->fill % o->n_blocks];

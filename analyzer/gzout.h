@@ -6,6 +6,7 @@
 #define GGPROF_GZOUT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct gzout gzout;
 
@@ -15,6 +16,9 @@ gzout *ggprof_gzout_open(const char *path, int gz, int level);
 /* Returns 0, or -1 once anything failed (the error is kept for close). */
 int ggprof_gzout_write(gzout *o, const void *p, size_t n);
 int ggprof_gzout_puts(gzout *o, const char *s);
+/* Copies from's bytes as they are after what was written: for gzip, whole gzip members (another gzout's file),
+ * which a reader takes as one stream with the rest. Returns 0, or -1 once anything failed. */
+int ggprof_gzout_splice(gzout *o, FILE *from);
 /* Writes what is left and closes; 0, or -1 with errno set when anything failed. Frees o either way. */
 int ggprof_gzout_close(gzout *o);
 

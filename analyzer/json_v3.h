@@ -12,6 +12,17 @@
  * Returns 0, or -1 with a reason naming the file. */
 int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_len);
 
+/* The records array written while a trace grows (record, as its database is built during the run): each add
+ * writes the records stored after the last add, compressed, to PATH.records beside the JSON; the export then
+ * writes the head and copies them, and writes only the records after them. */
+typedef struct ggprof_json_v3_stream ggprof_json_v3_stream;
+ggprof_json_v3_stream *ggprof_json_v3_stream_open(const char *path);
+int  ggprof_json_v3_stream_add(ggprof_json_v3_stream *s, sqlite3 *db);
+/* ggprof_json_v3_export with what s wrote (s NULL: all of it); the same bytes, uncompressed, either way. */
+int  ggprof_json_v3_export_stream(sqlite3 *db, const char *path, ggprof_json_v3_stream *s, char *why, size_t why_len);
+/* Removes PATH.records and frees s (NULL: nothing). */
+void ggprof_json_v3_stream_free(ggprof_json_v3_stream *s);
+
 /* Reads a version-3 profile (gzip or not; one record per line, pretty-printed or minified) into a new
  * temporary trace database, one record at a time. Returns the database, or NULL with a one-line reason that
  * names the file and the byte offset or record number at fault. */

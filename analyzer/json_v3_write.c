@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gzout.h"
 #include "progress.h"
@@ -122,23 +123,33 @@ static void parts_free(node_parts *t) {
  * their own fields, their node's part, ggprof's keys (after the seed's, so that readers of the seed's format
  * find theirs in place). The extra key is the records view's: the record's own, else a fused pair's "OP+OP",
  * else a copy's tensor. */
-static int write_records(sqlite3 *db, gzout *o, const node_parts *parts, int64_t total_records, const char *path) {
+/* What of the records array is written: the last record's rowid, how many, their durations, and whether any
+ * was a device record (timing 4: ggprof_store_finish may still name it). */
+typedef struct {
+    int64_t  last;
+    uint64_t rows;
+    int64_t  sum_ns;
+    bool     device;
+} records_done;
+
+/* The records after d->last, each on its line after the separator; the line after the last is the caller's. */
+static int write_records(sqlite3 *db, gzout *o, const node_parts *parts, records_done *d, ggprof_progress *prog) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT type, name, backend_id, split_id, start_ns, duration_ns, bytes, extra, node_id,"
-                               " fused_node_id, graph_id, node_index, pid, tid, sched_id, timing, wait_ns FROM events"
-                               " ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
+                               " fused_node_id, graph_id, node_index, pid, tid, sched_id, timing, wait_ns, rowid FROM events"
+                               " WHERE rowid > ? ORDER BY rowid", -1, &st, NULL) != SQLITE_OK) {
         return -1;
     }
-    ggprof_progress prog;
-    char what[300];
-    snprintf(what, sizeof(what), "writing '%s'", path);
-    ggprof_progress_start(&prog, what, (uint64_t) total_records);
+    sqlite3_bind_int64(st, 1, d->last);
     static char out[1 << 16];
     size_t n_out = 0;
-    uint64_t row = 0;
+    uint64_t row = d->rows;
     int step, rc = 0;
     while ((step = sqlite3_step(st)) == SQLITE_ROW && rc == 0) {
-        if ((row & 4095) == 0) ggprof_progress_update(&prog, row);
+        if ((row & 4095) == 0) ggprof_progress_update(prog, row);
+        d->last = sqlite3_column_int64(st, 17);
+        d->sum_ns += sqlite3_column_int64(st, 5);
+        if (sqlite3_column_int(st, 15) == 4) d->device = true;
         int32_t pid          = sqlite3_column_int(st, 12);
         int type             = sqlite3_column_int(st, 0);
         const node_part *n   = sqlite3_column_type(st, 8) == SQLITE_NULL ? NULL : part_find(parts, pid, sqlite3_column_int64(st, 8));
@@ -179,32 +190,102 @@ static int write_records(sqlite3 *db, gzout *o, const node_parts *parts, int64_t
     }
     if (rc == 0 && n_out) rc = ggprof_gzout_write(o, out, n_out);
     sqlite3_finalize(st);
-    ggprof_progress_end(&prog);
-    if (rc == 0 && row) rc = ggprof_gzout_puts(o, "\n");
+    d->rows = row;
     return rc == 0 && step == SQLITE_DONE ? 0 : rc ? -2 : -1;
 }
 
+/* The records array written while the trace grows (record): its lines, compressed, in a file beside the JSON. */
+struct ggprof_json_v3_stream {
+    char         body[4200];
+    gzout       *o;
+    records_done d;
+    node_parts   parts;
+    int64_t      nodes_mark; /* the nodes' last rowid when parts was loaded; -1: not loaded */
+    bool         failed;
+};
+
+static int64_t nodes_mark(sqlite3 *db) {
+    sqlite3_stmt *st = NULL;
+    int64_t mark = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(max(rowid), 0) FROM nodes", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        mark = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return mark;
+}
+
+ggprof_json_v3_stream *ggprof_json_v3_stream_open(const char *path) {
+    ggprof_json_v3_stream *s = calloc(1, sizeof(*s));
+    if (!s) return NULL;
+    size_t n = strlen(path);
+    snprintf(s->body, sizeof(s->body), "%s.records", path);
+    s->nodes_mark = -1;
+    if (!(s->o = ggprof_gzout_open(s->body, n > 3 && strcmp(path + n - 3, ".gz") == 0, 3))) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int ggprof_json_v3_stream_add(ggprof_json_v3_stream *s, sqlite3 *db) {
+    if (!s || s->failed) return -1;
+    int64_t mark = nodes_mark(db);
+    if (mark != s->nodes_mark) { /* a node described since: its part, for the records that name it */
+        parts_free(&s->parts);
+        s->nodes_mark = mark;
+        if (parts_load(db, &s->parts) != 0) s->failed = true;
+    }
+    ggprof_progress quiet = { 0 }; /* inactive: nothing is shown while the workload runs */
+    if (!s->failed && write_records(db, s->o, &s->parts, &s->d, &quiet) != 0) s->failed = true;
+    return s->failed ? -1 : 0;
+}
+
+void ggprof_json_v3_stream_free(ggprof_json_v3_stream *s) {
+    if (!s) return;
+    if (s->o) ggprof_gzout_close(s->o);
+    if (s->nodes_mark >= 0) parts_free(&s->parts);
+    unlink(s->body);
+    free(s);
+}
+
 int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_len) {
+    return ggprof_json_v3_export_stream(db, path, NULL, why, why_len);
+}
+
+int ggprof_json_v3_export_stream(sqlite3 *db, const char *path, ggprof_json_v3_stream *s, char *why, size_t why_len) {
     size_t n  = strlen(path);
     int    gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
+    /* The records written while the trace grew are kept unless a device record is among them (the store's end
+     * may still name it): then, or when writing them failed, the whole array is written again. */
+    records_done d = { 0, 0, 0, false };
+    FILE *body = NULL;
+    if (s) {
+        int body_rc = ggprof_gzout_close(s->o);
+        s->o = NULL;
+        if (!s->failed && body_rc == 0 && !s->d.device && s->d.rows && (body = fopen(s->body, "rb"))) d = s->d;
+    }
     node_parts parts;
     if (parts_load(db, &parts) != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': %s", path, sqlite3_errmsg(db));
         parts_free(&parts);
+        if (body) fclose(body);
         return -1;
     }
     gzout *o = ggprof_gzout_open(path, gz, 3);
     if (!o) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         parts_free(&parts);
+        if (body) fclose(body);
         return -1;
     }
     sqlite3_stmt *st = NULL;
-    int64_t total_records = 0, total_ns = 0;
-    if (sqlite3_prepare_v2(db, "SELECT count(*), COALESCE(sum(duration_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        total_records = (int64_t) sqlite3_column_int64(st, 0);
-        total_ns      = (int64_t) sqlite3_column_int64(st, 1);
+    int64_t total_records = (int64_t) d.rows, total_ns = d.sum_ns;
+    if (sqlite3_prepare_v2(db, "SELECT count(*), COALESCE(sum(duration_ns), 0) FROM events WHERE rowid > ?", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_bind_int64(st, 1, d.last) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        total_records += (int64_t) sqlite3_column_int64(st, 0);
+        total_ns += (int64_t) sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
     char head[256];
@@ -230,8 +311,19 @@ int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_l
     sqlite3_finalize(st);
     ggprof_gzout_puts(o, first ? "  ],\n" : "\n  ],\n");
     ggprof_gzout_puts(o, "  \"records\": [\n");
-    int rc = write_records(db, o, &parts, total_records, path);
+    int rc = 0;
+    if (body) {
+        rc = ggprof_gzout_splice(o, body) ? -2 : 0;
+        fclose(body);
+    }
+    ggprof_progress prog;
+    char what[300];
+    snprintf(what, sizeof(what), "writing '%s'", path);
+    ggprof_progress_start(&prog, what, (uint64_t) total_records);
+    if (rc == 0) rc = write_records(db, o, &parts, &d, &prog);
+    ggprof_progress_end(&prog);
     parts_free(&parts);
+    if (rc == 0 && d.rows) rc = ggprof_gzout_puts(o, "\n") ? -2 : 0;
     ggprof_gzout_puts(o, "  ]\n}\n");
     int close_rc = ggprof_gzout_close(o);
     if (rc == -1) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,8 +36,8 @@ const char ggprof_usage_record[] =
     "usage: ggprof record " GGPROF_HELP_SYNOPSIS " -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
-    "CPU op it computes. While CMD runs, records are only copied out of the ring (to OUT.db.spill); the\n"
-    "database is built when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
+    "CPU op it computes. While CMD runs, records are copied out of the ring (to OUT.db.spill) and stored by a\n"
+    "second thread at nice 19; what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
     "the upstream profiler, one record per line), both readable by their owner only (mode 0600, as perf.data).\n"
     "Exits with CMD's exit status (128+N if signal N ended it).\n"
     "Ends with a line per process: the levels that produced records, the CPU splits timed op by op and with\n"
@@ -115,7 +116,7 @@ static void print_processes(sqlite3 *db, int level) {
         "SELECT p.pid, p.exe, p.ggml_version,"
         " (SELECT count(*) FROM graph_list g WHERE g.pid = p.pid),"
         " (SELECT count(*) FROM split_list s WHERE s.pid = p.pid),"
-        " (SELECT count(*) FROM events e WHERE e.pid = p.pid AND e.type = 0),"
+        " EXISTS (SELECT 1 FROM events e WHERE e.pid = p.pid AND e.type = 0),"
         " (SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid AND b.sched_id = s.sched_id"
         "  AND b.id = s.backend_id WHERE s.pid = p.pid AND b.device_type = 0),"
         " (SELECT count(*) FROM splits s WHERE s.pid = p.pid AND s.ticks_matched = 1),"
@@ -160,6 +161,19 @@ static void print_processes(sqlite3 *db, int level) {
     sqlite3_finalize(nt);
 }
 
+/* The database built while the workload runs: a thread of the collector (at nice 19, as the rest of it) stores
+ * each drain's frames (a round), then writes their JSON lines, while the main thread goes on draining the ring. */
+#define MAX_ROUNDS 64
+typedef struct {
+    pthread_t       th;
+    pthread_mutex_t mu;   /* guards rounds, n_rounds, stop, failed */
+    pthread_cond_t  cv;
+    pthread_mutex_t busy; /* held while the thread is in SQLite: a fork (a snapshot) waits for it */
+    uint64_t        rounds[MAX_ROUNDS], pushed;
+    int             n_rounds;
+    bool            started, off, stop, failed;
+} record_builder;
+
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
 typedef struct {
     const char *out, *level_str;
@@ -184,6 +198,9 @@ typedef struct {
     char      **cmd;
     char        engine[PATH_MAX], json[PATH_MAX], ring_path[PATH_MAX], spill_path[PATH_MAX];
     ggprof_store *store;   /* until the database is built */
+    ggprof_json_v3_stream *json_stream; /* the JSON's records, written as the database grows; NULL: at the end */
+    record_builder b;
+    int            nice; /* the collector's priority before it went below the workload */
     ggprof_ring   ring;    /* mapped while ring.file */
     ggprof_spill  spill;
     bool          spill_open, out_made, keep_out;
@@ -344,6 +361,7 @@ static void snapshot_write(record_run *r) {
     close(fd);
     if (ggprof_store_create(&st, of.tmp, why, sizeof(why)) != 0) _exit(ggprof_outfile_end(&of, 0) + 1);
     ggprof_progress_quiet = true;
+    r->spill.built = 0; /* a new store: every frame, those the parent's database holds already too */
     ggprof_spill_replay(&r->spill, st, false);
     ggprof_store_meta(st, "snapshot", "1");
     sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
@@ -370,8 +388,11 @@ static long snapshot_tick(record_run *r) {
         if (due) r->next_snapshot = now + (uint64_t) (r->snapshot_every * 1e9);
         while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
     if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 1);
+        /* not while the builder is in SQLite: the child would find its locks taken */
+        if (r->b.started) pthread_mutex_lock(&r->b.busy);
         pid_t c = fork();
         if (c == 0) snapshot_write(r);
+        if (r->b.started) pthread_mutex_unlock(&r->b.busy);
         if (c > 0) {
             r->snapshot_child = c;
             r->n_snapshots++;
@@ -571,6 +592,9 @@ static int record_start_child(record_run *r) {
     r->sampler = ggprof_proc_sampler_new(child, fork_ns, 5);
     close(pfd[1]);
     /* Below the workload: the collector's wake-ups should not preempt threads that spin in ggml's barriers. */
+    errno   = 0;
+    r->nice = getpriority(PRIO_PROCESS, 0);
+    if (errno) r->nice = 19;
     if (setpriority(PRIO_PROCESS, 0, 19) != 0) { /* not fatal: only the overhead is higher */ }
     int exec_errno = 0;
     ssize_t got = read(pfd[0], &exec_errno, sizeof(exec_errno));
@@ -588,6 +612,71 @@ static int record_start_child(record_run *r) {
  * whole, and it is read to the end here). The sleep ends early when a thread of the command ends (its slot is
  * freed for the next one) and when the command does (SIGCHLD pokes the ring). The spill file (record_prepare)
  * sits beside the output: if the collector itself dies, what it had drained is there. */
+static void *builder_main(void *arg) {
+    record_run     *r = arg;
+    record_builder *b = &r->b;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->n_rounds && !b->stop) pthread_cond_wait(&b->cv, &b->mu);
+        if (b->stop) break; /* the rounds not built yet are built at the end, with what the ring still holds */
+        uint64_t end = b->rounds[0];
+        pthread_mutex_unlock(&b->mu);
+        pthread_mutex_lock(&b->busy);
+        int rc = ggprof_spill_build(&r->spill, r->store, end);
+        if (rc == 0 && r->json_stream) ggprof_json_v3_stream_add(r->json_stream, ggprof_store_db(r->store));
+        pthread_mutex_unlock(&b->busy);
+        pthread_mutex_lock(&b->mu);
+        memmove(b->rounds, b->rounds + 1, (size_t) --b->n_rounds * sizeof(b->rounds[0]));
+        if (rc != 0) {
+            b->failed = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* Starts the builder (the collector is at nice 19 by now: its threads, and the JSON's compressing ones, are too).
+ * A flight recorder's database is built at the end, as its oldest records may still go; so is its JSON. */
+static void builder_start(record_run *r) {
+    record_builder *b = &r->b;
+    if (r->max_mb > 0) return;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_init(&b->busy, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    r->json_stream = ggprof_json_v3_stream_open(r->json);
+    b->started = pthread_create(&b->th, NULL, builder_main, r) == 0;
+}
+
+/* The spill's frames up to here are one round more for the builder; none from the moment the spill cannot be built
+ * during the run (a disk short of room): from there on it all waits for the end, in order. */
+static void builder_push(record_run *r) {
+    record_builder *b = &r->b;
+    if (!b->started || b->off || r->spill.good_end == b->pushed) return;
+    if (!ggprof_spill_can_build(&r->spill)) {
+        b->off = true;
+        return;
+    }
+    pthread_mutex_lock(&b->mu);
+    if (b->n_rounds == MAX_ROUNDS) b->n_rounds--; /* the newest two rounds become one */
+    b->rounds[b->n_rounds++] = b->pushed = r->spill.good_end;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Stops the builder after the round it is storing, if any. */
+static void builder_stop(record_run *r) {
+    record_builder *b = &r->b;
+    if (!b->started) return;
+    pthread_mutex_lock(&b->mu);
+    b->stop = true;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->th, NULL);
+    b->started = false;
+    if (b->failed) ggprof_err("internal: cannot read back '%s'", r->spill_path);
+}
+
 static int record_drain(record_run *r) {
     g_poke_ring = &r->ring;
     struct sigaction chld = { 0 };
@@ -596,6 +685,7 @@ static int record_drain(record_run *r) {
     chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &chld, NULL);
     ggprof_ring_pacer pacer = { 0, 0 };
+    builder_start(r);
     for (;;) {
         uint32_t seen = ggprof_ring_wake_seen(&r->ring);
         pid_t w = wait4(r->child, &r->status, WNOHANG, &r->ru);
@@ -607,12 +697,18 @@ static int record_drain(record_run *r) {
         if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 200, &ms)) {
             ggprof_spill_drain(&r->spill, &r->ring);
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
+            builder_push(r);
         }
         if (due >= 0 && due < ms) ms = due;
         long sample = ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns());
         if (sample >= 0 && sample < ms) ms = sample;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }
+    builder_stop(r);
+    /* The workload has ended: what is left is what its user waits for, at the priority record started with where
+     * that is allowed (raising it again needs CAP_SYS_NICE or RLIMIT_NICE; otherwise it stays at nice 19, as before).
+     * The JSON's compressing threads, started from here, take it too. */
+    if (setpriority(PRIO_PROCESS, 0, r->nice) != 0) { /* not fatal: the end only takes longer on a busy machine */ }
     if (r->snapshot_child > 0) waitpid(r->snapshot_child, NULL, 0); /* the last snapshot is whole, then replaced */
     r->snapshot_child = 0;
     signal(SIGCHLD, SIG_DFL);
@@ -704,9 +800,11 @@ static int record_finish(record_run *r) {
     if (full) {
         unlink(r->json);
     } else {
-        json_ok = ggprof_json_v3_export(db, r->json, why, sizeof(why));
+        json_ok = ggprof_json_v3_export_stream(db, r->json, r->json_stream, why, sizeof(why));
     }
     if (!r->quiet && !full && c.processes) print_processes(db, r->level);
+    ggprof_json_v3_stream_free(r->json_stream);
+    r->json_stream = NULL;
     if (r->n_snapshots) unlink(r->snapshot); /* the whole trace is in OUT now */
     sqlite3_close(db);
     if (ggprof_outfile_end(&r->out_file, 1) != 0) {
@@ -756,6 +854,7 @@ static void record_cleanup(record_run *r) {
     }
     free(r->windows);
     ggprof_proc_sampler_free(r->sampler);
+    ggprof_json_v3_stream_free(r->json_stream);
     if (r->store) {
         char why[512];
         sqlite3_close(ggprof_store_finish(r->store, why, sizeof(why)));

@@ -248,7 +248,7 @@ static void release_upto(ggprof_spill *s, uint64_t *released, uint64_t upto) {
 
 /* The spill's bytes at off: from memory when the replay holds them all, else from the file. */
 static bool read_at(int fd, const char *mem, uint64_t off, void *dst, size_t n) {
-    if (mem) {
+    if (mem) { /* mem: the bytes from where the replay starts (take_into_memory), pointed back by that much */
         memcpy(dst, mem + off, n);
         return true;
     }
@@ -257,11 +257,11 @@ static bool read_at(int fd, const char *mem, uint64_t off, void *dst, size_t n) 
 
 /* One pass over the frames of a file (fd, or mem when the replay holds them) up to good_end; base: where its
  * bytes start in the progress count. */
-static int replay_pass(ggprof_spill *s, int fd, uint64_t good_end, const char *mem, struct replay *r, char **buf,
-                       size_t *cap, bool release, ggprof_progress *prog, uint64_t base) {
-    uint64_t off = 0, released = 0;
+static int replay_pass(ggprof_spill *s, int fd, uint64_t from, uint64_t good_end, const char *mem, struct replay *r,
+                       char **buf, size_t *cap, bool release, ggprof_progress *prog, uint64_t base) {
+    uint64_t off = from, released = 0;
     while (off + sizeof(frame) <= good_end) {
-        ggprof_progress_update(prog, base + off);
+        ggprof_progress_update(prog, base + off - from);
         if (!read_at(fd, mem, off, &r->fr, sizeof(r->fr)) || off + sizeof(frame) + r->fr.n > good_end) return -1;
         if (r->fr.n > *cap) {
             char *b = realloc(*buf, r->fr.n);
@@ -295,42 +295,73 @@ static void make_room(ggprof_spill *s) {
 /* A disk that filled while spilling, or with less room than the database needs (about three times the spill):
  * the spill moves into memory and gives all its space to the database. Returns the bytes, or NULL (then, on a
  * full disk, the spill's last two thirds make room instead). */
-static char *take_into_memory(ggprof_spill *s) {
+static bool disk_tight(ggprof_spill *s) {
     struct statvfs vfs;
-    bool tight = s->err || (fstatvfs(s->fd, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < 3 * s->good_end);
-    if (!tight) return NULL;
-    char *mem = s->good_end <= (1ull << 30) ? malloc(s->good_end ? s->good_end : 1) : NULL;
-    if (mem && (pread(s->fd, mem, s->good_end, 0) != (ssize_t) s->good_end || ftruncate(s->fd, 0) != 0)) {
+    return s->err || (fstatvfs(s->fd, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < 3 * s->good_end);
+}
+
+/* Only the bytes not built yet (from s->built) are taken; the pointer returned is that much before them, as
+ * read_at indexes it by file offset. */
+static char *take_into_memory(ggprof_spill *s, char **block) {
+    *block = NULL;
+    if (!disk_tight(s)) return NULL;
+    uint64_t n   = s->good_end - s->built;
+    char    *mem = n <= (1ull << 30) ? malloc(n ? n : 1) : NULL;
+    if (mem && (pread(s->fd, mem, n, (off_t) s->built) != (ssize_t) n || ftruncate(s->fd, 0) != 0)) {
         free(mem);
         mem = NULL;
     }
-    if (!mem && s->err) make_room(s);
-    return mem;
+    if (!mem && s->err && !s->built) make_room(s);
+    *block = mem;
+    return mem ? mem - s->built : NULL;
 }
 
 int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
     struct replay r = { store, { 0 }, 0, 0, false };
+    ggprof_store_counts c = ggprof_store_get_counts(store);
+    r.n = c.events + c.nodes + c.graphs + c.splits + c.kernels;
     /* A flight recorder's spill is bounded: it stays on disk, its segments read in order after the file. */
-    char  *mem = release && !s->keep_max ? take_into_memory(s) : NULL;
-    char  *buf = NULL;
-    size_t cap = 0;
-    int    rc  = 0;
-    uint64_t segs = 0;
+    char  *block = NULL;
+    char  *mem   = release && !s->keep_max ? take_into_memory(s, &block) : NULL;
+    char  *buf   = NULL;
+    size_t cap   = 0;
+    int    rc    = 0;
+    uint64_t segs = 0, n = s->good_end - s->built;
     for (int i = 0; i < s->n_segs; i++) segs += seg_at(s, i)->good_end;
     ggprof_progress prog;
-    ggprof_progress_start(&prog, "building the trace database", 2 * s->good_end + segs);
+    ggprof_progress_start(&prog, "building the trace database", 2 * n + segs);
     for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
-        uint64_t base = (uint64_t) r.pass * s->good_end;
-        rc = replay_pass(s, s->fd, s->good_end, mem, &r, &buf, &cap, release && r.pass == 1 && !s->keep_max, &prog, base);
+        uint64_t base = (uint64_t) r.pass * n;
+        rc = replay_pass(s, s->fd, s->built, s->good_end, mem, &r, &buf, &cap, release && r.pass == 1 && !s->keep_max,
+                         &prog, base);
         for (int i = 0; r.pass == 1 && i < s->n_segs && rc == 0; i++) {
             ggprof_spill_seg *g = seg_at(s, i);
-            rc = replay_pass(s, g->fd, g->good_end, NULL, &r, &buf, &cap, false, &prog, 2 * s->good_end);
+            rc = replay_pass(s, g->fd, 0, g->good_end, NULL, &r, &buf, &cap, false, &prog, 2 * n);
         }
         ggprof_store_commit(store); /* the descriptions first: records without them would be nameless */
     }
     ggprof_progress_end(&prog);
     free(buf);
-    free(mem);
+    free(block);
+    return rc;
+}
+
+bool ggprof_spill_can_build(ggprof_spill *s) { return !s->keep_max && !disk_tight(s); }
+
+int ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end) {
+    struct replay r = { store, { 0 }, 0, 0, false };
+    ggprof_store_counts c = ggprof_store_get_counts(store);
+    r.n = c.events + c.nodes + c.graphs + c.splits + c.kernels;
+    char  *buf = NULL;
+    size_t cap = 0;
+    int    rc  = 0;
+    ggprof_progress quiet = { 0 }; /* inactive: the workload's terminal is not ours while it runs */
+    for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
+        rc = replay_pass(s, s->fd, s->built, end, NULL, &r, &buf, &cap, false, &quiet, 0);
+        ggprof_store_commit(store);
+    }
+    free(buf);
+    if (rc == 0) s->built = end;
     return rc;
 }
 

@@ -34,6 +34,8 @@ typedef struct {
     ggprof_spill_seg seg[GGPROF_SPILL_MAX_SEGS]; /* seg[first..first+n_segs), ring indices */
     int              first, n_segs, next_name, rotate;
     uint64_t         dropped_bytes, dropped_segs, dropped_graphs;
+    /* record's database, built while the workload runs: the file's frames before built are in the store */
+    uint64_t built;
     /* record --metrics: each drained run of messages is also shown to tap (the live aggregates, live.h) */
     void (*tap)(int32_t pid, const void *bytes, size_t n, void *user);
     void *tap_user;
@@ -48,7 +50,14 @@ int    ggprof_spill_bound(ggprof_spill *s, const char *path, uint64_t max_bytes)
 size_t ggprof_spill_drain(ggprof_spill *s, ggprof_ring *ring);
 /* Appends one run of whole messages written by slot's thread. */
 void   ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const void *bytes, size_t n);
-/* Replays the spill file into the store, in the order the messages were drained. With release, the file's space is
+/* Whether the database may be built while the workload runs: not for a flight recorder (--max-mb: its oldest
+ * records may still go), nor on a disk short of room (the end's replay then gives the database the spill's room). */
+bool   ggprof_spill_can_build(ggprof_spill *s);
+/* Stores the frames from built to end (a drain's end: a record's description is drained in the same drain or an
+ * earlier one, so their descriptions then their records store as the whole file's two passes would), committed.
+ * It only reads the file: another thread may append to it meanwhile. Returns 0, or -1 when it cannot be read. */
+int    ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end);
+/* Replays the spill file's frames not built yet into the store, in the order the messages were drained. With release, the file's space is
  * given back to the file system behind each committed batch (record's last replay: on a full disk the database
  * grows into it). Returns 0, or -1 when the file could not be read back. */
 int    ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release);

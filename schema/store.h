@@ -28,6 +28,8 @@ void ggprof_store_meta(ggprof_store *s, const char *key, const char *value);
 /* Makes everything stored so far durable: a reader sees it even if the collector dies afterwards. */
 int  ggprof_store_commit(ggprof_store *s);
 ggprof_store_counts ggprof_store_get_counts(const ggprof_store *s);
+/* The database being written, to read what is stored so far (record writes the JSON as it grows); never to write. */
+sqlite3 *ggprof_store_db(ggprof_store *s);
 /* Commits and builds the indexes; returns the database (the store is freed) or NULL with a reason. */
 sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len);
 

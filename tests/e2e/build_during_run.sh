@@ -1,0 +1,37 @@
+# The database and the JSON built while the workload runs (record's builder thread, collector/spill.c's
+# ggprof_spill_build): the trace holds records before the workload ends, and what record writes at the end is what
+# a build from nothing writes (the JSON byte for byte as `export --json` writes it from the database; every record
+# there once, in the order drained).
+. "$(dirname "$0")/../lib.sh"
+
+build_ggml_program rate_workload "$GGPROF_ROOT/tests/bench/rate_workload.c"
+db="$OUT/during.db"
+rm -f "$db" "$OUT/during.json.gz"
+# 20k records a second for 4 s on 1 MiB slots: a drain, and a round for the builder, about every 0.3 s
+"$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 4 > "$OUT/out" 2> "$OUT/err" &
+rec=$!
+grown=0
+for _ in $(seq 1 35); do # while the workload runs (4 s): the hidden database beside OUT (schema/outfile.c)
+    sleep 0.1
+    for tmp in "$OUT"/.during.db.ggprof-*; do
+        [ -f "$tmp" ] || continue
+        n=$(sqlite3 -cmd ".timeout 2000" "file:$tmp?mode=ro" "SELECT count(*) FROM events" 2> /dev/null)
+        [ "${n:-0}" -gt 0 ] && grown=$n
+    done
+    [ "$grown" -gt 0 ] && break
+done
+wait "$rec"
+expect "record succeeds" "$?" 0
+expect_ge "records were in the database while the workload ran" "$grown" 1
+expect "nothing was dropped" "$(q "$db" "SELECT value FROM meta WHERE key = 'dropped_records'")" 0
+graphs=$(awk '{ print $2 }' "$OUT/out")
+expect "a graph row per graph computed" "$(q "$db" "SELECT count(*) FROM graphs")" "$graphs"
+expect "each graph's 500 ops, once" "$(q "$db" "SELECT count(*) FROM (SELECT graph_id, count(*) c FROM events
+    WHERE type = 0 GROUP BY graph_id) WHERE c != 500")" 0
+expect "records in drained order: one thread's graphs never go back" "$(q "$db" "SELECT count(*) FROM events a
+    JOIN events b ON b.rowid = a.rowid + 1 WHERE b.graph_id < a.graph_id")" 0
+"$GGPROF" export "$db" --json "$OUT/whole.json" > /dev/null 2>&1
+expect "record's JSON is the JSON of its database, byte for byte" \
+    "$(zcat "$OUT/during.json.gz" | cmp - "$OUT/whole.json" > /dev/null && echo same)" same
+expect "no file of the build is left beside the trace" \
+    "$(ls -a "$OUT" | grep -c -e '^\.during' -e '\.records$' -e '\.spill$')" 0
