@@ -402,3 +402,48 @@ void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *i
     }
     fprintf(out, "%s%s]", a->n_procs ? "\n" : "", a->n_procs ? indent : "");
 }
+
+static double ms(int64_t ns) { return (double) ns / 1e6; }
+
+void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
+    if (!a->n_procs) return;
+    fprintf(out, "=== Where the time went ===\n");
+    for (size_t i = 0; i < a->n_procs; i++) {
+        const ggprof_acc_proc *p = &a->procs[i];
+        fprintf(out, "  pid %d: %.3f ms, %s to %s\n", p->pid, ms(p->wall_ns),
+                p->start_known ? "its start" : "its first record", p->exit_known ? "its exit (measured by record)"
+                                                                                  : "its last record");
+        for (size_t k = 0; k < p->n_cats; k++) {
+            if (!p->cats[k].ns) continue;
+            char safe[96];
+            fprintf(out, "    %-24s %12.3f ms %6.1f%%", ggprof_text_safe(p->cats[k].name, safe, sizeof(safe)),
+                    ms(p->cats[k].ns), p->wall_ns ? 100.0 * (double) p->cats[k].ns / (double) p->wall_ns : 0.0);
+            if (strcmp(p->cats[k].name, "loading") == 0 && p->n_weights) {
+                fprintf(out, "  (%" PRId64 " weights buffer%s, %.1f MiB, %.0f MB/s at least)", p->n_weights,
+                        p->n_weights == 1 ? "" : "s", (double) p->weights_bytes / (1 << 20),
+                        (double) p->weights_bytes / 1e6 / ((double) p->cats[k].ns / 1e9));
+            }
+            fputc('\n', out);
+        }
+        if (p->minflt >= 0) fprintf(out, "    page faults: %" PRId64 " minor, %" PRId64 " major\n", p->minflt, p->majflt);
+        if (p->n_prompt_batches || p->n_gen_batches) {
+            fprintf(out, "    prompt %.3f ms (%" PRId64 " tokens in %" PRId64 " llama_decode), generation %.3f ms (%" PRId64
+                    " runs)\n", ms(p->prompt_ns), p->n_prompt_tokens, p->n_prompt_batches, ms(p->generation_ns),
+                    p->n_gen_batches);
+        }
+        if (p->first_token_ns) {
+            const ggprof_acc_span *t = &p->ttft;
+            fprintf(out, "    time to first token %.3f ms: startup %.3f, loading %.3f, context set-up %.3f, prompt graphs"
+                    " %.3f, graph build %.3f, host %.3f, idle %.3f\n", ms(pos(sat_sub(p->first_token_ns, p->start_ns))),
+                    ms(p->start_up_ns), ms(p->loading_ns), ms(p->context_ns), ms(t->compute_ns), ms(t->graph_build_ns),
+                    ms(t->host_ns), ms(t->idle_ns));
+        }
+        if (p->n_gen_batches) {
+            const ggprof_acc_span *t = &p->gen;
+            int64_t n = p->n_gen_batches;
+            fprintf(out, "    per generated token %.3f ms: graphs %.3f, graph build %.3f, host %.3f, idle %.3f\n",
+                    ms(t->ns / n), ms(t->compute_ns / n), ms(t->graph_build_ns / n), ms(t->host_ns / n), ms(t->idle_ns / n));
+        }
+    }
+    fputc('\n', out);
+}

@@ -60,6 +60,8 @@ void ggprof_accounting_free(ggprof_accounting *a);
  * "phases", "ttft", "per_token"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
  * report --format json and the HTML page write. */
 void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *indent, unsigned json_flags);
+/* report's "Where the time went": per process the categories in ms and %, the phases, TTFT, per token. */
+void ggprof_accounting_print(FILE *out, const ggprof_accounting *a);
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
 
