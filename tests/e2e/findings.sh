@@ -54,10 +54,10 @@ expect "thread_imbalance silent on -t 1" "$(ev "$D/t1.json" thread_imbalance op)
 expect "below_roof fires with --roof: op" "$(ev "$D/ub8.json" below_roof op):$(ev "$D/ub8.json" below_roof backend)" "MUL_MAT:CPU"
 expect "below_roof silent without --roof" "$(ev "$D/ub8-noroof.json" below_roof op)" silent
 # loading: a 4-token run is mostly loading (process start to first graph); silent when the trace knows neither the
-# process's start nor its buffers.
+# process's start (processes, processes_time) nor its buffers.
 expect_ge "loading fires on a short run" "$(ev "$D/t1.json" loading before_first_graph_ns)" 1
 cp "$D/t1.db" "$D/noload.db"
-sqlite3 "$D/noload.db" "UPDATE processes SET start_ns = NULL; DELETE FROM buffer_list"
+sqlite3 "$D/noload.db" "UPDATE processes SET start_ns = NULL; DELETE FROM buffer_list; DELETE FROM processes_time"
 report_json "$D/noload.db" "$D/noload.json"
 expect "loading silent without the process's start or buffers" "$(ev "$D/noload.json" loading wall_ns)" silent
 # peak_tensor: the logits are most of the tiny model's compute buffer; silent on a trace without memory.
@@ -79,9 +79,9 @@ expect "fallback fires: op/layer/backend/preferred/reason" "$(for k in op layer 
 expect "fallback silent where every node ran on its best backend" "$(ev "$D/t1.json" fallback op)" silent
 # threads_oversubscribed: 4 threads on 2 allowed CPUs; silent with 2 on 2.
 pid=$(q "$D/t1.db" "SELECT pid FROM processes LIMIT 1")
-alter oversub "INSERT INTO meta VALUES ('threads.$pid', '4'), ('cpus_allowed.$pid', '2')"
+alter oversub "INSERT OR REPLACE INTO meta VALUES ('threads.$pid', '4'), ('cpus_allowed.$pid', '2')"
 expect "threads_oversubscribed fires: threads:cpus" "$(ev "$D/oversub.json" threads_oversubscribed threads):$(ev "$D/oversub.json" threads_oversubscribed cpus)" 4:2
-alter fits "INSERT INTO meta VALUES ('threads.$pid', '2'), ('cpus_allowed.$pid', '2')"
+alter fits "INSERT OR REPLACE INTO meta VALUES ('threads.$pid', '2'), ('cpus_allowed.$pid', '2')"
 expect "threads_oversubscribed silent with threads = CPUs" "$(ev "$D/fits.json" threads_oversubscribed threads)" silent
 # host_gap: graphs pushed a second apart; silent on the real run.
 alter gaps "UPDATE graph_list SET start_ns = start_ns + 2000000000 WHERE graph_id = (SELECT max(graph_id) FROM graph_list)"
