@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "process_time.h"
 #include "v3_format.h"
 
 /* Times from a trace may be anything: sums and differences saturate instead of overflowing. */
@@ -118,6 +119,36 @@ static void cat_take(ggprof_acc_proc *p, int64_t *left, const char *name, int64_
     *left -= ns;
 }
 
+/* The idle runs of m outside the merged list u, merged (a run is a sorted, disjoint list). */
+static int ivl_minus(const ivl_list *m, const ivl_list *u, ivl_list *out) {
+    size_t j = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        int64_t a = m->v[i].a, b = m->v[i].b;
+        while (j < u->n && u->v[j].b <= a) j++;
+        for (size_t k = j; k < u->n && u->v[k].a < b && a < b; k++) {
+            if (u->v[k].a > a && ivl_push(out, a, sat_sub(u->v[k].a, a)) != 0) return -1;
+            if (u->v[k].b > a) a = u->v[k].b;
+        }
+        if (a < b && ivl_push(out, a, sat_sub(b, a)) != 0) return -1;
+    }
+    return 0;
+}
+
+/* [a, b) cut into graphs (g), llama_decode outside them (u less g), the thread blocked outside both (idle) and the
+ * rest (host work). */
+static ggprof_acc_span span_of(const ivl_list *g, const ivl_list *u, const ivl_list *idle, int64_t a, int64_t b) {
+    ggprof_acc_span s = { 0 };
+    if (b <= a) return s;
+    s.ns             = sat_sub(b, a);
+    s.compute_ns     = ivl_covered(g, a, b);
+    s.graph_build_ns = pos(sat_sub(ivl_covered(u, a, b), s.compute_ns));
+    s.idle_ns        = ivl_covered(idle, a, b);
+    s.host_ns        = pos(sat_sub(sat_sub(sat_sub(s.ns, s.compute_ns), s.graph_build_ns), s.idle_ns));
+    return s;
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 static int account(sqlite3 *db, ggprof_acc_proc *p) {
     int32_t pid = p->pid;
     int     has;
@@ -141,49 +172,109 @@ static int account(sqlite3 *db, ggprof_acc_proc *p) {
     }
     if (first == INT64_MAX) first = 0;
     if (last == INT64_MIN) last = first;
+    p->first_use_ns = first;
+    /* The wall: fork to exit as record measured them (process_time.c), else the engine's start of the process, else
+     * the first record; to the exit, else the last record. */
+    ggprof_process_times pt;
+    if (ggprof_accounting_times(db, pid, &pt) != 0) return -1;
+    p->minflt = pt.has ? pt.minflt : -1, p->majflt = pt.has ? pt.majflt : -1;
+    for (size_t i = 0; i < pt.n_buffers; i++) p->weights_bytes = sat_add(p->weights_bytes, pt.buffers[i].size);
+    p->n_weights = (int64_t) pt.n_buffers;
     int64_t pstart = scalar_pid(db, "SELECT start_ns FROM processes WHERE pid = ?1 AND start_ns > 0", pid, 0, &has);
     p->start_ns = first;
-    if (has && pstart < first) p->start_ns = pstart, p->start_known = 1;
-    p->end_ns  = last > p->start_ns ? last : p->start_ns;
+    if (pt.has && pt.fork_ns > 0 && pt.fork_ns <= first) p->start_ns = pt.fork_ns, p->start_known = 1;
+    else if (has && pstart < first) p->start_ns = pstart, p->start_known = 1;
+    p->end_ns = last > p->start_ns ? last : p->start_ns;
+    if (pt.has && pt.exit_ns >= p->end_ns) p->end_ns = pt.exit_ns, p->exit_known = 1;
+    ggprof_process_times_free(&pt);
     p->wall_ns = pos(sat_sub(p->end_ns, p->start_ns));
+    /* The thread whose blocked time is idle: the one calling llama_decode, else the one recording the most. */
+    p->tid = (int) scalar_pid(db, "SELECT tid FROM batches WHERE pid = ?1 GROUP BY tid ORDER BY sum(duration_ns) DESC,"
+                                  " tid LIMIT 1", pid, 0, &has);
+    if (!has) {
+        p->tid = (int) scalar_pid(db, "SELECT tid FROM events WHERE pid = ?1 GROUP BY tid ORDER BY count(*) DESC, tid"
+                                      " LIMIT 1", pid, pid, NULL);
+    }
 
     /* Graphs: the graph list, else each graph's span of records (a JSON profile). */
-    ivl_list g = { 0 }, b = { 0 }, btok = { 0 };
+    ivl_list g = { 0 }, b = { 0 }, btok = { 0 }, bout = { 0 }, u = { 0 }, idle = { 0 }, busy_idle = { 0 };
     int      rc = load_ivls(db, "SELECT start_ns, duration_ns FROM graph_list WHERE pid = ?1", pid, &g, NULL);
     if (rc == 0 && g.n == 0) {
         rc = load_ivls(db, "SELECT min(start_ns), max(start_ns + duration_ns) - min(start_ns) FROM events"
                            " WHERE pid = ?1 AND graph_id >= 0 GROUP BY sched_id, graph_id", pid, &g, NULL);
     }
     if (rc == 0) {
-        rc = load_ivls(db, "SELECT start_ns, duration_ns, n_tokens FROM batches WHERE pid = ?1 ORDER BY start_ns", pid, &b,
-                       &btok);
+        rc = load_ivls(db, "SELECT start_ns, duration_ns, n_tokens FROM batches WHERE pid = ?1 ORDER BY start_ns, batch_id",
+                       pid, &b, &btok);
     }
-    if (rc != 0) {
-        free(g.v), free(b.v), free(btok.v);
-        return -1;
+    if (rc == 0) {
+        rc = load_ivls(db, "SELECT start_ns, duration_ns, n_outputs FROM batches WHERE pid = ?1 ORDER BY start_ns,"
+                           " batch_id", pid, &u, &bout);
     }
+    if (rc == 0) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns - start_ns FROM thread_idle WHERE pid = ?1 AND tid = ?2",
+                               -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_int(st, 1, pid);
+            sqlite3_bind_int(st, 2, p->tid);
+            while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+                rc = ivl_push(&busy_idle, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    for (size_t i = 0; rc == 0 && i < g.n; i++) rc = ivl_push(&u, g.v[i].a, sat_sub(g.v[i].b, g.v[i].a));
+    if (rc != 0) goto fail;
     p->n_graphs  = (int64_t) g.n;
     p->graphs_ns = ivl_merge(&g);
     if (g.n) p->first_graph_ns = g.v[0].a, p->last_graph_end_ns = g.v[g.n - 1].b;
+    int64_t gen_a = INT64_MAX, gen_b = INT64_MIN;
     for (size_t i = 0; i < b.n; i++) {
         int64_t d = sat_sub(b.v[i].b, b.v[i].a);
-        p->batch_ns        = sat_add(p->batch_ns, d);
-        p->graph_build_ns  = sat_add(p->graph_build_ns, pos(sat_sub(d, ivl_covered(&g, b.v[i].a, b.v[i].b))));
-        if (btok.v[i].a > 1) p->prompt_ns = sat_add(p->prompt_ns, d);
-        else p->generation_ns = sat_add(p->generation_ns, d);
+        p->batch_ns = sat_add(p->batch_ns, d);
+        if (btok.v[i].a > 1) {
+            p->prompt_ns = sat_add(p->prompt_ns, d), p->n_prompt_batches++;
+            p->n_prompt_tokens = sat_add(p->n_prompt_tokens, btok.v[i].a);
+        } else {
+            p->generation_ns = sat_add(p->generation_ns, d), p->n_gen_batches++;
+            if (b.v[i].a < gen_a) gen_a = b.v[i].a;
+            if (b.v[i].b > gen_b) gen_b = b.v[i].b;
+        }
+        if (!p->first_token_ns && bout.v[i].a > 0) p->first_token_ns = b.v[i].b;
     }
+    /* u: every graph and llama_decode call; idle: the thread blocked outside them (a blocked llama_decode is
+     * waiting for its device: compute or graph build, not idle). */
+    int64_t in_u = ivl_merge(&u);
+    ivl_merge(&busy_idle);
+    if (ivl_minus(&busy_idle, &u, &idle) != 0) goto fail;
+    ivl_merge(&idle);
+    p->graph_build_ns = pos(sat_sub(in_u, p->graphs_ns));
     p->copies_ns = scalar_pid(db, "SELECT CAST(total(duration_ns) AS INTEGER) FROM events WHERE pid = ?1 AND type = 1"
                                   " AND duration_ns > 0", pid, 0, NULL);
-    if (g.n) {
-        p->startup_ns   = pos(sat_sub(p->first_graph_ns, p->start_ns));
-        int64_t span    = pos(sat_sub(p->last_graph_end_ns, p->first_graph_ns));
-        p->host_gaps_ns = pos(sat_sub(sat_sub(span, p->graphs_ns), p->graph_build_ns));
-    }
+    if (g.n) p->startup_ns = pos(sat_sub(p->first_graph_ns, p->start_ns));
+
+    /* The run's stretches: start-up (the start to ggml's first use), loading (to the context's first buffer, its
+     * KV cache or compute buffer), context set-up (to the first llama_decode or graph), then the work. */
+    int64_t t_use  = clamp(p->first_use_ns, p->start_ns, p->end_ns);
+    int64_t t_work = u.n ? clamp(u.v[0].a, t_use, p->end_ns) : p->end_ns;
+    int64_t t_ctx  = clamp(scalar_pid(db, "SELECT min(alloc_ns) FROM buffers WHERE pid = ?1 AND kind IN ('kv', 'compute')"
+                                          " AND alloc_ns > 0", pid, t_work, NULL), t_use, t_work);
+    p->start_up_ns = sat_sub(t_use, p->start_ns);
+    p->loading_ns  = sat_sub(t_ctx, t_use);
+    p->context_ns  = sat_sub(t_work, t_ctx);
+    int64_t u_end  = u.n ? clamp(u.v[u.n - 1].b, t_work, p->end_ns) : t_work;
+    p->idle_ns      = ivl_covered(&idle, t_work, p->end_ns);
+    p->host_gaps_ns = pos(sat_sub(sat_sub(sat_sub(u_end, t_work), ivl_covered(&u, t_work, u_end)),
+                                  ivl_covered(&idle, t_work, u_end)));
+    if (p->first_token_ns) p->ttft = span_of(&g, &u, &idle, t_work, clamp(p->first_token_ns, t_work, p->end_ns));
+    if (p->n_gen_batches) p->gen = span_of(&g, &u, &idle, gen_a, gen_b);
 
     /* Compute per backend: its splits' time, else its OP and SYNC records' (a JSON profile, or level op only),
      * scaled into the graphs' time less the copies when they add up to more (backends computing at once). */
     int64_t left = p->wall_ns;
-    cat_take(p, &left, "startup", p->startup_ns);
+    cat_take(p, &left, "startup", p->start_up_ns);
+    cat_take(p, &left, "loading", p->loading_ns);
+    cat_take(p, &left, "context_setup", p->context_ns);
     sqlite3_stmt *st = NULL;
     const char *sql = scalar_pid(db, "SELECT count(*) FROM split_list WHERE pid = ?1", pid, 0, NULL)
         ? "SELECT COALESCE(NULLIF(b.name, ''), 'backend ' || s.backend_id), CAST(total(s.duration_ns) AS INTEGER)"
@@ -216,9 +307,13 @@ static int account(sqlite3 *db, ggprof_acc_proc *p) {
     cat_take(p, &left, "copies", p->copies_ns);
     cat_take(p, &left, "graph_build", p->graph_build_ns);
     cat_take(p, &left, "host_gaps", p->host_gaps_ns);
+    cat_take(p, &left, "idle", p->idle_ns);
     cat_take(p, &left, "other", left);
-    free(g.v), free(b.v), free(btok.v);
+    free(g.v), free(b.v), free(btok.v), free(bout.v), free(u.v), free(idle.v), free(busy_idle.v);
     return 0;
+fail:
+    free(g.v), free(b.v), free(btok.v), free(bout.v), free(u.v), free(idle.v), free(busy_idle.v);
+    return -1;
 }
 
 int ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len) {
@@ -278,9 +373,77 @@ void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *i
             ggprof_json_put(out, p->cats[k].name, json_flags);
             fprintf(out, ": %" PRId64, p->cats[k].ns);
         }
-        fprintf(out, "},\n%s   \"phases\": {\"prompt_ns\": %" PRId64 ", \"generation_ns\": %" PRId64 ", \"decode_ns\": %" PRId64
-                ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 "}}",
-                indent, p->prompt_ns, p->generation_ns, p->batch_ns, p->graphs_ns, p->n_graphs);
+        fprintf(out, "},\n%s   \"phases\": {\"prompt_ns\": %" PRId64 ", \"prompt_tokens\": %" PRId64 ", \"prompt_batches\": %" PRId64
+                ", \"generation_ns\": %" PRId64 ", \"generation_runs\": %" PRId64 ", \"decode_ns\": %" PRId64
+                ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 "},\n", indent, p->prompt_ns, p->n_prompt_tokens,
+                p->n_prompt_batches, p->generation_ns, p->n_gen_batches, p->batch_ns, p->graphs_ns, p->n_graphs);
+        fprintf(out, "%s   \"end_known\": %s, \"tid\": %d, \"page_faults\": {\"minor\": %" PRId64 ", \"major\": %" PRId64 "},"
+                " \"weights\": {\"buffers\": %" PRId64 ", \"bytes\": %" PRId64 "},\n", indent, p->exit_known ? "true" : "false",
+                p->tid, p->minflt, p->majflt, p->n_weights, p->weights_bytes);
+        if (p->first_token_ns) {
+            const ggprof_acc_span *t = &p->ttft;
+            fprintf(out, "%s   \"ttft\": {\"ns\": %" PRId64 ", \"startup_ns\": %" PRId64 ", \"loading_ns\": %" PRId64
+                    ", \"context_setup_ns\": %" PRId64 ", \"compute_ns\": %" PRId64 ", \"graph_build_ns\": %" PRId64
+                    ", \"host_ns\": %" PRId64 ", \"idle_ns\": %" PRId64 "},\n", indent,
+                    pos(sat_sub(p->first_token_ns, p->start_ns)), p->start_up_ns, p->loading_ns, p->context_ns,
+                    t->compute_ns, t->graph_build_ns, t->host_ns, t->idle_ns);
+        } else {
+            fprintf(out, "%s   \"ttft\": null,\n", indent);
+        }
+        if (p->n_gen_batches) {
+            const ggprof_acc_span *t = &p->gen;
+            int64_t n = p->n_gen_batches;
+            fprintf(out, "%s   \"per_token\": {\"tokens\": %" PRId64 ", \"ns\": %" PRId64 ", \"compute_ns\": %" PRId64
+                    ", \"graph_build_ns\": %" PRId64 ", \"host_ns\": %" PRId64 ", \"idle_ns\": %" PRId64 "}}", indent, n,
+                    t->ns / n, t->compute_ns / n, t->graph_build_ns / n, t->host_ns / n, t->idle_ns / n);
+        } else {
+            fprintf(out, "%s   \"per_token\": null}", indent);
+        }
     }
     fprintf(out, "%s%s]", a->n_procs ? "\n" : "", a->n_procs ? indent : "");
+}
+
+static double ms(int64_t ns) { return (double) ns / 1e6; }
+
+void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
+    if (!a->n_procs) return;
+    fprintf(out, "=== Where the time went ===\n");
+    for (size_t i = 0; i < a->n_procs; i++) {
+        const ggprof_acc_proc *p = &a->procs[i];
+        fprintf(out, "  pid %d: %.3f ms, %s to %s\n", p->pid, ms(p->wall_ns),
+                p->start_known ? "its start" : "its first record", p->exit_known ? "its exit (measured by record)"
+                                                                                  : "its last record");
+        for (size_t k = 0; k < p->n_cats; k++) {
+            if (!p->cats[k].ns) continue;
+            char safe[96];
+            fprintf(out, "    %-24s %12.3f ms %6.1f%%", ggprof_text_safe(p->cats[k].name, safe, sizeof(safe)),
+                    ms(p->cats[k].ns), p->wall_ns ? 100.0 * (double) p->cats[k].ns / (double) p->wall_ns : 0.0);
+            if (strcmp(p->cats[k].name, "loading") == 0 && p->n_weights) {
+                fprintf(out, "  (%" PRId64 " weights buffer%s, %.1f MiB, %.0f MB/s at least)", p->n_weights,
+                        p->n_weights == 1 ? "" : "s", (double) p->weights_bytes / (1 << 20),
+                        (double) p->weights_bytes / 1e6 / ((double) p->cats[k].ns / 1e9));
+            }
+            fputc('\n', out);
+        }
+        if (p->minflt >= 0) fprintf(out, "    page faults: %" PRId64 " minor, %" PRId64 " major\n", p->minflt, p->majflt);
+        if (p->n_prompt_batches || p->n_gen_batches) {
+            fprintf(out, "    prompt %.3f ms (%" PRId64 " tokens in %" PRId64 " llama_decode), generation %.3f ms (%" PRId64
+                    " runs)\n", ms(p->prompt_ns), p->n_prompt_tokens, p->n_prompt_batches, ms(p->generation_ns),
+                    p->n_gen_batches);
+        }
+        if (p->first_token_ns) {
+            const ggprof_acc_span *t = &p->ttft;
+            fprintf(out, "    time to first token %.3f ms: startup %.3f, loading %.3f, context set-up %.3f, prompt graphs"
+                    " %.3f, graph build %.3f, host %.3f, idle %.3f\n", ms(pos(sat_sub(p->first_token_ns, p->start_ns))),
+                    ms(p->start_up_ns), ms(p->loading_ns), ms(p->context_ns), ms(t->compute_ns), ms(t->graph_build_ns),
+                    ms(t->host_ns), ms(t->idle_ns));
+        }
+        if (p->n_gen_batches) {
+            const ggprof_acc_span *t = &p->gen;
+            int64_t n = p->n_gen_batches;
+            fprintf(out, "    per generated token %.3f ms: graphs %.3f, graph build %.3f, host %.3f, idle %.3f\n",
+                    ms(t->ns / n), ms(t->compute_ns / n), ms(t->graph_build_ns / n), ms(t->host_ns / n), ms(t->idle_ns / n));
+        }
+    }
+    fputc('\n', out);
 }

@@ -12,18 +12,38 @@
 #define GGPROF_ACC_MAX_CATS 24
 
 typedef struct {
-    char    name[72]; /* "startup", "compute.CPU", "copies", "graph_build", "host_gaps", "other" */
+    char    name[72]; /* "startup", "loading", "context_setup", "compute.CPU", "copies", "graph_build", "host_gaps",
+                       * "idle", "other" */
     int64_t ns;
 } ggprof_acc_cat;
 
+/* A stretch of the run cut into what it was spent on (time to first token, generation per token). */
+typedef struct {
+    int64_t ns, compute_ns, graph_build_ns, host_ns, idle_ns;
+} ggprof_acc_span;
+
 typedef struct {
     int32_t        pid;
-    int64_t        start_ns, end_ns, wall_ns; /* the process's start (or first record) to its last record */
-    int            start_known;               /* start_ns is the process's start (processes.start_ns) */
+    int64_t        start_ns, end_ns, wall_ns; /* fork to exit as record measured them (processes_time), else the
+                                                 process's start (or first record) to its last record */
+    int            start_known;               /* start_ns is the process's start (processes_time or processes) */
+    int            exit_known;                /* end_ns is its exit (processes_time) */
+    int            tid;                       /* the thread whose idle counts: the one calling llama_decode (else
+                                                 the one with the most records, else the main thread) */
+    int64_t        first_use_ns;              /* ggml first used: the first buffer, record, graph or batch */
     int64_t        first_graph_ns, last_graph_end_ns; /* 0 when no graph */
-    int64_t        graphs_ns, n_graphs, copies_ns, graph_build_ns, host_gaps_ns, startup_ns;
+    int64_t        graphs_ns, n_graphs, copies_ns, graph_build_ns, host_gaps_ns, idle_ns;
+    int64_t        startup_ns;                /* the start to the first graph (the loading rule's figure) */
+    int64_t        start_up_ns, loading_ns, context_ns; /* the categories startup, loading, context_setup */
     int64_t        batch_ns;                  /* time inside llama_decode (BATCH records) */
-    int64_t        prompt_ns, generation_ns;  /* batch time of batches of more than one token, of one token */
+    int64_t        prompt_ns, generation_ns;  /* batch time of batches of more than one token, of one token (as
+                                                 llama.cpp counts its prompt eval and eval) */
+    int64_t        n_prompt_batches, n_prompt_tokens, n_gen_batches;
+    int64_t        first_token_ns;            /* the end of the first batch that asked for outputs; 0: none */
+    ggprof_acc_span ttft;                     /* the start to first_token_ns: ns less startup/loading/context */
+    ggprof_acc_span gen;                      /* the first one-token decode's start to the last one's end */
+    int64_t        minflt, majflt;            /* page faults of the whole run (rusage); -1: not measured */
+    int64_t        weights_bytes, n_weights;  /* the weights buffers loaded before the first graph */
     ggprof_acc_cat cats[GGPROF_ACC_MAX_CATS]; /* they sum to wall_ns */
     size_t         n_cats;
 } ggprof_acc_proc;
@@ -37,9 +57,11 @@ typedef struct {
 int  ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len);
 void ggprof_accounting_free(ggprof_accounting *a);
 /* The accounting as a JSON array, one object per process ({"pid", "wall_ns", "start_known", "categories",
- * "phases"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
+ * "phases", "ttft", "per_token"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
  * report --format json and the HTML page write. */
 void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *indent, unsigned json_flags);
+/* report's "Where the time went": per process the categories in ms and %, the phases, TTFT, per token. */
+void ggprof_accounting_print(FILE *out, const ggprof_accounting *a);
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
 

@@ -452,6 +452,7 @@ int ggprof_cmd_report(int argc, char **argv) {
                "  reads it into a database, and finds them).\n\n");
     } else {
         ggprof_findings_print(stdout, &found, 5);
+        ggprof_accounting_print(stdout, &acc);
     }
     ggprof_findings_free(&found);
     ggprof_accounting_free(&acc);

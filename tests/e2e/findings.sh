@@ -55,10 +55,10 @@ expect "thread_imbalance silent on -t 1" "$(ev "$D/t1.json" thread_imbalance op)
 expect "below_roof fires with --roof: op" "$(ev "$D/ub8.json" below_roof op):$(ev "$D/ub8.json" below_roof backend)" "MUL_MAT:CPU"
 expect "below_roof silent without --roof" "$(ev "$D/ub8-noroof.json" below_roof op)" silent
 # loading: a 4-token run is mostly loading (process start to first graph); silent when the trace knows neither the
-# process's start nor its buffers.
+# process's start (processes, processes_time) nor its buffers.
 expect_ge "loading fires on a short run" "$(ev "$D/t1.json" loading before_first_graph_ns)" 1
 cp "$D/t1.db" "$D/noload.db"
-sqlite3 "$D/noload.db" "UPDATE processes SET start_ns = NULL; DELETE FROM buffer_list"
+sqlite3 "$D/noload.db" "UPDATE processes SET start_ns = NULL; DELETE FROM buffer_list; DELETE FROM processes_time"
 report_json "$D/noload.db" "$D/noload.json"
 expect "loading silent without the process's start or buffers" "$(ev "$D/noload.json" loading wall_ns)" silent
 # peak_tensor: the logits are most of the tiny model's compute buffer; silent on a trace without memory.

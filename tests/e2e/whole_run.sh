@@ -1,0 +1,113 @@
+# The whole run accounted for (docs/findings.md, "Accounting"): on llama-completion (dense and MoE), llama-server
+# (two requests with a 2 s wait between them), node-llama-cpp and samples/threads (not llama.cpp), report's
+# categories add up to the wall time exactly, and that wall is record's fork to exit (processes_time, read here with
+# sqlite3) within 1%; the server's wait is idle; llama-completion's prompt and generation agree with llama.cpp's own
+# common_perf_print lines ("prompt eval time", "eval time", their token and run counts) within 5% or 0.5 ms.
+. "$(dirname "$0")/../lib.sh"
+
+# acc DB KEY...: report --format json's accounting of DB's one ggml process, the values at the dotted KEYs.
+acc() {
+    local db=$1
+    shift
+    "$GGPROF" report "$db" --format json > "$db.json" 2> "$db.err" || { echo "report failed: $(cat "$db.err")"; return; }
+    python3 - "$db.json" "$@" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["accounting"]
+p = max(d, key=lambda p: p["wall_ns"])
+out = []
+for k in sys.argv[2:]:
+    v = p
+    for part in k.split("."):
+        v = v.get(part) if isinstance(v, dict) else None
+    out.append(str(v))
+print(" ".join(out))
+PY
+}
+
+# whole DB LABEL: the categories add up to wall_ns, which is record's fork to exit within 1%.
+whole() {
+    local db=$1 l=$2 sum wall fe
+    read -r sum wall <<< "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["accounting"]
+p=max(d, key=lambda p: p["wall_ns"]); print(sum(p["categories"].values()), p["wall_ns"])' "$db.json" 2> /dev/null)"
+    fe=$(sqlite3 "$db" "SELECT exit_ns - fork_ns FROM processes_time WHERE how = 'wait4'")
+    expect "$l: the categories add up to the wall time exactly" "$sum" "$wall"
+    expect_ge "$l: fork to exit measured by record" "$fe" 1
+    expect "$l: the wall is record's fork to exit within 1%" "$(python3 -c 'import sys; w, f = int(sys.argv[1]), int(sys.argv[2])
+print("yes" if abs(w - f) <= f / 100 else "no: %d vs %d" % (w, f))' "${wall:-0}" "${fe:-1}")" yes
+    expect "$l: every category >= 0" "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["accounting"]
+print(sum(1 for p in d for v in p["categories"].values() if v < 0))' "$db.json")" 0
+}
+
+# near A_MS B_NS: A (ms, llama.cpp's) and B (ns, ggprof's) within 5% or 0.5 ms.
+near() {
+    python3 -c 'import sys; a = float(sys.argv[1]); b = int(sys.argv[2]) / 1e6
+print("yes" if abs(a - b) <= max(0.05 * a, 0.5) else "no: llama.cpp %.3f ms, ggprof %.3f ms" % (a, b))' "$1" "$2"
+}
+
+# ---- llama-completion, dense and MoE, with llama.cpp's own timings (--perf)
+for m in dense moe; do
+    gguf=$GGUF_DENSE
+    [ $m = moe ] && gguf=$GGUF_MOE
+    db=$OUT/completion-$m.db
+    "$GGPROF" record -q -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$gguf" -p "The quick brown fox jumps over" \
+        -n 12 -t 2 --no-warmup -no-cnv -s 1 --perf > "$OUT/completion-$m.log" 2>&1
+    expect "completion $m: record exits with its status" "$?" 0
+    read -r pn pt gn gr lo <<< "$(acc "$db" phases.prompt_ns phases.prompt_tokens phases.generation_ns phases.generation_runs \
+        categories.loading)"
+    whole "$db" "completion $m"
+    expect_ge "completion $m: loading measured" "$lo" 1
+    # common_perf_print: prompt eval time = X ms / N tokens; eval time = Y ms / M runs (llama-context.cpp: a
+    # llama_decode of more than one token is prompt eval, of one token eval, each to the synchronize after it)
+    read -r px pN <<< "$(sed -n 's/.*prompt eval time = *\([0-9.]*\) ms \/ *\([0-9]*\) tokens.*/\1 \2/p' "$OUT/completion-$m.log")"
+    read -r ex eM <<< "$(sed -n 's/.*[^t] eval time = *\([0-9.]*\) ms \/ *\([0-9]*\) runs.*/\1 \2/p' "$OUT/completion-$m.log")"
+    expect "completion $m: prompt tokens as llama.cpp counted them" "$pt" "${pN:-none}"
+    expect "completion $m: generation runs as llama.cpp counted them" "$gr" "${eM:-none}"
+    expect "completion $m: prompt time agrees with llama.cpp's prompt eval time" "$(near "${px:-0}" "${pn:-0}")" yes
+    expect "completion $m: generation time agrees with llama.cpp's eval time" "$(near "${ex:-0}" "${gn:-0}")" yes
+    expect "completion $m: time to first token is its parts added up" "$(python3 -c 'import json,sys
+p=max(json.load(open(sys.argv[1]))["accounting"], key=lambda p: p["wall_ns"]); t=p.get("ttft") or {}
+print("yes" if t and t["ns"] == sum(v for k, v in t.items() if k != "ns") else "no: %s" % t)' "$db.json")" yes
+    expect "completion $m: the report has the section" "$("$GGPROF" report "$db" | grep -c -e '^=== Where the time went' \
+        -e '^    time to first token' -e '^    per generated token')" 3
+done
+
+# ---- llama-server: two requests 2 s apart; the decoding thread's wait between them is idle
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+db=$OUT/server.db
+"$GGPROF" record -q -o "$db" -- "$LLAMA_BIN_DIR/llama-server" -m "$GGUF_DENSE" --host 127.0.0.1 --port "$PORT" -np 1 \
+    -c 512 -t 2 > "$OUT/server.log" 2>&1 &
+rec=$!
+for _ in $(seq 1 150); do
+    curl -s "http://127.0.0.1:$PORT/health" 2> /dev/null | grep -q '"ok"' && break
+    sleep 0.2
+done
+ask() {
+    curl -s --max-time 120 -X POST "http://127.0.0.1:$PORT/completion" \
+        -d "{\"prompt\": \"$1\", \"n_predict\": 4, \"cache_prompt\": false, \"temperature\": 0, \"seed\": 1}" > /dev/null
+}
+ask "the first request"
+sleep 2
+ask "the second request, two seconds later"
+kill -TERM "$rec"
+wait "$rec"
+expect "server: record ends when the server does" "$?" 0
+read -r idle <<< "$(acc "$db" categories.idle)"
+whole "$db" server
+expect_ge "server: the 2 s between the requests is idle (>= 1.5 s)" "${idle%None}" 1500000000
+
+# ---- node-llama-cpp
+cp "$GGPROF_ROOT/samples/node/script.mjs" "$NODE_PROJECT_DIR/ggprof-script-whole-run.mjs"
+db=$OUT/node.db
+(cd "$NODE_PROJECT_DIR" && "$GGPROF" record -q -o "$db" -- node ggprof-script-whole-run.mjs "$GGUF_DENSE" 4) > "$OUT/node.log" 2>&1
+expect "node: record exits with node's status" "$?" 0
+read -r gn <<< "$(acc "$db" phases.generation_runs)"
+whole "$db" node
+expect_ge "node: generation runs" "$gn" 1
+
+# ---- a ggml program that is not llama.cpp: samples/threads
+build_ggml_program threads "$GGPROF_ROOT/samples/threads/threads.c"
+db=$OUT/threads.db
+"$GGPROF" record -q -o "$db" -- "$OUT/threads" 4 20 > "$OUT/threads.out" 2>&1
+expect "threads sample: record exits with its status" "$?" 0
+read -r cpu <<< "$(acc "$db" categories.compute.CPU)"
+whole "$db" "threads sample"
