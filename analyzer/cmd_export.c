@@ -46,8 +46,8 @@ static const struct {
     const char *arg, *help; /* for --help */
 } k_formats[] = {
     { "--json", export_json, "OUT.json[.gz]",
-      "the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz); the seed's keys in "
-      "the seed's order, then ggprof's (graph_id, node_index, pid, ...)" },
+      "the upstream profiler's version-3 JSON, one record per line (gzip if OUT ends in .gz); the upstream profiler's keys in "
+      "the upstream profiler's order, then ggprof's (graph_id, node_index, pid, ...)" },
     { "--text", export_text, "OUT.txt",
       "the upstream profiler's text report: summary, per-backend summary, operations" },
     { "--chrome", ggprof_export_chrome, "OUT.json",

@@ -1,4 +1,4 @@
-/* ggprof inefficiency: op and shape groups ranked by time per output byte (the seed's ranking), with roof%. */
+/* ggprof inefficiency: op and shape groups ranked by time per output byte (the upstream profiler's ranking), with roof%. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

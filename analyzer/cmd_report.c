@@ -1,4 +1,4 @@
-/* ggprof report: the seed's console summary of a trace, then a per-backend summary and trace health. */
+/* ggprof report: the upstream profiler's console summary of a trace, then a per-backend summary and trace health. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 
 #include "summary.h"
 
-/* Writes the records of db in the seed's layout (keys and order of ggml_backend_sched_write_profiling_json,
- * one record per line), then ggprof's own keys after the seed's. Gzip when path ends in ".gz".
+/* Writes the records of db in the upstream profiler's layout (keys and order of ggml_backend_sched_write_profiling_json,
+ * one record per line), then ggprof's own keys after the upstream profiler's. Gzip when path ends in ".gz".
  * Returns 0, or -1 with a reason naming the file. */
 int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_len);
 

@@ -1,4 +1,4 @@
-/* Version-3 JSON, written: the seed's writer layout, records straight from the trace database. */
+/* Version-3 JSON, written: the upstream profiler's writer layout, records straight from the trace database. */
 #include "json_v3.h"
 
 #include <errno.h>
@@ -120,7 +120,7 @@ static void parts_free(node_parts *t) {
 }
 
 /* Records in file order, straight from the events table (the records view's joins cost more than the rest):
- * their own fields, their node's part, ggprof's keys (after the seed's, so that readers of the seed's format
+ * their own fields, their node's part, ggprof's keys (after the upstream profiler's, so that readers of the upstream profiler's format
  * find theirs in place). The extra key is the records view's: the record's own, else a fused pair's "OP+OP",
  * else a copy's tensor. */
 /* What of the records array is written: the last record's rowid, how many, their durations, and whether any

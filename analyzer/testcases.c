@@ -1,5 +1,5 @@
 /* The distinct op cases of a trace, grouped as test-export-graph-ops groups them: op, output type and shape, op
- * params, sources' types, shapes and strides (the backend too, for the seed's trailing column). */
+ * params, sources' types, shapes and strides (the backend too, for the upstream profiler's trailing column). */
 #include "trace_db.h"
 #include "testcases.h"
 

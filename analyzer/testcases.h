@@ -44,7 +44,7 @@ int  ggprof_cases_load(sqlite3 *db, double min_share, ggprof_cases *c, char *why
 void ggprof_cases_free(ggprof_cases *c);
 
 /* Writes one case as a line of test-backend-ops --test-file: "OP TYPE NE0..3 16 PARAMS... NSRC [TYPE NE0..3
- * NB0..3]... NAME BACKEND" (NAME: name, or the tensor's name when NULL; '-' when empty; BACKEND is the seed's
+ * NB0..3]... NAME BACKEND" (NAME: name, or the tensor's name when NULL; '-' when empty; BACKEND is the upstream profiler's
  * trailing column, which test-backend-ops reads past). */
 void ggprof_case_write(FILE *f, const ggprof_case *c, const char *name);
 

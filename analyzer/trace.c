@@ -1,4 +1,4 @@
-/* Opening traces and the seed's per-op aggregation, shared by every analyzer command. */
+/* Opening traces and the upstream profiler's per-op aggregation, shared by every analyzer command. */
 #include "trace.h"
 
 #include <errno.h>

@@ -61,7 +61,7 @@ static ggml_profile_record *add(ggprof_api_sched *a) {
     return r;
 }
 
-/* The fields a description carries, as the seed's ggml_profile_record_from_tensor fills them. */
+/* The fields a description carries, as the upstream profiler's ggml_profile_record_from_tensor fills them. */
 static void from_desc(ggml_profile_record *r, const ggprof_msg_node *d) {
     r->out_type = -1;
     r->sub_op   = -1;
@@ -85,7 +85,7 @@ struct chunk_ctx {
 
 static void add_interval(const ggprof_cpu_interval *iv, void *user) {
     struct chunk_ctx *c = user;
-    if (iv->type != GGPROF_REC_OP) return; /* the seed has no SYNC records: its op times include the wait */
+    if (iv->type != GGPROF_REC_OP) return; /* the upstream profiler has no SYNC records: its op times include the wait */
     const ggprof_msg_node *d = ggprof_node_desc(iv->node_id);
     ggml_profile_record *r   = add(c->a);
     if (!r) return;
@@ -144,7 +144,7 @@ void ggprof_api_free(ggprof_api_sched *a) {
     free(a);
 }
 
-/* ---- the seed's functions ---- */
+/* ---- the upstream profiler's functions ---- */
 
 static ggprof_api_sched *api_for(ggml_backend_sched_t sched, bool create) {
     ggprof_api_sched **slot = ggprof_sched_api_slot(sched);
@@ -159,7 +159,7 @@ static ggprof_api_sched *api_for(ggml_backend_sched_t sched, bool create) {
     return *slot;
 }
 
-/* The seed's C API: turns the engine on without a sink (records stay in the process) and keeps node descriptions by
+/* The upstream profiler's C API: turns the engine on without a sink (records stay in the process) and keeps node descriptions by
  * id. Returns false when ggml is missing or not the ggml this engine understands. */
 static bool ggprof_api_activate(const void *real_fn_in_ggml_base) {
     ggprof_engine_set_ggml(real_fn_in_ggml_base);

@@ -1,4 +1,4 @@
-/* Between the interposed scheduler and the seed's C API: per-scheduler in-process records. */
+/* Between the interposed scheduler and the upstream profiler's C API: per-scheduler in-process records. */
 #ifndef GGPROF_API_H
 #define GGPROF_API_H
 

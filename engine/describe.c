@@ -98,7 +98,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     m->sub_op = -1;
     for (int i = 0; i < GGPROF_MAX_SRC; i++) m->type_src[i] = -1;
     if (is_copy) {
-        /* The seed describes a copy by its input tensor as source 0 and no output. */
+        /* The upstream profiler describes a copy by its input tensor as source 0 and no output. */
         m->out_type = -1;
         m->op_id    = -1;
         m->n_src    = 1;
@@ -124,7 +124,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
         m->sub_op = t->op_params[0];
         snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_glu_op_name(m->sub_op));
     }
-    /* n_src counts up to the last present source, as the seed's record does. */
+    /* n_src counts up to the last present source, as the upstream profiler's record does. */
     for (int i = 0; i < GGPROF_MAX_SRC; i++) {
         const struct ggml_tensor *s = l->src[i];
         if (!s) continue;
@@ -139,7 +139,7 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
     note_type(t->type);
 }
 
-/* Descriptions by id, kept once the seed's C API is in use: its records carry every field of the node. */
+/* Descriptions by id, kept once the upstream profiler's C API is in use: its records carry every field of the node. */
 static ggprof_msg_node **g_descs;
 static uint32_t          g_descs_cap;
 static bool              g_keep_descs;

@@ -77,8 +77,8 @@ static inline bool ggprof_node_computed(const ggprof_ggml *g, const struct ggml_
 /* ---- describe.c ---- */
 
 uint32_t ggprof_node_id(const struct ggml_tensor *t);      /* describes a node once, returns its id */
-uint32_t ggprof_copy_node_id(const struct ggml_tensor *t); /* the seed's COPY description of a tensor */
-/* Keep every description from now on (the seed's C API reads them back), describing again those sent before; and
+uint32_t ggprof_copy_node_id(const struct ggml_tensor *t); /* the upstream profiler's COPY description of a tensor */
+/* Keep every description from now on (the upstream profiler's C API reads them back), describing again those sent before; and
  * one kept, by id. */
 void                   ggprof_desc_keep(void);
 const ggprof_msg_node *ggprof_node_desc(uint32_t id);
@@ -88,7 +88,7 @@ const ggprof_msg_node *ggprof_node_desc(uint32_t id);
 /* Called by every wrapper with the real function it resolved; sets the engine up on first use.
  * Returns true when the engine records (level permitting). */
 bool ggprof_engine_ready(const void *real_fn_in_ggml_base);
-/* The same set-up, once, for the seed's C API (api.c), which turns the engine on itself. */
+/* The same set-up, once, for the upstream profiler's C API (api.c), which turns the engine on itself. */
 void ggprof_engine_setup(void);
 
 /* ---- the wrappers ---- */

@@ -7,7 +7,7 @@
 
 #include "engine.h"
 
-struct ggprof_api_sched; /* api.c's, kept here opaque: the seed's C API state of a scheduler */
+struct ggprof_api_sched; /* api.c's, kept here opaque: the upstream profiler's C API state of a scheduler */
 
 #define GGPROF_MAX_BACKENDS 16
 typedef struct {
@@ -17,7 +17,7 @@ typedef struct {
     ggml_backend_t           backends[GGPROF_MAX_BACKENDS];
     bool                     is_cpu[GGPROF_MAX_BACKENDS];
     int                      dev_type[GGPROF_MAX_BACKENDS]; /* in ggml 0.23's numbering (schedulers.c) */
-    struct ggprof_api_sched *api;   /* the seed's C API, when the program uses it on this scheduler */
+    struct ggprof_api_sched *api;   /* the upstream profiler's C API, when the program uses it on this scheduler */
     bool                     iface_hooked; /* its backends' tables hooked (ggml inside the program) */
 } ggprof_sched;
 

@@ -1,4 +1,4 @@
-/* The engine's set-up: on the first call of any wrapper (or of the seed's C API), finds ggml and checks it (probe.c),
+/* The engine's set-up: on the first call of any wrapper (or of the upstream profiler's C API), finds ggml and checks it (probe.c),
  * turns recording on when a sink is attached (sink.c), and says how ggml is reached (reach.c). It decides and calls
  * down; the wrappers above call it. */
 #include <pthread.h>
@@ -8,7 +8,7 @@
 
 static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 
-/* Finds ggml and checks it whether or not a sink exists: the seed's C API may turn profiling on later. */
+/* Finds ggml and checks it whether or not a sink exists: the upstream profiler's C API may turn profiling on later. */
 static void engine_init(void) {
     bool sink = ggprof_sink_ready();
     GGPROF_GUARD;

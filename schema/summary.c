@@ -162,7 +162,7 @@ void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
     fprintf(fp, "Unique ops:    %zu\n\n", s->n);
 
     fprintf(fp, "=== Per-Backend Summary ===\n");
-    /* Backends by total time, as the seed sorts them. */
+    /* Backends by total time, as the upstream profiler sorts them. */
     struct {
         int      id;
         char     name[64];

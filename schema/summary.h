@@ -1,5 +1,5 @@
 /* The upstream profiler's per-op statistics and its console and text formats, without SQLite: shared by the
- * analyzer (fed from a trace database) and libggprof.so (fed from in-process records, the seed's C API). */
+ * analyzer (fed from a trace database) and libggprof.so (fed from in-process records, the upstream profiler's C API). */
 #ifndef GGPROF_SUMMARY_H
 #define GGPROF_SUMMARY_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Per (type, backend, name) statistics, as the seed aggregates its records; sorted by total time. */
+/* Per (type, backend, name) statistics, as the upstream profiler aggregates its records; sorted by total time. */
 typedef struct {
     int      type, backend_id;
     char     name[64];
@@ -31,7 +31,7 @@ ggprof_op_stat *ggprof_op_stats_add(ggprof_op_stats *s, int type, int backend_id
 void ggprof_op_stats_sort(ggprof_op_stats *s);
 void ggprof_op_stats_free(ggprof_op_stats *s);
 
-/* "[4096, 4096]" as the seed formats a shape: trailing dimensions of 1 dropped; "" for an empty shape. */
+/* "[4096, 4096]" as the upstream profiler formats a shape: trailing dimensions of 1 dropped; "" for an empty shape. */
 void ggprof_fmt_ne(char *buf, size_t len, const int64_t ne[4]);
 /* "12.34 GB/s" or "1.23 TB/s" for bytes moved in ns; "" when either is 0. */
 void ggprof_fmt_bandwidth(char *buf, size_t len, uint64_t bytes, uint64_t ns);

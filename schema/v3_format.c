@@ -1,4 +1,4 @@
-/* The seed's version-3 record layout, written once for every writer in ggprof. */
+/* The upstream profiler's version-3 record layout, written once for every writer in ggprof. */
 #include "v3_format.h"
 
 #include <inttypes.h>

@@ -1,5 +1,5 @@
-/* The version-3 record as the seed's JSON writer lays it out: shared by the analyzer's export, the
- * collector's store (array columns) and the engine's implementation of the seed's C API. */
+/* The version-3 record as the upstream profiler's JSON writer lays it out: shared by the analyzer's export, the
+ * collector's store (array columns) and the engine's implementation of the upstream profiler's C API. */
 #ifndef GGPROF_V3_FORMAT_H
 #define GGPROF_V3_FORMAT_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The seed's fields; arrays are JSON text ("[1, 2, 3, 4]"), strings may be NULL (written as null). */
+/* The upstream profiler's fields; arrays are JSON text ("[1, 2, 3, 4]"), strings may be NULL (written as null). */
 typedef struct {
     int         type;
     const char *name;
@@ -27,7 +27,7 @@ size_t ggprof_v3_record_open(char *buf, size_t len, const ggprof_v3_fields *f);
  * (`, "tensor_name": ...` to `"sub_op": N`), which a writer may keep per node. */
 size_t ggprof_v3_record_head(char *buf, size_t len, const ggprof_v3_fields *f);
 size_t ggprof_v3_record_node(char *buf, size_t len, const ggprof_v3_fields *f);
-/* ggprof's keys after the seed's, and the closing brace: `, "graph_id": N|null, ... "wait_ns": N}`. */
+/* ggprof's keys after the upstream profiler's, and the closing brace: `, "graph_id": N|null, ... "wait_ns": N}`. */
 size_t ggprof_v3_record_ggprof_keys(char *buf, size_t len, int has_graph, int64_t graph_id, int node_index, int pid,
                                     int tid, int sched_id, int timing, int64_t wait_ns);
 /* JSON strings: the one escaper every JSON writer of ggprof uses (the version-3 JSON, the exports, the HTML's data,
@@ -65,7 +65,7 @@ static inline size_t ggprof_fmt_u64(char out[24], uint64_t v) {
     return sizeof(d) - n;
 }
 
-/* JSON arrays as the seed writes them: "[a, b]" and "[[a, b, c, d], [...]]". */
+/* JSON arrays as the upstream profiler writes them: "[a, b]" and "[[a, b, c, d], [...]]". */
 void ggprof_json_i64s(char *buf, size_t len, const int64_t *v, int n);
 void ggprof_json_i32s(char *buf, size_t len, const int32_t *v, int n);
 void ggprof_json_shapes(char *buf, size_t len, const int64_t (*v)[4], int n);

@@ -11,7 +11,7 @@ const char *const ggprof_sync_names[GGPROF_SYNC_COUNT] = {
     [GGPROF_SYNC_BACKEND_WAIT] = "backend_wait",
 };
 
-/* As the seed names copies; H2H is ours, for copies between two host buffers. */
+/* As the upstream profiler names copies; H2H is ours, for copies between two host buffers. */
 const char *const ggprof_copy_names[4] = { "copy_H2D", "copy_D2H", "copy_D2D", "copy_H2H" };
 
 const char *const ggprof_place_reason_names[GGPROF_PLACE_COUNT] = {

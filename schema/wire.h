@@ -10,7 +10,7 @@
 #define GGPROF_N_OP_PARAMS    16 /* GGML_MAX_OP_PARAMS / sizeof(int32_t) */
 #define GGPROF_MAX_STR        256
 
-/* v3 record types: 0 and 1 as in the seed; 2 is ours, for time that belongs to no op. */
+/* v3 record types: 0 and 1 as in the upstream profiler; 2 is ours, for time that belongs to no op. */
 enum ggprof_record_type {
     GGPROF_REC_OP   = 0,
     GGPROF_REC_COPY = 1,
@@ -116,7 +116,7 @@ typedef struct {
     char     description[GGPROF_MAX_STR];
 } ggprof_msg_backend;
 
-/* A node as the seed describes it: op, output and sources. Names are strings so that readers never
+/* A node as the upstream profiler describes it: op, output and sources. Names are strings so that readers never
  * depend on one ggml version's enum values. */
 typedef struct {
     ggprof_msg_hdr h;

@@ -28,7 +28,7 @@ enum ggml_profile_event_type {
     GGML_PROFILE_EVENT_COPY, /* a copy between backends */
 };
 
-/* The seed's record, field for field. Strings stay valid for the life of the process. */
+/* The upstream profiler's record, field for field. Strings stay valid for the life of the process. */
 typedef struct ggml_profile_record {
     enum ggml_profile_event_type type;
     const char *name;       /* op name ("MUL_MAT") or copy direction ("copy_H2D") */
@@ -48,7 +48,7 @@ typedef struct ggml_profile_record {
     int         sub_op;     /* ggml_unary_op or ggml_glu_op, -1 if none */
 } ggml_profile_record;
 
-/* Turns profiling of one scheduler on or off; off also clears its records (as the seed does). */
+/* Turns profiling of one scheduler on or off; off also clears its records (as the upstream profiler does). */
 void     ggml_backend_sched_set_profiling(ggml_backend_sched_t sched, bool enable);
 bool     ggml_backend_sched_get_profiling(ggml_backend_sched_t sched);
 /* Records accumulated since profiling was enabled or last reset; valid until the next reset. */

@@ -7,7 +7,7 @@
 #   diff of the trace with itself                                                                     <= 3 s
 #   export --html, export --chrome                                                                    <= 5 s each
 #   record's database build at exit, for a workload that recorded 1M records                         <= 5 s
-# The JSON repeats the seed sample's records (its writer's layout), shifted in time; the database copies a real
+# The JSON repeats the upstream profiler sample's records (its writer's layout), shifted in time; the database copies a real
 # llama-completion recording's graphs (shifted in time and graph id) until it holds RECORDS records.
 # Then a long run, LONG records built the same way (default 10M): every analysis command and export, its time, time
 # per record and peak memory, against 256 MiB and 2 us per record.
@@ -39,7 +39,7 @@ row() { # WORK SECONDS MIB REFERENCE TARGET_S [TARGET_MIB]
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }
 
-# ---- the JSON: N records in the seed writer's layout
+# ---- the JSON: N records in the upstream profiler writer's layout
 node -e '
     const fs = require("fs");
     const [src, dst, n] = [process.argv[1], process.argv[2], Number(process.argv[3])];
@@ -58,7 +58,7 @@ node -e '
     }
     if (buf.length) fs.writeSync(fd, buf.join("\n") + "\n");
     fs.writeSync(fd, "  ]\n}\n");
-    fs.closeSync(fd);' "$ROOT/samples/traces/seed-v3.json" "$tmp/big.json" "$N"
+    fs.closeSync(fd);' "$ROOT/samples/traces/upstream-v3.json" "$tmp/big.json" "$N"
 mb=$(awk -v s="$(stat -c %s "$tmp/big.json")" 'BEGIN { printf "%.0f", s / 1e6 }')
 cat "$tmp/big.json" > /dev/null # into the page cache for every reader alike
 read -r cat_s _ < <(timed cat cat "$tmp/big.json")

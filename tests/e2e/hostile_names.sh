@@ -52,7 +52,7 @@ node -e '
         if (be) o.name = evil + o.name; else if (o.tensor_name) o.tensor_name = evil + o.tensor_name;
         return "    " + JSON.stringify(o) + (c ? "," : "");
     });
-    fs.writeFileSync(process.argv[3], out.join("\n"));' "$GGPROF_ROOT/samples/traces/seed-v3.json" "$evil" "$OUT/evil.json"
+    fs.writeFileSync(process.argv[3], out.join("\n"));' "$GGPROF_ROOT/samples/traces/upstream-v3.json" "$evil" "$OUT/evil.json"
 e="$OUT/evil.json"
 esc=$'\x1b'
 { "$GGPROF" report "$e"; "$GGPROF" top-ops "$e"; "$GGPROF" top-kernels "$e"; "$GGPROF" inefficiency "$e"

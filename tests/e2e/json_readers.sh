@@ -26,7 +26,7 @@ for f in "$S"/*.json "$S"/*.json.gz; do
     expect "$n: report prints the same with the check on" "$(diff -q "$OUT/$n.plain" "$OUT/$n.report" > /dev/null && echo same)" same
 done
 
-# Layouts made from the seed's sample: each record rewritten by node.
+# Layouts made from the upstream profiler's sample: each record rewritten by node.
 variant() { # NAME JS-EXPRESSION-OF-r (a parsed record) -> the record's text
     node -e '
         const fs = require("fs");
@@ -38,7 +38,7 @@ variant() { # NAME JS-EXPRESSION-OF-r (a parsed record) -> the record's text
             const comma = l.endsWith(",");
             return "    " + f(JSON.parse(comma ? l.slice(0, -1) : l), i++) + (comma ? "," : "");
         });
-        fs.writeFileSync(process.argv[3], out.join("\n"));' "$S/seed-v3.json" "$2" "$OUT/$1.json"
+        fs.writeFileSync(process.argv[3], out.join("\n"));' "$S/upstream-v3.json" "$2" "$OUT/$1.json"
 }
 variant reordered 'JSON.stringify(Object.fromEntries(Object.entries(r).reverse()))'
 variant minified 'JSON.stringify(r)'
@@ -59,7 +59,7 @@ for v in escaped fraction nested repeated bigint; do
         "$(echo "$got" | awk -F: '$1 == 173 && $2 > 0 && $2 < 173 { print "split" }')" split
 done
 expect "a tensor named like a key ('bytes') keeps the record's own bytes" "$(q "$OUT/named_like_keys.json" \
-    "SELECT sum(bytes) FROM records")" "$(q "$S/seed-v3.json" "SELECT sum(bytes) FROM records")"
+    "SELECT sum(bytes) FROM records")" "$(q "$S/upstream-v3.json" "SELECT sum(bytes) FROM records")"
 
 # 100,000 records of the sample's, shifted in time, in the writer's layout.
 node -e '
@@ -71,7 +71,7 @@ node -e '
     for (let i = 0; i < n; i++) out.push(recs[i % recs.length].replace(/"start_ns": (\d+)/,
         (m, v) => "\"start_ns\": " + (Number(v) + Math.floor(i / recs.length) * 1e9)) + (i + 1 < n ? "," : ""));
     out.push("  ]", "}");
-    fs.writeFileSync(process.argv[2], out.join("\n") + "\n");' "$S/seed-v3.json" "$OUT/100k.json"
+    fs.writeFileSync(process.argv[2], out.join("\n") + "\n");' "$S/upstream-v3.json" "$OUT/100k.json"
 expect "100,000 records: both readers agree on every one, the fast one reads them all" \
     "$(check "$OUT/100k.json" 100k)" "100000:100000"
 

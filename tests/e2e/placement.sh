@@ -109,7 +109,7 @@ expect "findings: fallback ranks first in the sample built to show it, the op an
 print(f[0]["rule"], f[0]["evidence"]["backend"], f[0]["evidence"]["preferred"], f[0]["evidence"]["reason"] in ("unsupported", "weights_on_host"))' \
         "$OUT/fallback.report.json")" "fallback CPU Vulkan0 True"
 expect "report: no section for a trace without placements (placement unknown)" \
-    "$("$GGPROF" report "$GGPROF_ROOT/samples/traces/seed-v3.json" | grep -c '^Placement')" 0
+    "$("$GGPROF" report "$GGPROF_ROOT/samples/traces/upstream-v3.json" | grep -c '^Placement')" 0
 
 layer_nodes=$(q "$db" "SELECT count(*) FROM node_placements p JOIN nodes n ON n.pid = p.pid AND n.node_id = p.node_id
     WHERE p.graph_id = (SELECT min(graph_id) FROM node_placements) AND (n.tensor_name GLOB '*-1'
@@ -129,7 +129,7 @@ expect "sample: dot: every node, 5 edges" "$(grep -c 'class="node"' "$OUT/sample
 expect "--dot of a layer the graph lacks: one line naming it, exit 2" \
     "$("$GGPROF" export "$db" --dot "$OUT/x.dot" --layer 77 2>&1 | grep -c "no node of layer 77"):$("$GGPROF" export "$db" --dot "$OUT/x.dot" --layer 77 > /dev/null 2>&1; echo $?)" "1:2"
 expect "--layer without --dot: exit 2" "$("$GGPROF" export "$db" --json "$OUT/x.json" --layer 1 > /dev/null 2>&1; echo $?)" 2
-"$GGPROF" export "$GGPROF_ROOT/samples/traces/seed-v3.json" --dot "$OUT/y.dot" > "$OUT/y.out" 2>&1
+"$GGPROF" export "$GGPROF_ROOT/samples/traces/upstream-v3.json" --dot "$OUT/y.dot" > "$OUT/y.out" 2>&1
 expect "--dot of a trace without placements says so, exit 2" "$?:$(grep -c 'no node placement' "$OUT/y.out")" "2:1"
 
 "$GGPROF" export "$fb" --html "$OUT/sample.html"

@@ -7,13 +7,13 @@ on_tty() { # OUT CMD: runs CMD (a shell line) with a terminal as stdout and stde
     script -qec "$2" /dev/null > "$1" 2>&1
 }
 
-on_tty "$OUT/report.tty" "'$GGPROF' report '$S/seed-v3.json' > /dev/null"
-expect "report on a terminal: reading the JSON, as a percentage" "$(grep -c "ggprof: reading '.*seed-v3.json' *[0-9]*%" "$OUT/report.tty")" 1
+on_tty "$OUT/report.tty" "'$GGPROF' report '$S/upstream-v3.json' > /dev/null"
+expect "report on a terminal: reading the JSON, as a percentage" "$(grep -c "ggprof: reading '.*upstream-v3.json' *[0-9]*%" "$OUT/report.tty")" 1
 expect "... and the line is cleared at the end" "$(grep -c $'\r\033\\[K' "$OUT/report.tty")" 1
-"$GGPROF" report "$S/seed-v3.json" > /dev/null 2> "$OUT/report.err"
+"$GGPROF" report "$S/upstream-v3.json" > /dev/null 2> "$OUT/report.err"
 expect "report with stderr in a file: no progress" "$(grep -c 'ggprof: reading' "$OUT/report.err")" 0
 
-on_tty "$OUT/export.tty" "'$GGPROF' export '$S/seed-v3-pretty.json.gz' --json '$OUT/copy.json'"
+on_tty "$OUT/export.tty" "'$GGPROF' export '$S/upstream-v3-pretty.json.gz' --json '$OUT/copy.json'"
 expect "export on a terminal: reading, then writing" "$(grep -c "ggprof: reading" "$OUT/export.tty"):$(grep -c \
     "ggprof: writing '.*copy.json'" "$OUT/export.tty")" "1:1"
 expect "... and what it wrote is whole" "$(q "$OUT/copy.json" "SELECT count(*) FROM events")" 173
