@@ -148,7 +148,9 @@ static int write_records(sqlite3 *db, gzout *o, const node_parts *parts, records
     while ((step = sqlite3_step(st)) == SQLITE_ROW && rc == 0) {
         if ((row & 4095) == 0) ggprof_progress_update(prog, row);
         d->last = sqlite3_column_int64(st, 17);
-        d->sum_ns += sqlite3_column_int64(st, 5);
+        /* a trace's durations are data: the sum saturates rather than overflow (fuzz_db) */
+        int64_t dur = sqlite3_column_int64(st, 5);
+        if (__builtin_add_overflow(d->sum_ns, dur, &d->sum_ns)) d->sum_ns = dur < 0 ? INT64_MIN : INT64_MAX;
         if (sqlite3_column_int(st, 15) == 4) d->device = true;
         int32_t pid          = sqlite3_column_int(st, 12);
         int type             = sqlite3_column_int(st, 0);
