@@ -84,6 +84,30 @@ check_json() { # JSON_GZ DB LABEL
         console.log(n);' 2>&1)
     expect "$3: every JSON record line parses, counts agree" "$n" "$(q "$2" "SELECT count(*) FROM events")"
 }
+# serve_two_requests DB [RECORD_OPTION...]: records a llama-server on the dense model (one slot, 2 threads) while it
+# answers two short completions 2 s apart (its decoding thread waits between them), then stops it; the server's
+# log in DB's .log; returns record's exit status.
+serve_two_requests() {
+    local db=$1 port rec
+    shift
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "$GGPROF" record "$@" -o "$db" -- "$LLAMA_BIN_DIR/llama-server" -m "$GGUF_DENSE" --host 127.0.0.1 --port "$port" \
+        -np 1 -c 512 -t 2 > "${db%.db}.log" 2>&1 &
+    rec=$!
+    for _ in $(seq 1 150); do
+        curl -s "http://127.0.0.1:$port/health" 2> /dev/null | grep -q '"ok"' && break
+        sleep 0.2
+    done
+    local prompt
+    for prompt in "the first request" "the second request, two seconds later"; do
+        curl -s --max-time 120 -X POST "http://127.0.0.1:$port/completion" -d "{\"prompt\": \"$prompt\", \"n_predict\": 4,
+            \"cache_prompt\": false, \"temperature\": 0, \"seed\": 1}" > /dev/null
+        [ "$prompt" = "the first request" ] && sleep 2
+    done
+    kill -TERM "$rec"
+    wait "$rec"
+}
+
 
 # Builds one of the tests' C programs (tests/e2e/NAME.c, or SOURCE) against the fixture's ggml, into $OUT/NAME.
 build_ggml_program() { # NAME [SOURCE]

@@ -72,24 +72,8 @@ print("yes" if t and t["ns"] == sum(v for k, v in t.items() if k != "ns") else "
 done
 
 # ---- llama-server: two requests 2 s apart; the decoding thread's wait between them is idle
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 db=$OUT/server.db
-"$GGPROF" record -q -o "$db" -- "$LLAMA_BIN_DIR/llama-server" -m "$GGUF_DENSE" --host 127.0.0.1 --port "$PORT" -np 1 \
-    -c 512 -t 2 > "$OUT/server.log" 2>&1 &
-rec=$!
-for _ in $(seq 1 150); do
-    curl -s "http://127.0.0.1:$PORT/health" 2> /dev/null | grep -q '"ok"' && break
-    sleep 0.2
-done
-ask() {
-    curl -s --max-time 120 -X POST "http://127.0.0.1:$PORT/completion" \
-        -d "{\"prompt\": \"$1\", \"n_predict\": 4, \"cache_prompt\": false, \"temperature\": 0, \"seed\": 1}" > /dev/null
-}
-ask "the first request"
-sleep 2
-ask "the second request, two seconds later"
-kill -TERM "$rec"
-wait "$rec"
+serve_two_requests "$db" -q
 expect "server: record ends when the server does" "$?" 0
 read -r idle <<< "$(acc "$db" categories.idle)"
 whole "$db" server
