@@ -36,6 +36,8 @@ int main(void) {
     ggml_backend_dev_t dev = ggml_backend_dev_by_name("Vulkan0");
     if (!dev) return fprintf(stderr, "placement_fallback: no Vulkan0 device\n"), 1;
     ggml_backend_t vk = ggml_backend_dev_init(dev, NULL), cpu = ggml_backend_cpu_init();
+    /* one CPU thread: ggml's default of 4 is more than this machine may have, and the sample shows fallbacks only */
+    if (cpu) ggml_backend_cpu_set_n_threads(cpu, 1);
     if (!vk || !cpu) return fprintf(stderr, "placement_fallback: no backend\n"), 1;
     struct ggml_context *cw_dev, *cw_host;
     struct ggml_tensor  *w_dev = weights(vk, &cw_dev, "w_dev.weight"), *w_host = weights(cpu, &cw_host, "w_host.weight");
