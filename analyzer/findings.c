@@ -311,6 +311,9 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
         sqlite3_finalize(st);
     }
     if (!p->start_known && !n_bufs) return 0; /* the first record is not the process's start: nothing to tell */
+    /* Its advice is about a model's weights: a program that loads none to speak of (a sample whose start is a
+     * device's set-up) has no loading to cut. */
+    if (n_bufs && weights < (1 << 20)) return 0;
     out->pid = p->pid, out->at_stake_ns = p->startup_ns;
     ev_int(out, "before_first_graph_ns", p->startup_ns);
     ev_int(out, "wall_ns", p->wall_ns);
