@@ -14,6 +14,8 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
+#include "../e2e/tiny_graph.h"
+
 static double now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -43,19 +45,11 @@ int main(int argc, char **argv) {
     if (!cpu) return fprintf(stderr, "node_cost: no CPU backend\n"), 1;
     ggml_backend_cpu_set_n_threads(cpu, threads);
 #endif
-    size_t graph_size = (size_t) n_ops + 16;
-    ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, NULL, 1, graph_size, false, true);
-    struct ggml_init_params ip = { (graph_size + 4) * ggml_tensor_overhead() + ggml_graph_overhead_custom(graph_size, false),
-                                   NULL, true };
-    struct ggml_context *ctx = ggml_init(ip);
-    struct ggml_tensor *x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 16);
-    ggml_set_input(x);
-    struct ggml_tensor *y = x;
-    for (int i = 0; i < n_ops; i++) y = ggml_add(ctx, y, x);
-    ggml_set_output(y);
-    struct ggml_cgraph *gf = ggml_new_graph_custom(ctx, graph_size, false);
-    ggml_build_forward_expand(gf, y);
-    if (!ggml_backend_sched_alloc_graph(sched, gf)) return fprintf(stderr, "node_cost: cannot allocate\n"), 1;
+    tiny_graph t;
+    if (tiny_graph_make(&t, cpu, n_ops, 1) != 0) return fprintf(stderr, "node_cost: cannot allocate\n"), 1;
+    ggml_backend_sched_t sched = t.sched;
+    struct ggml_cgraph *gf = t.gf;
+    struct ggml_tensor *x = t.x;
     float data[16] = { 1 };
     double *per_node = malloc(sizeof(double) * (size_t) n_graphs);
     int warm = n_graphs / 10, n = 0;
@@ -70,7 +64,7 @@ int main(int argc, char **argv) {
     printf("nodes %d graphs %d threads %d ns_per_node %.2f\n", ggml_graph_n_nodes(gf), n_graphs, threads, per_node[n / 2]);
     free(per_node);
     ggml_backend_sched_free(sched);
-    ggml_free(ctx);
+    ggml_free(t.ctx);
     ggml_backend_free(cpu);
     return 0;
 }

@@ -11,6 +11,8 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
+#include "../e2e/tiny_graph.h"
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -25,19 +27,11 @@ int main(int argc, char **argv) {
     ggml_backend_t cpu = ggml_backend_cpu_init();
     if (!cpu) return fprintf(stderr, "rate_workload: no CPU backend\n"), 1;
     ggml_backend_cpu_set_n_threads(cpu, 1);
-    size_t graph_size = (size_t) n_ops + 16;
-    ggml_backend_sched_t sched = ggml_backend_sched_new(&cpu, NULL, 1, graph_size, false, true);
-    struct ggml_init_params ip = { (graph_size + 4) * ggml_tensor_overhead() + ggml_graph_overhead_custom(graph_size, false),
-                                   NULL, true };
-    struct ggml_context *ctx = ggml_init(ip);
-    struct ggml_tensor *x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 16);
-    ggml_set_input(x);
-    struct ggml_tensor *y = x;
-    for (int i = 0; i < n_ops; i++) y = ggml_scale(ctx, y, 1.0f);
-    ggml_set_output(y);
-    struct ggml_cgraph *gf = ggml_new_graph_custom(ctx, graph_size, false);
-    ggml_build_forward_expand(gf, y);
-    if (!ggml_backend_sched_alloc_graph(sched, gf)) return fprintf(stderr, "rate_workload: cannot allocate\n"), 1;
+    tiny_graph t;
+    if (tiny_graph_make(&t, cpu, n_ops, 0) != 0) return fprintf(stderr, "rate_workload: cannot allocate\n"), 1;
+    ggml_backend_sched_t sched = t.sched;
+    struct ggml_cgraph *gf = t.gf;
+    struct ggml_tensor *x = t.x;
     float data[16] = { 1 };
     double per_graph = 2.0 * n_ops / rate, start = now_s(), end = start + seconds;
     long graphs = 0;
@@ -54,7 +48,7 @@ int main(int argc, char **argv) {
     }
     printf("graphs %ld seconds %.3f\n", graphs, now_s() - start);
     ggml_backend_sched_free(sched);
-    ggml_free(ctx);
+    ggml_free(t.ctx);
     ggml_backend_free(cpu);
     return 0;
 }
