@@ -256,6 +256,9 @@ int ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t 
     }
     sqlite3_finalize(st);
     for (size_t i = 0; rc == 0 && i < a->n_procs; i++) rc = account(db, &a->procs[i]);
+    for (size_t i = 0; rc == 0 && i < a->n_procs; i++) {
+        rc = ggprof_request_times(db, a->procs[i].pid, a->procs[i].tid, &a->procs[i].requests);
+    }
     if (rc != 0) {
         snprintf(why, why_len, "accounting: out of memory");
         ggprof_accounting_free(a);
@@ -264,6 +267,7 @@ int ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t 
 }
 
 void ggprof_accounting_free(ggprof_accounting *a) {
+    for (size_t i = 0; i < a->n_procs; i++) ggprof_request_times_free(&a->procs[i].requests);
     free(a->procs);
     memset(a, 0, sizeof(*a));
 }
@@ -307,11 +311,14 @@ void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *i
             const ggprof_acc_span *t = &p->gen;
             int64_t n = p->n_gen_batches;
             fprintf(out, "%s   \"per_token\": {\"tokens\": %" PRId64 ", \"ns\": %" PRId64 ", \"compute_ns\": %" PRId64
-                    ", \"graph_build_ns\": %" PRId64 ", \"host_ns\": %" PRId64 ", \"idle_ns\": %" PRId64 "}}", indent, n,
+                    ", \"graph_build_ns\": %" PRId64 ", \"host_ns\": %" PRId64 ", \"idle_ns\": %" PRId64 "}", indent, n,
                     t->ns / n, t->compute_ns / n, t->graph_build_ns / n, t->host_ns / n, t->idle_ns / n);
         } else {
-            fprintf(out, "%s   \"per_token\": null}", indent);
+            fprintf(out, "%s   \"per_token\": null", indent);
         }
+        fprintf(out, ",\n%s   \"requests\": ", indent);
+        ggprof_request_times_json(out, &p->requests);
+        fputc('}', out);
     }
     fprintf(out, "%s%s]", a->n_procs ? "\n" : "", a->n_procs ? indent : "");
 }
@@ -357,6 +364,7 @@ void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
             fprintf(out, "    per generated token %.3f ms: graphs %.3f, graph build %.3f, host %.3f, idle %.3f\n",
                     ms(t->ns / n), ms(t->compute_ns / n), ms(t->graph_build_ns / n), ms(t->host_ns / n), ms(t->idle_ns / n));
         }
+        ggprof_request_times_print(out, &p->requests, p->start_ns, 10, "    ");
     }
     fputc('\n', out);
 }
