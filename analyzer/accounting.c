@@ -6,79 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intervals.h"
 #include "process_time.h"
 #include "v3_format.h"
-
-/* Times from a trace may be anything: sums and differences saturate instead of overflowing. */
-static int64_t sat_add(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
-}
-static int64_t sat_sub(int64_t a, int64_t b) {
-    int64_t r;
-    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
-}
-static int64_t pos(int64_t v) { return v > 0 ? v : 0; }
-
-typedef struct {
-    int64_t a, b;
-} ivl;
-
-typedef struct {
-    ivl   *v;
-    size_t n, cap;
-} ivl_list;
-
-static int ivl_push(ivl_list *l, int64_t a, int64_t d) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        ivl   *v   = realloc(l->v, cap * sizeof(*v));
-        if (!v) return -1;
-        l->v = v, l->cap = cap;
-    }
-    l->v[l->n].a   = a;
-    l->v[l->n++].b = sat_add(a, pos(d));
-    return 0;
-}
-
-static int ivl_cmp(const void *x, const void *y) {
-    const ivl *p = x, *q = y;
-    return p->a != q->a ? (p->a < q->a ? -1 : 1) : (p->b != q->b ? (p->b < q->b ? -1 : 1) : 0);
-}
-
-/* Sorts and merges overlapping intervals in place; returns their total length. */
-static int64_t ivl_merge(ivl_list *l) {
-    if (!l->n) return 0;
-    qsort(l->v, l->n, sizeof(*l->v), ivl_cmp);
-    size_t k = 0;
-    for (size_t i = 1; i < l->n; i++) {
-        if (l->v[i].a <= l->v[k].b) {
-            if (l->v[i].b > l->v[k].b) l->v[k].b = l->v[i].b;
-        } else {
-            l->v[++k] = l->v[i];
-        }
-    }
-    l->n        = k + 1;
-    int64_t sum = 0;
-    for (size_t i = 0; i < l->n; i++) sum = sat_add(sum, sat_sub(l->v[i].b, l->v[i].a));
-    return sum;
-}
-
-/* Length of [a, b) covered by the merged list m. */
-static int64_t ivl_covered(const ivl_list *m, int64_t a, int64_t b) {
-    int64_t t = 0;
-    size_t  lo = 0, hi = m->n;
-    while (lo < hi) { /* the first interval ending after a */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->v[mid].b <= a) lo = mid + 1;
-        else hi = mid;
-    }
-    for (size_t i = lo; i < m->n && m->v[i].a < b; i++) {
-        int64_t x = m->v[i].a > a ? m->v[i].a : a, y = m->v[i].b < b ? m->v[i].b : b;
-        if (y > x) t = sat_add(t, sat_sub(y, x));
-    }
-    return t;
-}
 
 static int load_ivls(sqlite3 *db, const char *sql, int32_t pid, ivl_list *l, ivl_list *tokens) {
     sqlite3_stmt *st = NULL;
@@ -119,21 +49,6 @@ static void cat_take(ggprof_acc_proc *p, int64_t *left, const char *name, int64_
     *left -= ns;
 }
 
-/* The idle runs of m outside the merged list u, merged (a run is a sorted, disjoint list). */
-static int ivl_minus(const ivl_list *m, const ivl_list *u, ivl_list *out) {
-    size_t j = 0;
-    for (size_t i = 0; i < m->n; i++) {
-        int64_t a = m->v[i].a, b = m->v[i].b;
-        while (j < u->n && u->v[j].b <= a) j++;
-        for (size_t k = j; k < u->n && u->v[k].a < b && a < b; k++) {
-            if (u->v[k].a > a && ivl_push(out, a, sat_sub(u->v[k].a, a)) != 0) return -1;
-            if (u->v[k].b > a) a = u->v[k].b;
-        }
-        if (a < b && ivl_push(out, a, sat_sub(b, a)) != 0) return -1;
-    }
-    return 0;
-}
-
 /* [a, b) cut into graphs (g), llama_decode outside them (u less g), the thread blocked outside both (idle) and the
  * rest (host work). */
 static ggprof_acc_span span_of(const ivl_list *g, const ivl_list *u, const ivl_list *idle, int64_t a, int64_t b) {
@@ -146,8 +61,6 @@ static ggprof_acc_span span_of(const ivl_list *g, const ivl_list *u, const ivl_l
     s.host_ns        = pos(sat_sub(sat_sub(sat_sub(s.ns, s.compute_ns), s.graph_build_ns), s.idle_ns));
     return s;
 }
-
-static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 static int account(sqlite3 *db, ggprof_acc_proc *p) {
     int32_t pid = p->pid;
@@ -343,6 +256,9 @@ int ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t 
     }
     sqlite3_finalize(st);
     for (size_t i = 0; rc == 0 && i < a->n_procs; i++) rc = account(db, &a->procs[i]);
+    for (size_t i = 0; rc == 0 && i < a->n_procs; i++) {
+        rc = ggprof_request_times(db, a->procs[i].pid, a->procs[i].tid, &a->procs[i].requests);
+    }
     if (rc != 0) {
         snprintf(why, why_len, "accounting: out of memory");
         ggprof_accounting_free(a);
@@ -351,6 +267,7 @@ int ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t 
 }
 
 void ggprof_accounting_free(ggprof_accounting *a) {
+    for (size_t i = 0; i < a->n_procs; i++) ggprof_request_times_free(&a->procs[i].requests);
     free(a->procs);
     memset(a, 0, sizeof(*a));
 }
@@ -394,11 +311,14 @@ void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *i
             const ggprof_acc_span *t = &p->gen;
             int64_t n = p->n_gen_batches;
             fprintf(out, "%s   \"per_token\": {\"tokens\": %" PRId64 ", \"ns\": %" PRId64 ", \"compute_ns\": %" PRId64
-                    ", \"graph_build_ns\": %" PRId64 ", \"host_ns\": %" PRId64 ", \"idle_ns\": %" PRId64 "}}", indent, n,
+                    ", \"graph_build_ns\": %" PRId64 ", \"host_ns\": %" PRId64 ", \"idle_ns\": %" PRId64 "}", indent, n,
                     t->ns / n, t->compute_ns / n, t->graph_build_ns / n, t->host_ns / n, t->idle_ns / n);
         } else {
-            fprintf(out, "%s   \"per_token\": null}", indent);
+            fprintf(out, "%s   \"per_token\": null", indent);
         }
+        fprintf(out, ",\n%s   \"requests\": ", indent);
+        ggprof_request_times_json(out, &p->requests);
+        fputc('}', out);
     }
     fprintf(out, "%s%s]", a->n_procs ? "\n" : "", a->n_procs ? indent : "");
 }
@@ -444,6 +364,7 @@ void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
             fprintf(out, "    per generated token %.3f ms: graphs %.3f, graph build %.3f, host %.3f, idle %.3f\n",
                     ms(t->ns / n), ms(t->compute_ns / n), ms(t->graph_build_ns / n), ms(t->host_ns / n), ms(t->idle_ns / n));
         }
+        ggprof_request_times_print(out, &p->requests, p->start_ns, 10, "    ");
     }
     fputc('\n', out);
 }

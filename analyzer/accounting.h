@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "request_time.h"
+
 #define GGPROF_ACC_MAX_CATS 24
 
 typedef struct {
@@ -46,6 +48,7 @@ typedef struct {
     int64_t        weights_bytes, n_weights;  /* the weights buffers loaded before the first graph */
     ggprof_acc_cat cats[GGPROF_ACC_MAX_CATS]; /* they sum to wall_ns */
     size_t         n_cats;
+    ggprof_req_times requests;                /* the requests it answered (request_time.h); none: not a server */
 } ggprof_acc_proc;
 
 typedef struct {
@@ -57,10 +60,11 @@ typedef struct {
 int  ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len);
 void ggprof_accounting_free(ggprof_accounting *a);
 /* The accounting as a JSON array, one object per process ({"pid", "wall_ns", "start_known", "categories",
- * "phases", "ttft", "per_token"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
+ * "phases", "ttft", "per_token", "requests"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
  * report --format json and the HTML page write. */
 void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *indent, unsigned json_flags);
-/* report's "Where the time went": per process the categories in ms and %, the phases, TTFT, per token. */
+/* report's "Where the time went": per process the categories in ms and %, the phases, TTFT, per token, and a
+ * table of its requests (the ten with the longest time to first token). */
 void ggprof_accounting_print(FILE *out, const ggprof_accounting *a);
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);

@@ -396,7 +396,7 @@ int ggprof_cmd_report(int argc, char **argv) {
     const ggprof_opt opts[] = {
         { "--format", NULL, GGPROF_OPT_CALL, &format, ggprof_format_opt, "table|csv|json",
           "table (default); csv: the findings, one a row; json: {\"accounting\": per process, the wall time in "
-          "categories, \"findings\": every finding ranked, \"ops\", \"trace\"}" },
+          "categories, and per request of a server, \"findings\": every finding ranked, \"ops\", \"trace\"}" },
         { "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "BACKEND=GBPS,GFLOPS[,GFLOPS_F16]",
           "a backend's roofs, for the below_roof rule (as top-ops takes them; repeatable)" },
         { "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "FILE",

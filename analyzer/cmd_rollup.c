@@ -11,7 +11,7 @@
 #include "hash.h"
 #include "model.h"
 #include "output.h"
-#include "requests.h"
+#include "request_time.h"
 #include "trace.h"
 #include "layer_rule.h"
 #include "views.h"
@@ -432,13 +432,20 @@ static const ggprof_col k_request_cols[] = {
     { "alone", "alone_ms_per_token", "%.3f", 0 }, { "shared", "shared_ms_per_token", "%.3f", 0 },
 };
 
-/* A row per request the program answered (n counts them). */
-static void request_row(ggprof_table *t, const ggprof_request *q, int64_t *n, int64_t t0) {
-    if (!ggprof_request_answered(q)) return;
-    ggprof_table_int(t, ++*n);
+typedef struct {
+    ggprof_table *t;
+    int64_t       n, t0; /* n: the requests answered so far */
+} request_rows;
+
+/* A row per request the program answered. */
+static int request_row(void *ctx, const ggprof_request *q) {
+    request_rows *r = ctx;
+    ggprof_table *t = r->t;
+    if (!ggprof_request_answered(q)) return 0;
+    ggprof_table_int(t, ++r->n);
     ggprof_table_int(t, q->pid);
     ggprof_table_int(t, q->seq);
-    ggprof_table_real(t, (double) (q->first_ns - t0) / 1e9);
+    ggprof_table_real(t, (double) (q->first_ns - r->t0) / 1e9);
     ggprof_table_int(t, q->prompt_tokens);
     ggprof_table_real(t, (double) q->prompt_ns / 1e6);
     ggprof_table_int(t, ggprof_request_generated(q));
@@ -447,52 +454,21 @@ static void request_row(ggprof_table *t, const ggprof_request *q, int64_t *n, in
     ggprof_table_real(t, q->gen_decodes ? (double) q->seqs_sum / (double) q->gen_decodes : NAN);
     ggprof_table_real(t, q->alone_n ? (double) q->alone_ns / (double) q->alone_n / 1e6 : NAN);
     ggprof_table_real(t, q->shared_n ? (double) q->shared_ns / (double) q->shared_n / 1e6 : NAN);
+    return 0;
 }
 
-/* The requests of schema/requests.c's rule, the ones the program answered. Times are the batches' whole llama_decode
- * wall time (a batch shared with other sequences counts for each). */
+/* The requests of schema/requests.c's rule (walked by request_time.c), the ones the program answered. Times are the
+ * batches' whole llama_decode wall time (a batch shared with other sequences counts for each). */
 static int run_requests(sqlite3 *db, ggprof_table *t, char *why, size_t why_len) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT b.pid, s.seq_id, b.start_ns, b.duration_ns, b.n_seqs, s.n_tokens, s.pos_min,"
-                               " s.pos_max, s.n_outputs, b.batch_id FROM batches b JOIN batch_seqs s ON s.pid = b.pid AND"
-                               " s.batch_id = b.batch_id WHERE b.status = 0 ORDER BY b.pid, s.seq_id, b.batch_id",
-                           -1, &st, NULL) != SQLITE_OK) {
-        snprintf(why, why_len, "this trace has no llama_decode batches (it was recorded by an older ggprof): %s",
-                 sqlite3_errmsg(db));
-        return -1;
-    }
-    int64_t t0 = 0;
+    request_rows rows = { t, 0, 0 };
     sqlite3_stmt *first = NULL;
     if (sqlite3_prepare_v2(db, "SELECT min(start_ns) FROM batches", -1, &first, NULL) == SQLITE_OK &&
         sqlite3_step(first) == SQLITE_ROW) {
-        t0 = sqlite3_column_int64(first, 0);
+        rows.t0 = sqlite3_column_int64(first, 0);
     }
     sqlite3_finalize(first);
-    ggprof_request q;
-    int open = 0;
-    int64_t n = 0;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        ggprof_request_batch b = {
-            sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 9),
-            sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4),
-            sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
-            sqlite3_column_int(st, 8) };
-        if (open && ggprof_request_continues(&q, &b)) {
-            ggprof_request_add(&q, &b);
-            continue;
-        }
-        if (open) request_row(t, &q, &n, t0);
-        ggprof_request_begin(&q, &b);
-        open = 1;
-    }
-    if (open) request_row(t, &q, &n, t0);
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE) {
-        snprintf(why, why_len, "%s", sqlite3_errmsg(db));
-        return -1;
-    }
-    return 0;
+    ggprof_request_walker w = { NULL, request_row, &rows };
+    return ggprof_requests_walk(db, -1, &w, why, why_len) == 0 ? 0 : -1;
 }
 
 int ggprof_cmd_rollup(int argc, char **argv) {

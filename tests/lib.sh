@@ -86,7 +86,8 @@ check_json() { # JSON_GZ DB LABEL
 }
 # serve_two_requests DB [RECORD_OPTION...]: records a llama-server on the dense model (one slot, 2 threads) while it
 # answers two short completions 2 s apart (its decoding thread waits between them), then stops it; the server's
-# log in DB's .log; returns record's exit status.
+# log in DB's .log, its two answers (JSON, with its `timings`) in DB's -1.json and -2.json; returns record's exit
+# status.
 serve_two_requests() {
     local db=$1 port rec
     shift
@@ -98,11 +99,12 @@ serve_two_requests() {
         curl -s "http://127.0.0.1:$port/health" 2> /dev/null | grep -q '"ok"' && break
         sleep 0.2
     done
-    local prompt
+    local prompt i=0
     for prompt in "the first request" "the second request, two seconds later"; do
+        i=$((i + 1))
         curl -s --max-time 120 -X POST "http://127.0.0.1:$port/completion" -d "{\"prompt\": \"$prompt\", \"n_predict\": 4,
-            \"cache_prompt\": false, \"temperature\": 0, \"seed\": 1}" > /dev/null
-        [ "$prompt" = "the first request" ] && sleep 2
+            \"cache_prompt\": false, \"temperature\": 0, \"seed\": 1}" > "${db%.db}-$i.json"
+        [ "$i" = 1 ] && sleep 2
     done
     kill -TERM "$rec"
     wait "$rec"
