@@ -62,6 +62,41 @@ static ggprof_acc_span span_of(const ivl_list *g, const ivl_list *u, const ivl_l
     return s;
 }
 
+/* llama.cpp's own "load time" and "total time" (common_perf_print), computed as llama_context computes them from
+ * the engine's spans (regions of depth -1): its start is the last llama_perf_context_reset before the call that
+ * reads it, else the start of the last model load before it (the model's t_start_us); load time ends with the first
+ * llama_decode that had tokens, total time with the last llama_perf_context call. b: batches in start order, btok
+ * their tokens; ld: the model loads, merged. -1: none. */
+static int llama_counters(sqlite3 *db, ggprof_acc_proc *p, const ivl_list *b, const ivl_list *btok, const ivl_list *ld) {
+    p->llama_load_ns = p->llama_total_ns = -1;
+    ivl_list rs = { 0 }, pc = { 0 };
+    if (load_ivls(db, "SELECT start_ns, duration_ns FROM regions WHERE pid = ?1 AND depth = -1 AND name ="
+                      " 'llama_perf_context_reset' ORDER BY start_ns", p->pid, &rs, NULL) != 0 ||
+        load_ivls(db, "SELECT start_ns, duration_ns FROM regions WHERE pid = ?1 AND depth = -1 AND name ="
+                      " 'llama_perf_context' ORDER BY start_ns", p->pid, &pc, NULL) != 0) {
+        free(rs.v), free(pc.v);
+        return -1;
+    }
+    int64_t t[2] = { INT64_MIN, pc.n ? pc.v[pc.n - 1].a : INT64_MIN }, end[2] = { INT64_MIN, pc.n ? pc.v[pc.n - 1].b : 0 };
+    for (size_t i = 0; i < b->n; i++) {
+        if (btok->v[i].a > 0) {
+            t[0] = b->v[i].a, end[0] = b->v[i].b;
+            break;
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        if (t[k] == INT64_MIN) continue;
+        int64_t from = INT64_MIN;
+        for (size_t i = 0; i < rs.n && rs.v[i].a < t[k]; i++) from = rs.v[i].a;
+        for (size_t i = 0; from == INT64_MIN && i < ld->n; i++) {
+            if (ld->v[i].a < t[k] && (i + 1 == ld->n || ld->v[i + 1].a >= t[k])) from = ld->v[i].a;
+        }
+        if (from != INT64_MIN && end[k] >= from) *(k ? &p->llama_total_ns : &p->llama_load_ns) = sat_sub(end[k], from);
+    }
+    free(rs.v), free(pc.v);
+    return 0;
+}
+
 static int account(sqlite3 *db, ggprof_acc_proc *p) {
     int32_t pid = p->pid;
     int     has;
@@ -110,7 +145,8 @@ static int account(sqlite3 *db, ggprof_acc_proc *p) {
     }
 
     /* Graphs: the graph list, else each graph's span of records (a JSON profile). */
-    ivl_list g = { 0 }, b = { 0 }, btok = { 0 }, bout = { 0 }, u = { 0 }, idle = { 0 }, busy_idle = { 0 };
+    ivl_list g = { 0 }, b = { 0 }, btok = { 0 }, bout = { 0 }, u = { 0 }, idle = { 0 }, busy_idle = { 0 }, ld = { 0 },
+             setup = { 0 };
     int      rc = load_ivls(db, "SELECT start_ns, duration_ns FROM graph_list WHERE pid = ?1", pid, &g, NULL);
     if (rc == 0 && g.n == 0) {
         rc = load_ivls(db, "SELECT min(start_ns), max(start_ns + duration_ns) - min(start_ns) FROM events"
@@ -166,20 +202,49 @@ static int account(sqlite3 *db, ggprof_acc_proc *p) {
                                   " AND duration_ns > 0", pid, 0, NULL);
     if (g.n) p->startup_ns = pos(sat_sub(p->first_graph_ns, p->start_ns));
 
-    /* The run's stretches: start-up (the start to ggml's first use), loading (to the context's first buffer, its
-     * KV cache or compute buffer), context set-up (to the first llama_decode or graph), then the work. */
-    int64_t t_use  = clamp(p->first_use_ns, p->start_ns, p->end_ns);
-    int64_t t_work = u.n ? clamp(u.v[0].a, t_use, p->end_ns) : p->end_ns;
-    int64_t t_ctx  = clamp(scalar_pid(db, "SELECT min(alloc_ns) FROM buffers WHERE pid = ?1 AND kind IN ('kv', 'compute')"
-                                          " AND alloc_ns > 0", pid, t_work, NULL), t_use, t_work);
+    /* The run's stretches: start-up, loading, context set-up, then the work (from the first llama_decode or graph).
+     * Measured where the engine timed llama.cpp's set-up calls (engine/llama.c: regions of depth -1): start-up to
+     * the first of them, loading the model-load calls, context set-up the context-creation calls, and the program's
+     * own code between them host gaps; else inferred: start-up to ggml's first use, loading to the context's first
+     * buffer (its KV cache or compute buffer), context set-up to the work. */
+    if (load_ivls(db, "SELECT start_ns, duration_ns FROM regions WHERE pid = ?1 AND depth = -1 AND name IN"
+                      " ('llama_model_load_from_file', 'llama_load_model_from_file', 'llama_model_load_from_splits')",
+                  pid, &ld, NULL) != 0 ||
+        load_ivls(db, "SELECT start_ns, duration_ns FROM regions WHERE pid = ?1 AND depth = -1 AND name IN"
+                      " ('llama_init_from_model', 'llama_new_context_with_model')", pid, &setup, NULL) != 0)
+        goto fail;
+    for (size_t i = 0; i < ld.n; i++) {
+        if (ivl_push(&setup, ld.v[i].a, sat_sub(ld.v[i].b, ld.v[i].a)) != 0) goto fail;
+    }
+    ivl_merge(&ld);
+    ivl_merge(&setup);
+    int64_t t_use, t_work, pre_gaps = 0;
+    if (setup.n) {
+        p->setup_measured = 1;
+        t_use  = clamp(setup.v[0].a, p->start_ns, p->end_ns);
+        t_work = u.n ? clamp(u.v[0].a, t_use, p->end_ns) : p->end_ns;
+        int64_t in_setup = ivl_covered(&setup, t_use, t_work);
+        p->loading_ns    = ivl_covered(&ld, t_use, t_work);
+        p->context_ns    = pos(sat_sub(in_setup, p->loading_ns));
+        pre_gaps         = pos(sat_sub(sat_sub(t_work, t_use), in_setup));
+    } else {
+        t_use         = clamp(p->first_use_ns, p->start_ns, p->end_ns);
+        t_work        = u.n ? clamp(u.v[0].a, t_use, p->end_ns) : p->end_ns;
+        int64_t t_ctx = clamp(scalar_pid(db, "SELECT min(alloc_ns) FROM buffers WHERE pid = ?1 AND kind IN ('kv',"
+                                             " 'compute') AND alloc_ns > 0", pid, t_work, NULL), t_use, t_work);
+        p->loading_ns = sat_sub(t_ctx, t_use);
+        p->context_ns = sat_sub(t_work, t_ctx);
+    }
     p->start_up_ns = sat_sub(t_use, p->start_ns);
-    p->loading_ns  = sat_sub(t_ctx, t_use);
-    p->context_ns  = sat_sub(t_work, t_ctx);
     int64_t u_end  = u.n ? clamp(u.v[u.n - 1].b, t_work, p->end_ns) : t_work;
     p->idle_ns      = ivl_covered(&idle, t_work, p->end_ns);
-    p->host_gaps_ns = pos(sat_sub(sat_sub(sat_sub(u_end, t_work), ivl_covered(&u, t_work, u_end)),
-                                  ivl_covered(&idle, t_work, u_end)));
-    if (p->first_token_ns) p->ttft = span_of(&g, &u, &idle, t_work, clamp(p->first_token_ns, t_work, p->end_ns));
+    p->host_gaps_ns = sat_add(pre_gaps, pos(sat_sub(sat_sub(sat_sub(u_end, t_work), ivl_covered(&u, t_work, u_end)),
+                                                    ivl_covered(&idle, t_work, u_end))));
+    if (p->first_token_ns) {
+        p->ttft         = span_of(&g, &u, &idle, t_work, clamp(p->first_token_ns, t_work, p->end_ns));
+        p->ttft.host_ns = sat_add(p->ttft.host_ns, pre_gaps);
+    }
+    if (llama_counters(db, p, &b, &btok, &ld) != 0) goto fail;
     if (p->n_gen_batches) p->gen = span_of(&g, &u, &idle, gen_a, gen_b);
 
     /* Compute per backend: its splits' time, else its OP and SYNC records' (a JSON profile, or level op only),
@@ -222,10 +287,12 @@ static int account(sqlite3 *db, ggprof_acc_proc *p) {
     cat_take(p, &left, "host_gaps", p->host_gaps_ns);
     cat_take(p, &left, "idle", p->idle_ns);
     cat_take(p, &left, "other", left);
-    free(g.v), free(b.v), free(btok.v), free(bout.v), free(u.v), free(idle.v), free(busy_idle.v);
+    free(g.v), free(b.v), free(btok.v), free(bout.v), free(u.v), free(idle.v), free(busy_idle.v), free(ld.v),
+        free(setup.v);
     return 0;
 fail:
-    free(g.v), free(b.v), free(btok.v), free(bout.v), free(u.v), free(idle.v), free(busy_idle.v);
+    free(g.v), free(b.v), free(btok.v), free(bout.v), free(u.v), free(idle.v), free(busy_idle.v), free(ld.v),
+        free(setup.v);
     return -1;
 }
 
@@ -292,8 +359,16 @@ void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *i
         }
         fprintf(out, "},\n%s   \"phases\": {\"prompt_ns\": %" PRId64 ", \"prompt_tokens\": %" PRId64 ", \"prompt_batches\": %" PRId64
                 ", \"generation_ns\": %" PRId64 ", \"generation_runs\": %" PRId64 ", \"decode_ns\": %" PRId64
-                ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 "},\n", indent, p->prompt_ns, p->n_prompt_tokens,
-                p->n_prompt_batches, p->generation_ns, p->n_gen_batches, p->batch_ns, p->graphs_ns, p->n_graphs);
+                ", \"graphs_ns\": %" PRId64 ", \"graphs\": %" PRId64 ", \"setup_measured\": %s", indent, p->prompt_ns,
+                p->n_prompt_tokens, p->n_prompt_batches, p->generation_ns, p->n_gen_batches, p->batch_ns, p->graphs_ns,
+                p->n_graphs, p->setup_measured ? "true" : "false");
+        const char *const llama_names[2] = { "llama_load_ns", "llama_total_ns" };
+        const int64_t     llama_ns[2]    = { p->llama_load_ns, p->llama_total_ns };
+        for (int k = 0; k < 2; k++) {
+            if (llama_ns[k] >= 0) fprintf(out, ", \"%s\": %" PRId64, llama_names[k], llama_ns[k]);
+            else fprintf(out, ", \"%s\": null", llama_names[k]);
+        }
+        fprintf(out, "},\n");
         fprintf(out, "%s   \"end_known\": %s, \"tid\": %d, \"page_faults\": {\"minor\": %" PRId64 ", \"major\": %" PRId64 "},"
                 " \"weights\": {\"buffers\": %" PRId64 ", \"bytes\": %" PRId64 "},\n", indent, p->exit_known ? "true" : "false",
                 p->tid, p->minflt, p->majflt, p->n_weights, p->weights_bytes);
@@ -350,6 +425,15 @@ void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
             fprintf(out, "    prompt %.3f ms (%" PRId64 " tokens in %" PRId64 " llama_decode), generation %.3f ms (%" PRId64
                     " runs)\n", ms(p->prompt_ns), p->n_prompt_tokens, p->n_prompt_batches, ms(p->generation_ns),
                     p->n_gen_batches);
+        }
+        if (p->llama_load_ns >= 0 || p->llama_total_ns >= 0) {
+            fprintf(out, "    llama.cpp's own counters, as it computes them:");
+            if (p->llama_load_ns >= 0) {
+                fprintf(out, " load time %.3f ms (from its last perf reset, else the model load's start, to the end of"
+                        " the first llama_decode)", ms(p->llama_load_ns));
+            }
+            if (p->llama_total_ns >= 0) fprintf(out, "%s total time %.3f ms", p->llama_load_ns >= 0 ? "," : "", ms(p->llama_total_ns));
+            fputc('\n', out);
         }
         if (p->first_token_ns) {
             const ggprof_acc_span *t = &p->ttft;

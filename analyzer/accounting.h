@@ -37,6 +37,9 @@ typedef struct {
     int64_t        graphs_ns, n_graphs, copies_ns, graph_build_ns, host_gaps_ns, idle_ns;
     int64_t        startup_ns;                /* the start to the first graph (the loading rule's figure) */
     int64_t        start_up_ns, loading_ns, context_ns; /* the categories startup, loading, context_setup */
+    int            setup_measured;            /* loading and context_setup are llama.cpp's set-up calls, timed */
+    int64_t        llama_load_ns, llama_total_ns; /* llama.cpp's "load time" and "total time" as it computes them;
+                                                     -1: not known */
     int64_t        batch_ns;                  /* time inside llama_decode (BATCH records) */
     int64_t        prompt_ns, generation_ns;  /* batch time of batches of more than one token, of one token (as
                                                  llama.cpp counts its prompt eval and eval) */

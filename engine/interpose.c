@@ -817,7 +817,7 @@ static const ggprof_entry g_entries[] = {
 
 /* The three lists, made once (at load, one thread). */
 static const ggprof_entry *ggprof_interpose_entries(int *n) {
-    static ggprof_entry all[N_ENTRIES + 16];
+    static ggprof_entry all[N_ENTRIES + 32];
     static int          n_all;
     if (!n_all) {
         const ggprof_entry *(*const more[])(int *) = { ggprof_llama_entries, ggprof_memory_entries };

@@ -1,9 +1,14 @@
 /* llama.cpp's llama_decode and llama_encode (libllama's exported entry points, called through the PLT by
  * llama-server, llama-completion, node-llama-cpp...): one BATCH record per call, with the tokens of each
  * sequence in it, and the graphs computed inside name the call (ggprof_msg_graph.batch). `rollup --by request`
- * joins them into requests. */
+ * joins them into requests.
+ * Its set-up and perf calls (the model's load, the context's creation, llama_perf_context_reset,
+ * llama_perf_context): one REGION record per call, of depth GGPROF_LLAMA_SPAN (a program's own regions have depths
+ * from 0), named by the function: what analyzer/accounting.c measures loading and context set-up by, and computes
+ * llama.cpp's own "load time" and "total time" from. */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -92,11 +97,125 @@ GGPROF_API int32_t llama_encode(struct llama_context *ctx, ggprof_llama_batch ba
     return traced(real_llama_encode, 1, ctx, batch);
 }
 
+/* ---- The set-up and perf calls: a span each (a REGION record of depth GGPROF_LLAMA_SPAN, named by the function),
+ * the outermost only (llama_load_model_from_file calls llama_model_load_from_file through the PLT). */
+#define GGPROF_LLAMA_SPAN UINT32_MAX /* the regions table's depth -1 */
+static __thread int t_in_span;
+
+/* The span's start, or 0 when it is not recorded (no collector recording now, or inside another span). */
+static uint64_t span_begin(void) {
+    if (t_in_span++ || !ggprof_device_ready() || !ggprof_recording_now() || !ggprof_sink_has_ring()) return 0;
+    return ggprof_now_ns();
+}
+
+static void span_end(const char *name, uint64_t start) {
+    t_in_span--;
+    if (!start) return;
+    ggprof_msg_region m;
+    memset(&m, 0, sizeof(m));
+    m.h        = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_REGION, 0 };
+    m.start_ns = start;
+    m.end_ns   = ggprof_now_ns();
+    m.depth    = GGPROF_LLAMA_SPAN;
+    snprintf(m.name, sizeof(m.name), "%s", name);
+    GGPROF_GUARD;
+    ggprof_emit(&m.h);
+}
+
+struct llama_model;
+static void *_Atomic slot_llama_perf_context_reset;
+
+GGPROF_API void llama_perf_context_reset(struct llama_context *ctx);
+GGPROF_API void llama_perf_context_reset(struct llama_context *ctx) {
+    REAL_FROM(slot_llama_perf_context_reset, llama_perf_context_reset);
+    uint64_t t = span_begin();
+    real_llama_perf_context_reset(ctx);
+    span_end("llama_perf_context_reset", t);
+}
+GGPROF_SELF_ALIAS(llama_perf_context_reset)
+
+#if defined(__x86_64__)
+/* The calls that take llama_model_params or llama_context_params by value, or return llama_perf_context_data: large
+ * structs whose layout changes between llama.cpp versions. The wrappers forward them without knowing it, by the
+ * x86-64 System V ABI (docs/how-it-works.md, "llama.cpp's set-up calls"):
+ * - a struct of more than 16 bytes is of class MEMORY: the caller copies it onto the stack, in the argument area
+ *   just above the return address, after the arguments passed in registers; these calls' other arguments are
+ *   pointers and a size_t (registers) and the struct is the last argument, so nothing on the stack follows it. A
+ *   wrapper declared with a larger struct (ggprof_llama_params, 512 bytes; v0.4.0's are 80 and 160 bytes and no version
+ *   came near) reads the caller's copy, then bytes of the caller's own frame above it (mapped: the stack grows down,
+ *   and its top holds the process's or thread's start), never writes them, and passes the whole to the real
+ *   function at the same place, which reads its own size of it: the caller's bytes, unchanged;
+ * - a struct returned of class MEMORY is written by the callee where a hidden first argument points (%rdi), and
+ *   that pointer is returned (%rax): the wrapper takes it as an explicit pointer and hands it on, writing nothing.
+ * Other ABIs (AArch64 passes such a struct by reference to a copy of the caller's size, and the return pointer in
+ * x8) have no such wrappers: llama.cpp's set-up is then inferred from buffers, as without them. */
+typedef struct {
+    uint64_t w[64];
+} ggprof_llama_params;
+
+GGPROF_API struct llama_model *llama_model_load_from_file(const char *path, ggprof_llama_params params);
+GGPROF_API struct llama_model *llama_load_model_from_file(const char *path, ggprof_llama_params params);
+GGPROF_API struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_paths, ggprof_llama_params params);
+GGPROF_API struct llama_context *llama_init_from_model(struct llama_model *model, ggprof_llama_params params);
+GGPROF_API struct llama_context *llama_new_context_with_model(struct llama_model *model, ggprof_llama_params params);
+GGPROF_API void *llama_perf_context(void *ret, const struct llama_context *ctx);
+
+static void *_Atomic slot_llama_model_load_from_file, *_Atomic slot_llama_load_model_from_file,
+    *_Atomic slot_llama_model_load_from_splits, *_Atomic slot_llama_init_from_model,
+    *_Atomic slot_llama_new_context_with_model, *_Atomic slot_llama_perf_context;
+
+#define SPAN_CALL(fn, ...)                                                                                             \
+    REAL_FROM(slot_##fn, fn);                                                                                          \
+    uint64_t t = span_begin();                                                                                         \
+    __typeof__(real_##fn(__VA_ARGS__)) r = real_##fn(__VA_ARGS__);                                                    \
+    span_end(#fn, t);                                                                                                  \
+    return r
+
+GGPROF_API struct llama_model *llama_model_load_from_file(const char *path, ggprof_llama_params params) {
+    SPAN_CALL(llama_model_load_from_file, path, params);
+}
+GGPROF_API struct llama_model *llama_load_model_from_file(const char *path, ggprof_llama_params params) {
+    SPAN_CALL(llama_load_model_from_file, path, params);
+}
+GGPROF_API struct llama_model *llama_model_load_from_splits(const char **paths, size_t n_paths, ggprof_llama_params params) {
+    SPAN_CALL(llama_model_load_from_splits, paths, n_paths, params);
+}
+GGPROF_API struct llama_context *llama_init_from_model(struct llama_model *model, ggprof_llama_params params) {
+    SPAN_CALL(llama_init_from_model, model, params);
+}
+GGPROF_API struct llama_context *llama_new_context_with_model(struct llama_model *model, ggprof_llama_params params) {
+    SPAN_CALL(llama_new_context_with_model, model, params);
+}
+GGPROF_API void *llama_perf_context(void *ret, const struct llama_context *ctx) {
+    SPAN_CALL(llama_perf_context, ret, ctx);
+}
+
+GGPROF_SELF_ALIAS(llama_model_load_from_file)
+GGPROF_SELF_ALIAS(llama_load_model_from_file)
+GGPROF_SELF_ALIAS(llama_model_load_from_splits)
+GGPROF_SELF_ALIAS(llama_init_from_model)
+GGPROF_SELF_ALIAS(llama_new_context_with_model)
+GGPROF_SELF_ALIAS(llama_perf_context)
+#define SPAN_ENTRY(fn, serves) { #fn, GGPROF_SELF(fn), &slot_##fn, serves },
+#define SPAN_ENTRIES                                                                                                   \
+    SPAN_ENTRY(llama_model_load_from_file, "loading measured")                                                          \
+    SPAN_ENTRY(llama_load_model_from_file, "loading measured")                                                          \
+    SPAN_ENTRY(llama_model_load_from_splits, "loading measured")                                                        \
+    SPAN_ENTRY(llama_init_from_model, "context set-up measured")                                                        \
+    SPAN_ENTRY(llama_new_context_with_model, "context set-up measured")                                                 \
+    SPAN_ENTRY(llama_perf_context, "llama.cpp's total time")
+#else
+#define SPAN_ENTRIES
+#endif
+
 GGPROF_SELF_ALIAS(llama_decode)
 GGPROF_SELF_ALIAS(llama_encode)
 static const ggprof_entry g_llama_entries[] = {
     { "llama_decode", GGPROF_SELF(llama_decode), &slot_llama_decode, "llama_decode batches (time per request)" },
     { "llama_encode", GGPROF_SELF(llama_encode), &slot_llama_encode, "llama_encode batches" },
+    { "llama_perf_context_reset", GGPROF_SELF(llama_perf_context_reset), &slot_llama_perf_context_reset,
+      "llama.cpp's load and total time" },
+    SPAN_ENTRIES
 };
 
 const ggprof_entry *ggprof_llama_entries(int *n) {

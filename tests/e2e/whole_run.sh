@@ -2,7 +2,8 @@
 # (two requests with a 2 s wait between them), node-llama-cpp and samples/threads (not llama.cpp), report's
 # categories add up to the wall time exactly, and that wall is record's fork to exit (processes_time, read here with
 # sqlite3) within 1%; the server's wait is idle; llama-completion's prompt and generation agree with llama.cpp's own
-# common_perf_print lines ("prompt eval time", "eval time", their token and run counts) within 5% or 0.5 ms.
+# common_perf_print lines ("prompt eval time", "eval time", their token and run counts, "load time", "total time")
+# within 5% or 0.5 ms, and loading and context_setup are the model loads' and context creations' spans.
 . "$(dirname "$0")/../lib.sh"
 
 # acc DB KEY...: report --format json's accounting of DB's one ggml process, the values at the dotted KEYs.
@@ -52,8 +53,8 @@ for m in dense moe; do
     "$GGPROF" record -q -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$gguf" -p "The quick brown fox jumps over" \
         -n 12 -t 2 --no-warmup -no-cnv -s 1 --perf > "$OUT/completion-$m.log" 2>&1
     expect "completion $m: record exits with its status" "$?" 0
-    read -r pn pt gn gr lo <<< "$(acc "$db" phases.prompt_ns phases.prompt_tokens phases.generation_ns phases.generation_runs \
-        categories.loading)"
+    read -r pn pt gn gr lo ll lt cs <<< "$(acc "$db" phases.prompt_ns phases.prompt_tokens phases.generation_ns \
+        phases.generation_runs categories.loading phases.llama_load_ns phases.llama_total_ns categories.context_setup)"
     whole "$db" "completion $m"
     expect_ge "completion $m: loading measured" "$lo" 1
     # common_perf_print: prompt eval time = X ms / N tokens; eval time = Y ms / M runs (llama-context.cpp: a
@@ -64,6 +65,18 @@ for m in dense moe; do
     expect "completion $m: generation runs as llama.cpp counted them" "$gr" "${eM:-none}"
     expect "completion $m: prompt time agrees with llama.cpp's prompt eval time" "$(near "${px:-0}" "${pn:-0}")" yes
     expect "completion $m: generation time agrees with llama.cpp's eval time" "$(near "${ex:-0}" "${gn:-0}")" yes
+    # load time = X ms (v0.4.0: its last perf reset, else the model load's start, to the end of the first decode)
+    # and total time = Y ms (that start to common_perf_print's reading): ggprof's phases computed the same way
+    lx=$(sed -n 's/.*[^a-z]load time = *\([0-9.]*\) ms.*/\1/p' "$OUT/completion-$m.log" | head -n1)
+    tx=$(sed -n 's/.*total time = *\([0-9.]*\) ms.*/\1/p' "$OUT/completion-$m.log" | head -n1)
+    expect "completion $m: llama.cpp's load time agrees with ggprof's" "$(near "${lx:-0}" "${ll%None}")" yes
+    expect "completion $m: llama.cpp's total time agrees with ggprof's" "$(near "${tx:-0}" "${lt%None}")" yes
+    # loading is the model-load calls' time, context set-up the context creations' (the engine's spans, read here
+    # with sqlite3: regions of depth -1)
+    expect "completion $m: loading is the model loads' spans" "$lo" "$(sqlite3 "$db" "SELECT total(duration_ns) FROM
+        regions WHERE depth = -1 AND name = 'llama_model_load_from_file'" | sed 's/\.0$//')"
+    expect "completion $m: context_setup is the context creations' spans" "$cs" "$(sqlite3 "$db" "SELECT
+        total(duration_ns) FROM regions WHERE depth = -1 AND name = 'llama_init_from_model'" | sed 's/\.0$//')"
     expect "completion $m: time to first token is its parts added up" "$(python3 -c 'import json,sys
 p=max(json.load(open(sys.argv[1]))["accounting"], key=lambda p: p["wall_ns"]); t=p.get("ttft") or {}
 print("yes" if t and t["ns"] == sum(v for k, v in t.items() if k != "ns") else "no: %s" % t)' "$db.json")" yes
