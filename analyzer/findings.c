@@ -73,6 +73,13 @@ static sqlite3_stmt *prep(const ggprof_findings_ctx *c, const char *sql) {
     return st;
 }
 
+/* prep() with ?1 bound to a process's pid: the rules' per-process queries. */
+static sqlite3_stmt *prep_pid(const ggprof_findings_ctx *c, const char *sql, int32_t pid) {
+    sqlite3_stmt *st = prep(c, sql);
+    if (st) sqlite3_bind_int(st, 1, pid);
+    return st;
+}
+
 /* A backend's name in the trace's list, else "backend N". */
 static void backend_name(const ggprof_findings_ctx *c, int32_t pid, int64_t sched, int64_t id, char *buf, size_t len) {
     snprintf(buf, len, "backend %" PRId64, id);
@@ -154,12 +161,11 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
         double  quota   = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
         double  usable  = cpus > 0 && quota > 0 ? fmin(cpus, quota) : cpus > 0 ? cpus : quota;
         if (usable <= 0 || threads <= 0 || (double) threads <= usable) continue;
-        sqlite3_stmt *w = prep(c, "SELECT CAST(total(CASE WHEN type = 2 THEN duration_ns ELSE wait_ns END) AS INTEGER)"
-                                  " FROM events WHERE pid = ?1 AND ((type = 2 AND name IN ('cpu_barrier', 'cpu_kickoff')"
-                                  " AND duration_ns > 0) OR (type = 0 AND wait_ns > 0))");
+        sqlite3_stmt *w = prep_pid(c, "SELECT CAST(total(CASE WHEN type = 2 THEN duration_ns ELSE wait_ns END) AS"
+                                      " INTEGER) FROM events WHERE pid = ?1 AND ((type = 2 AND name IN ('cpu_barrier',"
+                                      " 'cpu_kickoff') AND duration_ns > 0) OR (type = 0 AND wait_ns > 0))", pid);
         int64_t waits = 0;
         if (w) {
-            sqlite3_bind_int(w, 1, pid);
             if (sqlite3_step(w) == SQLITE_ROW) waits = col_pos(w, 0);
             sqlite3_finalize(w);
         }
@@ -240,10 +246,9 @@ static int rule_host_gap(const ggprof_findings_ctx *c, ggprof_finding *out) {
     ev_int(out, "host_gaps_ns", p->host_gaps_ns);
     ev_int(out, "wall_ns", p->wall_ns);
     ev_int(out, "graphs", p->n_graphs);
-    sqlite3_stmt *st = prep(c, "SELECT graph_id, start_ns - LAG(start_ns + duration_ns) OVER (ORDER BY start_ns) AS gap"
-                               " FROM graph_list WHERE pid = ?1 ORDER BY gap DESC LIMIT 1");
+    sqlite3_stmt *st = prep_pid(c, "SELECT graph_id, start_ns - LAG(start_ns + duration_ns) OVER (ORDER BY start_ns)"
+                                   " AS gap FROM graph_list WHERE pid = ?1 ORDER BY gap DESC LIMIT 1", p->pid);
     if (st) {
-        sqlite3_bind_int(st, 1, p->pid);
         if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) != SQLITE_NULL) {
             ev_int(out, "longest_gap_ns", col_pos(st, 1));
             ev_int(out, "before_graph", sqlite3_column_int64(st, 0));
@@ -273,12 +278,11 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_copies);
     if (!p || p->graphs_ns <= 0 || share(p->copies_ns, p->graphs_ns) < 0.10) return 0;
     out->pid = p->pid, out->at_stake_ns = p->copies_ns;
-    sqlite3_stmt *st = prep(c, "SELECT COALESCE(NULLIF(n.tensor_name, ''), e.extra), e.sched_id, e.backend_id,"
-                               " total(e.duration_ns) AS ns, sum(e.bytes), count(*) FROM events e LEFT JOIN nodes n"
-                               " ON n.pid = e.pid AND n.node_id = e.node_id WHERE e.pid = ?1 AND e.type = 1"
-                               " AND e.duration_ns > 0 GROUP BY 1, 2, 3 ORDER BY ns DESC LIMIT 1");
+    sqlite3_stmt *st = prep_pid(c, "SELECT COALESCE(NULLIF(n.tensor_name, ''), e.extra), e.sched_id, e.backend_id,"
+                                   " total(e.duration_ns) AS ns, sum(e.bytes), count(*) FROM events e LEFT JOIN nodes n"
+                                   " ON n.pid = e.pid AND n.node_id = e.node_id WHERE e.pid = ?1 AND e.type = 1"
+                                   " AND e.duration_ns > 0 GROUP BY 1, 2, 3 ORDER BY ns DESC LIMIT 1", p->pid);
     if (st) {
-        sqlite3_bind_int(st, 1, p->pid);
         if (sqlite3_step(st) == SQLITE_ROW) {
             char be[64];
             backend_name(c, p->pid, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2), be, sizeof(be));
@@ -302,11 +306,10 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
 static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_startup);
     if (!p || !p->n_graphs || share(p->startup_ns, p->wall_ns) < 0.5) return 0;
-    sqlite3_stmt *st = prep(c, "SELECT count(*), CAST(total(size) AS INTEGER) FROM buffers WHERE pid = ?1"
-                               " AND kind = 'weights'");
+    sqlite3_stmt *st = prep_pid(c, "SELECT count(*), CAST(total(size) AS INTEGER) FROM buffers WHERE pid = ?1"
+                                   " AND kind = 'weights'", p->pid);
     int64_t n_bufs = 0, weights = 0;
     if (st) {
-        sqlite3_bind_int(st, 1, p->pid);
         if (sqlite3_step(st) == SQLITE_ROW) n_bufs = sqlite3_column_int64(st, 0), weights = col_pos(st, 1);
         sqlite3_finalize(st);
     }

@@ -26,15 +26,27 @@ const char ggprof_usage_merge[] =
     "Prints each offset, the width of its range (its uncertainty) and the number of pairs.\n"
     GGPROF_HELP_OPTIONS;
 
-/* The tables a trace holds, and which of their columns are times to shift. */
+/* The tables a trace holds (schema/trace_db.c), and which of their columns are moments to shift (durations are
+ * not). A table the input lacks (an older trace) is skipped; so is `replay` (a table of `ggprof replay`'s results
+ * for one trace, not of a process). */
 static const struct {
     const char *table;
-    const char *time_col; /* NULL: no time */
+    const char *time_cols[2]; /* NULL: none */
 } k_tables[] = {
-    { "processes", "start_ns" },  { "ggml_types", NULL },   { "backend_list", NULL }, { "nodes", NULL },
-    { "graph_list", "start_ns" }, { "split_list", "start_ns" }, { "events", "start_ns" }, { "notes", NULL },
-    { "kernel_list", "start_ns" }, { "regions", "start_ns" }, { "batches", "start_ns" }, { "batch_seqs", NULL },
+    { "processes", { "start_ns" } },  { "ggml_types", { NULL } },       { "backend_list", { NULL } },
+    { "nodes", { NULL } },            { "graph_list", { "start_ns" } }, { "split_list", { "start_ns" } },
+    { "events", { "start_ns" } },     { "notes", { NULL } },            { "losses", { NULL } },
+    { "kernel_list", { "start_ns" } }, { "regions", { "start_ns" } },   { "batches", { "start_ns" } },
+    { "batch_seqs", { NULL } },
+    { "processes_time", { "fork_ns", "exit_ns" } }, { "thread_idle", { "start_ns", "end_ns" } },
+    { "thread_stats", { "first_ns", "last_ns" } },  { "buffer_list", { "alloc_ns", "free_ns" } },
+    { "device_memory", { "t_ns" } },  { "plan_list", { "t_ns" } },      { "placements", { NULL } },
+    { "node_placements", { NULL } },
+    { "windows", { "start_ns", "end_ns" } }, /* its id is given anew (the inputs' ids would collide) */
 };
+
+/* The per-process keys of meta ("threads.PID": collector/proc_sample.c), copied with the pid shifted. */
+static const char *const k_meta_per_pid[] = { "threads", "cpus_allowed", "cpu_quota" };
 
 typedef struct {
     int64_t  offset;    /* add to the input's times */
@@ -124,12 +136,14 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
         char *cols = sqlite3_mprintf("%s", ""), *vals = sqlite3_mprintf("%s", "");
         while (cols && vals && sqlite3_step(st) == SQLITE_ROW) {
             const char *col = (const char *) sqlite3_column_text(st, 0);
+            if (strcmp(table, "windows") == 0 && strcmp(col, "id") == 0) continue;
             const char *sep = *cols ? ", " : "";
             char *c = sqlite3_mprintf("%s%s\"%w\"", cols, sep, col), *v;
             if (strcmp(col, "pid") == 0) {
                 v = sqlite3_mprintf("%s%s\"pid\" + %lld", vals, sep, (long long) pid_shift);
-            } else if (k_tables[t].time_col && strcmp(col, k_tables[t].time_col) == 0) {
-                v = sqlite3_mprintf("%s%s\"%w\" + %lld", vals, sep, col, (long long) offset);
+            } else if ((k_tables[t].time_cols[0] && strcmp(col, k_tables[t].time_cols[0]) == 0) ||
+                       (k_tables[t].time_cols[1] && strcmp(col, k_tables[t].time_cols[1]) == 0)) {
+                v = sqlite3_mprintf("%s%s\"%w\" + %lld", vals, sep, col, (long long) offset); /* NULL stays NULL */
             } else {
                 v = sqlite3_mprintf("%s%s\"%w\"", vals, sep, col);
             }
@@ -153,6 +167,23 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
         sqlite3_free(sql);
         sqlite3_free(cols);
         sqlite3_free(vals);
+    }
+    for (size_t k = 0; rc == 0 && k < sizeof(k_meta_per_pid) / sizeof(k_meta_per_pid[0]); k++) {
+        sqlite3_stmt *st = NULL;
+        const char *sql = "INSERT OR REPLACE INTO main.meta SELECT ?1 || '.' || (CAST(substr(key, length(?1) + 2) AS INTEGER)"
+                          " + ?2), value FROM src.meta WHERE key GLOB ?1 || '.[0-9]*'";
+        if (sqlite3_prepare_v2(out, sql, -1, &st, NULL) != SQLITE_OK) {
+            snprintf(why, len, "merging '%s' (meta): %s", path, sqlite3_errmsg(out));
+            rc = -1;
+            break;
+        }
+        sqlite3_bind_text(st, 1, k_meta_per_pid[k], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, pid_shift);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            snprintf(why, len, "merging '%s' (meta): %s", path, sqlite3_errmsg(out));
+            rc = -1;
+        }
+        sqlite3_finalize(st);
     }
     return sqlite3_exec(out, "DETACH DATABASE src", NULL, NULL, NULL) == SQLITE_OK ? rc : -1;
 }

@@ -45,6 +45,18 @@ expect "merged: the three processes" "$(q "$OUT/merged.db" "SELECT count(*) FROM
 expect "merged: every record kept" "$(q "$OUT/merged.db" "SELECT count(*) FROM records")" \
     "$(( $(q "$c" "SELECT count(*) FROM records") + $(q "$OUT/server-$p1.db" "SELECT count(*) FROM records") + \
          $(q "$OUT/server-$p2.db" "SELECT count(*) FROM records") ))"
+# Every table of the trace schema, not only the records: each merged table holds the rows of all three inputs
+# (the whole run's processes_time and thread tables, losses, placements...), and the per-process meta keys too;
+# not `replay`, the results of `ggprof replay` on one trace.
+for t in $(sqlite3 "$c" "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('meta', 'replay') ORDER BY name"); do
+    n=0
+    for db in "$c" "$OUT/server-$p1.db" "$OUT/server-$p2.db"; do n=$((n + $(sqlite3 "$db" "SELECT count(*) FROM \"$t\""))); done
+    expect "merged: table $t has every input's rows" "$(sqlite3 "$OUT/merged.db" "SELECT count(*) FROM \"$t\"")" "$n"
+done
+expect "merged: each process's whole run (processes_time)" "$(sqlite3 "$OUT/merged.db" "SELECT count(DISTINCT pid) FROM processes_time")" 3
+expect "merged: each process's threads meta key" "$(sqlite3 "$OUT/merged.db" "SELECT count(*) FROM meta WHERE key GLOB 'threads.[0-9]*'")" \
+    "$(( $(sqlite3 "$c" "SELECT count(*) FROM meta WHERE key GLOB 'threads.[0-9]*'") + $(sqlite3 "$OUT/server-$p1.db" "SELECT count(*) FROM meta WHERE key GLOB 'threads.[0-9]*'") + \
+         $(sqlite3 "$OUT/server-$p2.db" "SELECT count(*) FROM meta WHERE key GLOB 'threads.[0-9]*'") ))"
 expect "merge matched every server compute to a client request" "$(grep -c '6 matched request/response pairs' "$OUT/merge.txt")" 2
 # One machine, one clock: an estimate off by more than a few milliseconds would pair the wrong events.
 for off in $(grep -o 'offset [-+0-9]* ns' "$OUT/merge.txt" | awk '{ print $2 }'); do

@@ -8,7 +8,6 @@
  * none and runs nothing; a replay that ran a trace's path would leave its marker, the planted program of the seeds
  * (which is never there: the seeds name it only). Inputs that begin with "SQLite format 3" are the file itself. */
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,51 +16,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "analyzer_commands.h"
 #include "cli.h"
 #include "collector_commands.h"
-#include "json_v3.h"
+#include "fuzz_db_input.h"
 
-static unsigned char *g_base;
-static sqlite3_int64  g_base_len;
-static char           g_dir[64];
+static char g_dir[64];
 
 static void remove_dir(void) { rmdir(g_dir); }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void) argc;
     (void) argv;
-    const char *src = getenv("FUZZ_DB_BASE");
-    char why[512];
-    sqlite3 *db = src ? ggprof_json_v3_import(src, why, sizeof(why)) : NULL;
-    if (!db) {
-        fprintf(stderr, "fuzz_trust: set FUZZ_DB_BASE to a version-3 JSON trace (%s)\n", src ? why : "unset");
-        exit(1);
-    }
     /* a capture window and a process, so that --window 1 and --process cut something */
-    sqlite3_exec(db, "INSERT INTO windows(id, start_ns, end_ns, opened_by, closed_by) SELECT 1, min(start_ns),"
-                     " max(start_ns), 'start', 'exit' FROM events;"
-                     "INSERT INTO processes(pid, exe) SELECT DISTINCT pid, 'llama' FROM events",
-                 NULL, NULL, NULL);
-    g_base = sqlite3_serialize(db, "main", &g_base_len, 0);
-    sqlite3_close(db);
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, 1), close(null);
+    fuzz_db_base("fuzz_trust", "INSERT INTO windows(id, start_ns, end_ns, opened_by, closed_by) SELECT 1, min(start_ns),"
+                               " max(start_ns), 'start', 'exit' FROM events;"
+                               "INSERT INTO processes(pid, exe) SELECT DISTINCT pid, 'llama' FROM events");
     /* the empty folder the commands run in, and no test-backend-ops anywhere replay looks */
     snprintf(g_dir, sizeof(g_dir), "/dev/shm/ggprof-fuzz-trust-%d", (int) getpid());
     if (mkdir(g_dir, 0700) != 0 || chdir(g_dir) != 0) return 1;
     atexit(remove_dir);
     setenv("PATH", "", 1);
-    return g_base ? 0 : 1;
-}
-
-static void run(int (*cmd)(int, char **), int argc, const char *const *argv) {
-    char *copy[16];
-    for (int i = 0; i < argc && i < 15; i++) copy[i] = (char *) argv[i];
-    copy[argc] = NULL;
-    cmd(argc, copy);
+    return 0;
 }
 
 /* Aborts when the folder the commands ran in holds a file: a trace made ggprof write one. */
@@ -81,39 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char path[80], merged[80];
     snprintf(path, sizeof(path), "/dev/shm/ggprof-fuzz-trust-%d.db", (int) getpid());
     snprintf(merged, sizeof(merged), "/dev/shm/ggprof-fuzz-trust-%d-merged.db", (int) getpid());
-    unlink(path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return 0;
-    bool raw = size >= 16 && memcmp(data, "SQLite format 3", 16) == 0;
-    const void *bytes = raw ? (const void *) data : (const void *) g_base;
-    size_t      n     = raw ? size : (size_t) g_base_len;
-    ssize_t     w     = write(fd, bytes, n);
-    close(fd);
-    if (w != (ssize_t) n) {
-        unlink(path);
-        return 0;
+    if (fuzz_db_write(path, data, size, true) != 0) return 0;
+    DIR *d = opendir(".");
+    struct dirent *e;
+    while (d && (e = readdir(d))) { /* what the making left (the input's SQL may write anything): not the readers' */
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlink(e->d_name);
     }
-    if (!raw) {
-        sqlite3 *db = NULL;
-        /* the input's own SQL may attach or write anything here: that is making the trace, not reading it */
-        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
-            char *sql = malloc(size + 1);
-            if (sql) {
-                memcpy(sql, data, size);
-                sql[size] = '\0';
-                sqlite3_exec(db, "PRAGMA writable_schema = ON", NULL, NULL, NULL);
-                sqlite3_exec(db, sql, NULL, NULL, NULL);
-                free(sql);
-            }
-        }
-        sqlite3_close(db);
-        DIR *d = opendir(".");
-        struct dirent *e;
-        while (d && (e = readdir(d))) { /* what the making left: not the readers' */
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlink(e->d_name);
-        }
-        if (d) closedir(d);
-    }
+    if (d) closedir(d);
     /* the windows: all for report, one (from the input's length) for the rest */
     static const char *const windows[][4] = {
         { "--from", "0", "--to", "0.01" }, { "--graphs", "0-3", NULL, NULL }, { "--process", "1", NULL, NULL },
@@ -124,20 +74,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #define WIN(...) (const char *[]) { __VA_ARGS__, wo[0], wo[1], wo[2], wo[3] }
     for (int i = 0; i < 4; i++) { /* report with each window, the others with one */
         wo = windows[i], wn = wo[2] ? 4 : 2;
-        run(ggprof_cmd_report, 2 + wn, WIN("report", path));
+        fuzz_run(ggprof_cmd_report, 2 + wn, WIN("report", path));
     }
     wo = windows[size % 4], wn = wo[2] ? 4 : 2;
-    run(ggprof_cmd_top_ops, 2 + wn, WIN("top-ops", path));
-    run(ggprof_cmd_top_kernels, 2 + wn, WIN("top-kernels", path));
-    run(ggprof_cmd_inefficiency, 2 + wn, WIN("inefficiency", path));
-    run(ggprof_cmd_rollup, 4 + wn, WIN("rollup", path, "--by", "layer"));
-    run(ggprof_cmd_diff, 3 + wn, WIN("diff", path, path));
-    run(ggprof_cmd_export, 4 + wn, WIN("export", path, "--chrome", "/dev/null"));
-    run(ggprof_cmd_export, 4 + wn, WIN("export", path, "--otlp", "/dev/null"));
-    run(ggprof_cmd_memory, 2, (const char *[]) { "memory", path });
-    run(ggprof_cmd_query, 3, (const char *[]) { "query", path, "SELECT count(*) FROM records" });
-    run(ggprof_cmd_merge, 5, (const char *[]) { "merge", "-o", merged, path, path });
-    run(ggprof_cmd_replay, 4, (const char *[]) { "replay", path, "-n", "2" });
+    fuzz_run(ggprof_cmd_top_ops, 2 + wn, WIN("top-ops", path));
+    fuzz_run(ggprof_cmd_top_kernels, 2 + wn, WIN("top-kernels", path));
+    fuzz_run(ggprof_cmd_inefficiency, 2 + wn, WIN("inefficiency", path));
+    fuzz_run(ggprof_cmd_rollup, 4 + wn, WIN("rollup", path, "--by", "layer"));
+    fuzz_run(ggprof_cmd_diff, 3 + wn, WIN("diff", path, path));
+    fuzz_run(ggprof_cmd_export, 4 + wn, WIN("export", path, "--chrome", "/dev/null"));
+    fuzz_run(ggprof_cmd_export, 4 + wn, WIN("export", path, "--otlp", "/dev/null"));
+    fuzz_run(ggprof_cmd_memory, 2, (const char *[]) { "memory", path });
+    fuzz_run(ggprof_cmd_query, 3, (const char *[]) { "query", path, "SELECT count(*) FROM records" });
+    fuzz_run(ggprof_cmd_merge, 5, (const char *[]) { "merge", "-o", merged, path, path });
+    fuzz_run(ggprof_cmd_replay, 4, (const char *[]) { "replay", path, "-n", "2" });
     nothing_written();
     unlink(merged);
     unlink(path);
