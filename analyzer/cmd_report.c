@@ -371,6 +371,8 @@ static void write_json(sqlite3 *db, const ggprof_accounting *acc, const ggprof_f
     ggprof_accounting_json(stdout, acc, "  ", 0);
     printf(",\n  \"findings\": ");
     ggprof_findings_json(stdout, f, "  ", 0);
+    printf(",\n  \"threads\": ");
+    ggprof_threads_json(stdout, db);
     printf(",\n  \"ops\": [");
     for (size_t i = 0; i < s->n; i++) {
         const ggprof_op_stat *o = &s->v[i];
@@ -396,7 +398,8 @@ int ggprof_cmd_report(int argc, char **argv) {
     const ggprof_opt opts[] = {
         { "--format", NULL, GGPROF_OPT_CALL, &format, ggprof_format_opt, "table|csv|json",
           "table (default); csv: the findings, one a row; json: {\"accounting\": per process, the wall time in "
-          "categories, and per request of a server, \"findings\": every finding ranked, \"ops\", \"trace\"}" },
+          "categories, and per request of a server, \"findings\": every finding ranked, \"threads\": per process, each "
+          "op's busy and wait per thread, \"ops\", \"trace\"}" },
         { "--roof", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "BACKEND=GBPS,GFLOPS[,GFLOPS_F16]",
           "a backend's roofs, for the below_roof rule (as top-ops takes them; repeatable)" },
         { "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "FILE",

@@ -185,25 +185,37 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
     return fired;
 }
 
-/* thread_imbalance: thread 0's waits for the slowest thread after each op (cpu_barrier records after it, its
- * wait_ns inside it), per op and backend; fires above 5% of the recorded time; at stake: those waits. */
+/* thread_imbalance: per op and backend, the time threads waited for the slowest: with record --threads (op_threads
+ * rows of the process) each op's imbalance, slowest minus fastest arrival at its barriers; otherwise thread 0's
+ * waits for the slowest (cpu_barrier records after it, its wait_ns inside it), a lower bound of that. Fires above
+ * 5% of the recorded time; at stake: those waits. */
+#define IMB_THREAD0                                                                                                 \
+    "WITH s AS (SELECT pid, sched_id, type, name, duration_ns, wait_ns, backend_id, node_id,"                       \
+    "   LAG(type) OVER w AS ptype, LAG(name) OVER w AS pname, LAG(node_id) OVER w AS pnode,"                        \
+    "   LAG(backend_id) OVER w AS pbackend FROM events WHERE graph_id IS NOT NULL AND type IN (0, 2)"              \
+    "   WINDOW w AS (PARTITION BY pid, graph_id, tid ORDER BY start_ns, rowid)),"                                   \
+    " imb0 AS (SELECT pid, sched_id, pname AS op, pnode AS node_id, pbackend AS backend_id, duration_ns AS ns"      \
+    "   FROM s WHERE type = 2 AND name = 'cpu_barrier' AND ptype = 0 AND duration_ns > 0"                           \
+    "   UNION ALL SELECT pid, sched_id, name, node_id, backend_id, wait_ns FROM s WHERE type = 0 AND wait_ns > 0),"
+#define IMB_REST                                                                                                    \
+    " per_node AS (SELECT pid, sched_id, op, backend_id, node_id, total(ns) AS ns, count(*) AS n FROM imb"         \
+    "   GROUP BY pid, sched_id, op, backend_id, node_id),"                                                          \
+    " per_op AS (SELECT p.pid, p.sched_id, p.op, p.backend_id, CAST(min(sum(p.ns), 9.2e18) AS INTEGER) AS ns,"     \
+    "   sum(p.n) AS n, max(p.ns), n.tensor_name AS tensor FROM per_node p LEFT JOIN nodes n ON n.pid = p.pid"       \
+    "   AND n.node_id = p.node_id GROUP BY p.pid, p.sched_id, p.op, p.backend_id)"                                  \
+    " SELECT pid, sched_id, op, backend_id, ns, n, tensor,"                                                         \
+    "   (SELECT CAST(total(duration_ns) AS INTEGER) FROM events e WHERE e.pid = per_op.pid AND e.type IN (0, 1, 2)" \
+    "    AND e.duration_ns > 0) FROM per_op ORDER BY ns DESC LIMIT 1"
 static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *out) {
-    sqlite3_stmt *st = prep(c,
-        "WITH s AS (SELECT pid, sched_id, type, name, duration_ns, wait_ns, backend_id, node_id,"
-        "   LAG(type) OVER w AS ptype, LAG(name) OVER w AS pname, LAG(node_id) OVER w AS pnode,"
-        "   LAG(backend_id) OVER w AS pbackend FROM events WHERE graph_id IS NOT NULL AND type IN (0, 2)"
-        "   WINDOW w AS (PARTITION BY pid, graph_id, tid ORDER BY start_ns, rowid)),"
-        " imb AS (SELECT pid, sched_id, pname AS op, pnode AS node_id, pbackend AS backend_id, duration_ns AS ns"
-        "   FROM s WHERE type = 2 AND name = 'cpu_barrier' AND ptype = 0 AND duration_ns > 0"
-        "   UNION ALL SELECT pid, sched_id, name, node_id, backend_id, wait_ns FROM s WHERE type = 0 AND wait_ns > 0),"
-        " per_node AS (SELECT pid, sched_id, op, backend_id, node_id, total(ns) AS ns, count(*) AS n FROM imb"
-        "   GROUP BY pid, sched_id, op, backend_id, node_id),"
-        " per_op AS (SELECT p.pid, p.sched_id, p.op, p.backend_id, CAST(sum(p.ns) AS INTEGER) AS ns, sum(p.n) AS n,"
-        "   max(p.ns), n.tensor_name AS tensor FROM per_node p LEFT JOIN nodes n ON n.pid = p.pid"
-        "   AND n.node_id = p.node_id GROUP BY p.pid, p.sched_id, p.op, p.backend_id)"
-        " SELECT pid, sched_id, op, backend_id, ns, n, tensor,"
-        "   (SELECT CAST(total(duration_ns) AS INTEGER) FROM events e WHERE e.pid = per_op.pid AND e.type IN (0, 1, 2)"
-        "    AND e.duration_ns > 0) FROM per_op ORDER BY ns DESC LIMIT 1");
+    sqlite3_stmt *any = prep(c, "SELECT 1 FROM op_threads LIMIT 1");
+    int per_thread = any && sqlite3_step(any) == SQLITE_ROW;
+    sqlite3_finalize(any);
+    sqlite3_stmt *st = prep(c, per_thread
+        ? IMB_THREAD0 " imb AS (SELECT * FROM imb0 WHERE pid NOT IN (SELECT pid FROM op_threads)"
+          "   UNION ALL SELECT e.pid, e.sched_id, e.name, e.node_id, e.backend_id, t.imbalance_ns FROM op_threads t"
+          "   JOIN events e ON e.pid = t.pid AND e.graph_id = t.graph_id AND e.split_id = t.split_id"
+          "   AND e.node_index = t.node_index AND e.type = 0 WHERE t.thread = 0 AND t.imbalance_ns > 0)," IMB_REST
+        : IMB_THREAD0 " imb AS (SELECT * FROM imb0)," IMB_REST);
     if (!st) return 0;
     int fired = 0;
     if (sqlite3_step(st) == SQLITE_ROW && share(col_pos(st, 4), col_pos(st, 7)) >= 0.05) {
@@ -216,6 +228,10 @@ static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *o
         ev_text(out, "node", col_text(st, 6));
         ev_int(out, "barriers", sqlite3_column_int64(st, 5));
         ev_real(out, "share_of_recorded", share(col_pos(st, 4), col_pos(st, 7)));
+        /* the process's own: a merged trace may hold one process recorded with --threads and one without */
+        sqlite3_stmt *own = prep_pid(c, "SELECT 1 FROM op_threads WHERE pid = ?1 LIMIT 1", out->pid);
+        ev_text(out, "measured", own && sqlite3_step(own) == SQLITE_ROW ? "every thread" : "thread 0");
+        sqlite3_finalize(own);
         advise(out, "threads wait for the slowest after %s: -t at or under the physical cores, cores free of other"
                     " work, or --cpu-strict 1 to pin them", col_text(st, 2) ? col_text(st, 2) : "this op");
         fired = 1;
@@ -223,6 +239,8 @@ static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *o
     sqlite3_finalize(st);
     return fired;
 }
+#undef IMB_THREAD0
+#undef IMB_REST
 
 /* The process of the accounting with the most of a quantity. */
 typedef int64_t (*acc_get)(const ggprof_acc_proc *p);

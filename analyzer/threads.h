@@ -1,4 +1,5 @@
-/* CPU threads: per op, thread 0's busy time and its barrier waits (the slowest thread's lead over it), and per
+/* CPU threads: per op and thread busy and barrier wait and the imbalance between threads (record --threads's
+ * op_threads; otherwise thread 0's busy time and its barrier waits, the slowest thread's lead over it), and per
  * process the threads ggml used against the CPUs it could use (docs/analysis.md, "Threads"). */
 #ifndef GGPROF_THREADS_H
 #define GGPROF_THREADS_H
@@ -16,6 +17,16 @@ typedef struct {
     int64_t max_barrier_ns; /* the worst one */
 } ggprof_thread_op;
 
+/* record --threads: an op on every thread of its computes, from op_threads (sums over the op's rows). */
+#define GGPROF_THREADS_MAX 256 /* op_threads rows of a higher thread number are not read (the engine has 65) */
+typedef struct {
+    char     op[48];
+    int64_t  count;        /* thread 0's rows */
+    int64_t *busy_ns;      /* [n_threads]: each thread's busy time in the op */
+    int64_t *wait_ns;      /* [n_threads]: each thread's barrier waits in and after the op */
+    int64_t  imbalance_ns; /* slowest minus fastest arrival, summed over the op's barriers */
+} ggprof_thread_op_all;
+
 typedef struct {
     int     pid;
     int     threads_used;   /* the most ggml_cplan.n_threads; -1: unknown */
@@ -26,11 +37,19 @@ typedef struct {
     ggprof_thread_op *ops;  /* by barrier_ns, largest first; the (other) row holds barriers after no op */
     size_t  n_ops;
     int64_t barrier_ns;     /* the ops' barrier_ns added up: every cpu_barrier record of the pid */
+    /* record --threads (op_threads has rows of the pid): every thread's figures, by imbalance_ns, largest first */
+    int     n_threads;      /* 0: no op_threads rows; else the highest thread number + 1 */
+    ggprof_thread_op_all *all;
+    size_t  n_all;
+    int64_t imbalance_ns;   /* all's imbalance_ns added up */
 } ggprof_threads_summary_t;
 
 /* Fills out for pid. 0, or -1 on a database error. */
 int  ggprof_threads_summary(sqlite3 *db, int pid, ggprof_threads_summary_t *out);
 void ggprof_threads_summary_free(ggprof_threads_summary_t *s);
+
+/* report --format json's "threads": a list, an object per process report's section shows. */
+void ggprof_threads_json(FILE *f, sqlite3 *db);
 
 /* report's "Threads" section, for each process record measured (nothing for a trace without processes_time). */
 void ggprof_threads_print(FILE *f, sqlite3 *db);

@@ -41,7 +41,7 @@ static const struct {
     { "processes_time", { "fork_ns", "exit_ns" } }, { "thread_idle", { "start_ns", "end_ns" } },
     { "thread_stats", { "first_ns", "last_ns" } },  { "buffer_list", { "alloc_ns", "free_ns" } },
     { "device_memory", { "t_ns" } },  { "plan_list", { "t_ns" } },      { "placements", { NULL } },
-    { "node_placements", { NULL } },
+    { "node_placements", { NULL } }, { "op_threads", { NULL } },
     { "windows", { "start_ns", "end_ns" } }, /* its id is given anew (the inputs' ids would collide) */
 };
 

@@ -177,7 +177,7 @@ typedef struct {
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
 typedef struct {
     const char *out, *level_str;
-    int         level, quiet, serialize, alternate, start_paused;
+    int         level, quiet, serialize, alternate, start_paused, threads;
     long        ring_kib, sample, max_mb;
     const char *snapshot_str, *metrics_str;
     ggprof_live           *live;    /* --metrics: the live aggregates and their HTTP server */
@@ -413,6 +413,9 @@ static int record_parse(record_run *r, int argc, char **argv) {
         { "--serialize", NULL, GGPROF_OPT_FLAG, &r->serialize, NULL, NULL,
           "also time GPU backends node by node (each node computed alone, then synchronized): per-node wall time "
           "at the cost of the backend's batching; BLAS always is" },
+        { "--threads", NULL, GGPROF_OPT_FLAG, &r->threads, NULL, NULL,
+          "also time every thread of each CPU compute at every barrier: each op's busy and barrier wait per thread "
+          "and the imbalance between threads (report's Threads); about a stamp per barrier per worker" },
         { "--alternate", NULL, GGPROF_OPT_FLAG, &r->alternate, NULL, NULL,
           "record a fixed pseudo-random half of the scheduler graphs at level graph only: adjacent graphs of the "
           "two kinds then show what the engine's per-split and per-op work costs (tests/bench/overhead_ab.sh)" },
@@ -582,6 +585,7 @@ static int record_start_child(record_run *r) {
 #endif
         setenv("LD_PRELOAD", preload, 1);
         setenv("GGPROF_RING", r->ring_path, 1);
+        if (r->threads) setenv("GGPROF_THREADS", "1", 1);
         unsetenv("GGML_PROFILE");
         execvp(r->cmd[0], r->cmd);
         int e = errno;

@@ -14,7 +14,7 @@
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
-       ST_LOSS, ST_NODE_PLACE, ST_COUNT };
+       ST_LOSS, ST_NODE_PLACE, ST_OP_THREAD, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -38,6 +38,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_PLACEMENT] = "INSERT INTO placements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [ST_LOSS] = "INSERT INTO losses VALUES(?,?,?)",
     [ST_NODE_PLACE] = "INSERT INTO node_placements VALUES(?,?,?,?,?,?,?,?,?)",
+    [ST_OP_THREAD] = "INSERT INTO op_threads VALUES(?,?,?,?,?,?,?,?,?,?)",
 };
 
 
@@ -651,6 +652,28 @@ static void msg_node_places(ggprof_store *s, int32_t pid, int32_t tid, const ggp
     }
 }
 
+/* record --threads: a row per CPU op and thread (wire.h, ggprof_msg_cpu_threads). */
+static void msg_cpu_threads(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_cpu_threads *c  = (const void *) m;
+    sqlite3_stmt                 *st = s->st[ST_OP_THREAD];
+    if (c->graph_id > INT64_MAX) return;
+    for (uint32_t i = 0; i < c->n; i++) {
+        const ggprof_cpu_thread_op *e = &c->e[i];
+        sqlite3_bind_int(st, 1, pid);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64) c->graph_id);
+        sqlite3_bind_int64(st, 3, c->sched_id);
+        sqlite3_bind_int(st, 4, c->split_id);
+        sqlite3_bind_int(st, 5, e->node_index);
+        sqlite3_bind_int(st, 6, e->thread);
+        sqlite3_bind_int(st, 7, e->tid);
+        sqlite3_bind_int64(st, 8, e->busy_ns);
+        sqlite3_bind_int64(st, 9, e->wait_ns);
+        sqlite3_bind_int64(st, 10, e->imbalance_ns);
+        run(s, st);
+    }
+}
+
 typedef void (*store_fn)(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m);
 static const store_fn k_store[] = {
     [GGPROF_MSG_PROCESS] = msg_process,
@@ -671,6 +694,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_PLACEMENT] = msg_placement,
     [GGPROF_MSG_LOSS] = msg_loss,
     [GGPROF_MSG_NODE_PLACES] = msg_node_places,
+    [GGPROF_MSG_CPU_THREADS] = msg_cpu_threads,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -686,6 +710,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_DEVMEM] = sizeof(ggprof_msg_devmem), [GGPROF_MSG_PLACEMENT] = sizeof(ggprof_msg_placement),
     [GGPROF_MSG_LOSS] = sizeof(ggprof_msg_loss),
     [GGPROF_MSG_NODE_PLACES] = sizeof(ggprof_msg_node_places),
+    [GGPROF_MSG_CPU_THREADS] = sizeof(ggprof_msg_cpu_threads),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -701,6 +726,10 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
     }
     if (m->kind == GGPROF_MSG_NODE_PLACES &&
         ((const ggprof_msg_node_places *) m)->n > (m->size - sizeof(ggprof_msg_node_places)) / sizeof(ggprof_node_place)) {
+        return;
+    }
+    if (m->kind == GGPROF_MSG_CPU_THREADS &&
+        ((const ggprof_msg_cpu_threads *) m)->n > (m->size - sizeof(ggprof_msg_cpu_threads)) / sizeof(ggprof_cpu_thread_op)) {
         return;
     }
     k_store[m->kind](s, pid, tid, m);

@@ -65,6 +65,9 @@ static const char k_ddl[] =
     /* Where each node ran and why (docs/placement.md): optional, a trace without it has placement unknown. */
     "CREATE TABLE node_placements(pid INTEGER, sched_id INTEGER, graph_id INTEGER, node_index INTEGER,\n"
     "  node_id INTEGER, backend_id INTEGER, preferred_backend_id INTEGER, reason TEXT, src_nodes TEXT);\n"
+    /* Each CPU op on every thread of its compute (record --threads, docs/trace-database.md): optional. */
+    "CREATE TABLE op_threads(pid INTEGER, graph_id INTEGER, sched_id INTEGER, split_id INTEGER,\n"
+    "  node_index INTEGER, thread INTEGER, tid INTEGER, busy_ns INTEGER, wait_ns INTEGER, imbalance_ns INTEGER);\n"
     "CREATE VIEW buffers AS SELECT b.pid AS pid, b.buffer_id AS buffer_id, b.buft AS name,\n"
     "  NULLIF(b.device, '') AS device, b.size AS size,\n"
     "  CASE WHEN b.usage = 1 THEN 'weights' WHEN b.usage = 2 THEN 'compute'\n"

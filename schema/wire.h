@@ -72,6 +72,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_PLACEMENT = 17, /* where a graph's tensors lie in the buffers, as ggml-alloc planned them */
     GGPROF_MSG_LOSS    = 18, /* records a thread could not write, per graph (its layout: ring.h) */
     GGPROF_MSG_NODE_PLACES = 19, /* which backend each node of a scheduler's plan ran on, and why */
+    GGPROF_MSG_CPU_THREADS = 20, /* record --threads: each CPU op's busy and barrier wait on every thread */
 };
 
 typedef struct {
@@ -364,6 +365,31 @@ typedef struct {
     ggprof_node_place e[];
 } ggprof_msg_node_places;
 
+/* record --threads (GGPROF_THREADS=1): a CPU split's ops on every thread of its compute, from each thread's arrival
+ * at each barrier (kernels/cpu/cpu_ticks.c, docs/how-it-works.md "Threads"). One entry per op and thread, for the
+ * ops that end at a barrier; busy: the thread's time from the previous barrier's exit (the first op: from where
+ * the first op starts) to its arrivals at the op's barriers, wait: from those arrivals to the barriers' exits
+ * (thread 0's exits, which all threads leave together). imbalance_ns: on thread 0's entry only, the op's slowest
+ * minus fastest arrival summed over its barriers. Thread 0's wait is its barrier_ns + wait_ns of CPU_OPS. */
+typedef struct {
+    int32_t  node_index; /* as in CPU_OPS */
+    int32_t  tid;        /* the thread's kernel id */
+    uint16_t thread;     /* 0: the compute's thread 0; workers 1.. by ascending tid */
+    uint16_t reserved;
+    uint32_t busy_ns, wait_ns, imbalance_ns; /* saturate at ~4 s */
+} ggprof_cpu_thread_op;
+
+#define GGPROF_CPU_THREADS_MAX 1024 /* entries per message; a split's entries come in as many as it needs */
+typedef struct {
+    ggprof_msg_hdr h;
+    uint64_t graph_id;
+    uint32_t sched_id;
+    int32_t  split_id;
+    uint32_t n;         /* entries in e[] */
+    uint32_t n_threads; /* threads of the compute, thread 0 included */
+    ggprof_cpu_thread_op e[];
+} ggprof_msg_cpu_threads;
+
 enum ggprof_kernel_api { GGPROF_API_CUDA = 1, GGPROF_API_OPENCL = 2, GGPROF_API_VULKAN = 3 };
 
 #define GGPROF_GRAPH_NONE UINT64_MAX
@@ -396,6 +422,8 @@ GGPROF_WIRE_SIZE(ggprof_placement, 48);
 GGPROF_WIRE_SIZE(ggprof_msg_placement, 40);
 GGPROF_WIRE_SIZE(ggprof_node_place, 56);
 GGPROF_WIRE_SIZE(ggprof_msg_node_places, 32);
+GGPROF_WIRE_SIZE(ggprof_cpu_thread_op, 24);
+GGPROF_WIRE_SIZE(ggprof_msg_cpu_threads, 32);
 _Static_assert(sizeof(ggprof_msg_cpu_ops) % _Alignof(ggprof_cpu_op) == 0, "ops[] starts aligned");
 
 /* One interval of a CPU_OPS message: an op (type OP) or a wait (type SYNC, sync naming its kind). */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "reach.h"
@@ -84,6 +86,7 @@ typedef struct {
     ggprof_use_counts *uc;
     uint64_t    anchor_stamp, anchor_ns; /* stamp() and CLOCK_MONOTONIC read together when the split began */
     uint64_t    gc_entry, t0_start;
+    uint64_t    end_stamp, end_ns;   /* the anchors read when it ended (cpu_end), for the threads' times */
     ggprof_msg_cpu_ops *msg; /* the ops go out in chunks of at most GGPROF_CPU_OPS_MAX, built here */
 } cpu_split;
 
@@ -689,6 +692,7 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     /* From stamp() units to nanoseconds on CLOCK_MONOTONIC, through the anchors at both ends of the split. */
     uint64_t end_stamp, end_ns;
     read_anchor(&end_stamp, &end_ns);
+    s->end_stamp = end_stamp, s->end_ns = end_ns;
     double   scale     = end_stamp > s->anchor_stamp ? (double) (end_ns - s->anchor_ns) / (double) (end_stamp - s->anchor_stamp)
                                                      : 1.0;
     /* Through signed integers: the spans are far below 2^63, where the conversions give the same values, and x86-64
@@ -783,8 +787,288 @@ static void cpu_backend_freed(ggml_backend_t backend) {
     pthread_mutex_unlock(&g_hooks_lock);
 }
 
+/* ---- record --threads: every thread's arrival at every barrier of a timed CPU split ---- */
+
+/* Thread 0 publishes its split (g_pub.gen, nonzero) before the compute starts; a thread that finds no split of its
+ * own at a barrier (a worker) reads g_pub.gen with one load and, when a split is published, stores one stamp() at
+ * its own barrier count into its slot of g_thr, found by its thread pointer. Every thread arrives at the same
+ * barriers in the same order, and no thread leaves barrier j before every thread stored its arrival there, so
+ * after the compute thread 0 reads the arrivals that line up with its own barriers. One split is published at a
+ * time: a second thread's timed split while one is published spoils both (their workers could not be told apart
+ * where ggml's barrier is OpenMP's, which names no threadpool), and a worker whose count differs from thread 0's
+ * (another compute's thread) is left out. */
+#define THR_SLOTS 64
+typedef struct {
+    _Atomic uintptr_t owner;    /* the worker's thread pointer */
+    _Atomic uint32_t  gen, n;   /* the split its arrivals belong to, and how many */
+    uint32_t          cap;
+    int32_t           tid;
+    struct ggml_threadpool *_Atomic tp;
+    _Atomic uint64_t *arrive;   /* stamp() at each barrier, by the worker's own count */
+} __attribute__((aligned(64))) thr_slot;
+
+static thr_slot g_thr[THR_SLOTS];
+static struct {
+    _Atomic uint32_t  gen;     /* the published split, 0: none */
+    _Atomic uintptr_t owner;   /* its thread 0 */
+    _Atomic bool      spoiled;
+    _Atomic uint32_t  cap;     /* barriers a worker keeps room for */
+    uint32_t          next_gen;
+    /* thread 0's own barriers (read and written by the owner only) */
+    struct ggml_threadpool *tp;
+    uint32_t  n, room;
+    int32_t  *op;              /* the op (tick index) each barrier belongs to */
+    uint8_t  *between;         /* the barrier right after the op's tick */
+    uint64_t *arrive, *exit;
+    /* the gather's scratch */
+    int64_t  *acc;             /* per op and thread: busy, between wait, in-op wait, imbalance (stamp units) */
+    size_t    acc_cap;
+    ggprof_msg_cpu_threads *msg;
+} g_pub __attribute__((aligned(64)));
+
+static int32_t os_tid(void) { return (int32_t) syscall(SYS_gettid); }
+
+static thr_slot *thr_slot_of(uintptr_t me) {
+    uint32_t h = (uint32_t) (((me >> 12) * 0x9E3779B97F4A7C15ull) >> 58);
+    for (uint32_t i = 0; i < THR_SLOTS; i++) {
+        thr_slot *w = &g_thr[(h + i) % THR_SLOTS];
+        uintptr_t o = atomic_load_explicit(&w->owner, memory_order_relaxed);
+        if (o == me) return w;
+        if (o == 0) {
+            uintptr_t expect = 0;
+            if (atomic_compare_exchange_strong(&w->owner, &expect, me)) {
+                w->tid = os_tid();
+                return w;
+            }
+            if (expect == me) return w;
+        }
+    }
+    return NULL; /* more workers than slots: this one is left out */
+}
+
+static __attribute__((noinline)) void thr_new_split(thr_slot *w, uint32_t gen, struct ggml_threadpool *tp) {
+    uint32_t cap = atomic_load_explicit(&g_pub.cap, memory_order_relaxed);
+    if (cap > w->cap) {
+        _Atomic uint64_t *a = realloc(w->arrive, (size_t) cap * sizeof(*a));
+        if (a) w->arrive = a, w->cap = cap;
+    }
+    atomic_store_explicit(&w->tp, tp, memory_order_relaxed);
+    atomic_store_explicit(&w->n, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->gen, gen, memory_order_relaxed);
+}
+
+/* A worker at a barrier of a published split: one stamp, by its count. The barrier that follows orders it before
+ * thread 0's read. */
+static inline void thr_arrive(uint32_t gen, struct ggml_threadpool *tp) {
+    uint64_t  t = stamp();
+    thr_slot *w = thr_slot_of(thread_id());
+    if (!w) return;
+    if (atomic_load_explicit(&w->gen, memory_order_relaxed) != gen) thr_new_split(w, gen, tp);
+    uint32_t j = atomic_load_explicit(&w->n, memory_order_relaxed);
+    if (j < w->cap) atomic_store_explicit(&w->arrive[j], t, memory_order_relaxed);
+    atomic_store_explicit(&w->n, j + 1, memory_order_relaxed);
+}
+
+static bool thr_room(uint32_t need) {
+    if (need <= g_pub.room) return true;
+    int32_t  *op = realloc(g_pub.op, need * sizeof(*op));
+    if (op) g_pub.op = op;
+    uint8_t  *bw = realloc(g_pub.between, need);
+    if (bw) g_pub.between = bw;
+    uint64_t *ar = realloc(g_pub.arrive, need * sizeof(*ar));
+    if (ar) g_pub.arrive = ar;
+    uint64_t *ex = realloc(g_pub.exit, need * sizeof(*ex));
+    if (ex) g_pub.exit = ex;
+    if (!op || !bw || !ar || !ex) return false;
+    g_pub.room = need;
+    return true;
+}
+
+static int cpu_begin_threads(struct ggml_tensor **nodes, int n, struct ggml_tensor **graph_nodes, int graph_n) {
+    int r = cpu_begin(nodes, n, graph_nodes, graph_n);
+    if (r < 0) return r;
+    uintptr_t me = thread_id(), expect = 0;
+    if (!atomic_compare_exchange_strong(&g_pub.owner, &expect, me)) {
+        if (expect != me) atomic_store(&g_pub.spoiled, true); /* another thread's split is published */
+        return r;
+    }
+    /* Barriers: one after each node, a few inside some ops (ggml's chunked matrix products, its fused ops). */
+    uint32_t cap = (uint32_t) (n > 0 && n < (1 << 24) ? 4 * n + 16 : 16);
+    if (!thr_room(cap)) {
+        atomic_store(&g_pub.owner, 0);
+        return r;
+    }
+    g_pub.n  = 0;
+    g_pub.tp = NULL;
+    atomic_store(&g_pub.spoiled, false);
+    atomic_store_explicit(&g_pub.cap, cap, memory_order_relaxed);
+    if (++g_pub.next_gen == 0) g_pub.next_gen = 1;
+    atomic_store_explicit(&g_pub.gen, g_pub.next_gen, memory_order_release);
+    return r;
+}
+
+/* Thread 0's barrier, as cpu_barrier times it, with the barrier's op, thread 0's arrival and the exit kept. */
+static void thread0_barrier(cpu_split *s, void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp) {
+    bool     between = s->pending_between;
+    int      k       = between ? s->n_ticks - 1 : s->n_ticks;
+    bool     kept    = between ? k >= 0 && k < s->limit : k < s->limit;
+    uint64_t before  = !between && kept ? s->times[k].inop_wait : 0, t0 = stamp();
+    cpu_barrier(real, tp);
+    uint64_t t1 = stamp(), a = t0, e = t1;
+    if (kept && between) a = s->times[k].tick, e = s->times[k].bar_exit;
+    else if (kept) a = t1 - (s->times[k].inop_wait - before); /* the wait cpu_barrier counted, to the exit */
+    uint32_t j = g_pub.n++;
+    if (j >= g_pub.room) return;
+    g_pub.tp         = tp;
+    g_pub.op[j]      = k;
+    g_pub.between[j] = between;
+    g_pub.arrive[j]  = a;
+    g_pub.exit[j]    = e;
+}
+
+static void cpu_barrier_threads(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp) {
+    cpu_split *s = active_split();
+    if (!s) {
+        uint32_t gen = atomic_load_explicit(&g_pub.gen, memory_order_acquire);
+        if (gen) thr_arrive(gen, tp);
+        real(tp);
+        return;
+    }
+    if (atomic_load_explicit(&g_pub.owner, memory_order_relaxed) == thread_id() &&
+        atomic_load_explicit(&g_pub.gen, memory_order_relaxed)) {
+        thread0_barrier(s, real, tp);
+        return;
+    }
+    cpu_barrier(real, tp);
+}
+
+static int cmp_slot_tid(const void *a, const void *b) {
+    int32_t x = (*(thr_slot *const *) a)->tid, y = (*(thr_slot *const *) b)->tid;
+    return (x > y) - (x < y);
+}
+
+static uint32_t sat32(int64_t v) { return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t) v; }
+
+/* After cpu_end emitted the ops: per op and thread, busy and wait from the arrivals, as CPU_THREADS messages. */
+static void emit_threads(const cpu_split *s, const ggprof_split_place *w, uint32_t gen) {
+    uint32_t nb = g_pub.n;
+    if (nb == 0 || nb > g_pub.room) return;
+    thr_slot *work[THR_SLOTS];
+    int       nw = 0;
+    for (int i = 0; i < THR_SLOTS; i++) {
+        thr_slot *t = &g_thr[i];
+        if (atomic_load_explicit(&t->owner, memory_order_relaxed) == 0 ||
+            atomic_load_explicit(&t->gen, memory_order_acquire) != gen ||
+            atomic_load_explicit(&t->n, memory_order_relaxed) != nb || t->cap < nb ||
+            atomic_load_explicit(&t->tp, memory_order_relaxed) != g_pub.tp) {
+            continue;
+        }
+        work[nw++] = t;
+    }
+    if (nw == 0) return;
+    qsort(work, (size_t) nw, sizeof(work[0]), cmp_slot_tid);
+    int    nt = nw + 1, nops = s->n_exp;
+    size_t need = (size_t) nops * (size_t) nt * 4;
+    if (need > g_pub.acc_cap) {
+        int64_t *a = realloc(g_pub.acc, need * sizeof(*a));
+        if (!a) return;
+        g_pub.acc = a, g_pub.acc_cap = need;
+    }
+    if (!g_pub.msg) {
+        g_pub.msg = malloc(sizeof(ggprof_msg_cpu_threads) + GGPROF_CPU_THREADS_MAX * sizeof(ggprof_cpu_thread_op));
+        if (!g_pub.msg) return;
+    }
+    memset(g_pub.acc, 0, need * sizeof(*g_pub.acc));
+    double scale = s->end_stamp > s->anchor_stamp
+                       ? (double) (s->end_ns - s->anchor_ns) / (double) (s->end_stamp - s->anchor_stamp)
+                       : 1.0;
+#define SPAN_NS(x) ((int64_t) ((double) (int64_t) (x) * scale))
+    /* Where the first op starts, as cpu_end has it, in stamp() units. */
+    uint64_t first_ns = s->gc_entry ? (s->t0_start ? s->t0_start : s->gc_entry) : w->start_ns;
+    uint64_t first    = s->anchor_stamp + (uint64_t) (int64_t) ((double) (int64_t) (first_ns - s->anchor_ns) / scale);
+#define ACC(k, i, f) g_pub.acc[((size_t) (k) * (size_t) nt + (size_t) (i)) * 4 + (f)]
+    /* A barrier releases when its last thread arrives: a worker's wait runs to that release, its busy time from the
+     * release before. Thread 0's runs to its own exit, as its SYNC records have it (they also hold its wake-up, and
+     * a preemption between the release and its stamp); so every thread's busy + wait over the split adds up to the
+     * same span, up to thread 0's last wake-up. */
+    uint64_t release = first;
+    for (uint32_t j = 0; j < nb; j++) {
+        int k = g_pub.op[j];
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (int i = 0; i < nt; i++) {
+            uint64_t a = i == 0 ? g_pub.arrive[j] : atomic_load_explicit(&work[i - 1]->arrive[j], memory_order_relaxed);
+            lo = a < lo ? a : lo, hi = a > hi ? a : hi;
+        }
+        if (k >= 0 && k < nops) {
+            for (int i = 0; i < nt; i++) {
+                uint64_t a = i == 0 ? g_pub.arrive[j] : atomic_load_explicit(&work[i - 1]->arrive[j], memory_order_relaxed);
+                uint64_t from = i == 0 ? (j ? g_pub.exit[j - 1] : first) : release, to = i == 0 ? g_pub.exit[j] : hi;
+                /* (a worker may start before thread 0 saw the kick-off end: its time before that is nobody's) */
+                if ((int64_t) (a - from) < 0) a = from;
+                if ((int64_t) (to - a) < 0) a = to;
+                ACC(k, i, 0) += (int64_t) (a - from);
+                ACC(k, i, g_pub.between[j] ? 1 : 2) += (int64_t) (to - a);
+            }
+            ACC(k, 0, 3) += (int64_t) (hi - lo) + 1; /* +1: the op has a barrier (taken off below) */
+        }
+        release = hi;
+    }
+    const split_plan *p = s->plan;
+    ggprof_msg_cpu_threads *m = g_pub.msg;
+    uint32_t n = 0;
+    for (int k = 0; k < nops; k++) {
+        if (ACC(k, 0, 3) == 0) continue; /* no barrier ends this op */
+        for (int i = 0; i < nt; i++) {
+            ggprof_cpu_thread_op *o = &m->e[n++];
+            o->node_index   = w->node_start + p->exp[k].node;
+            o->tid          = i == 0 ? os_tid() : work[i - 1]->tid;
+            o->thread       = (uint16_t) i;
+            o->reserved     = 0;
+            o->busy_ns      = sat32(SPAN_NS(ACC(k, i, 0)));
+            /* as cpu_end converts thread 0's: the wait after the tick, and those inside the op */
+            o->wait_ns      = sat32((int64_t) sat32(SPAN_NS(ACC(k, i, 1))) + (int64_t) sat32(SPAN_NS(ACC(k, i, 2))));
+            o->imbalance_ns = i == 0 ? sat32(SPAN_NS(ACC(k, 0, 3) - 1)) : 0;
+            if (n == GGPROF_CPU_THREADS_MAX) {
+                m->h = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(m->e[0])), GGPROF_MSG_CPU_THREADS, 0 };
+                m->graph_id = w->graph_id, m->sched_id = w->sched_id, m->split_id = w->split_id;
+                m->n = n, m->n_threads = (uint32_t) nt;
+                ggprof_emit(&m->h);
+                n = 0;
+            }
+        }
+    }
+    if (n) {
+        m->h = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(m->e[0])), GGPROF_MSG_CPU_THREADS, 0 };
+        m->graph_id = w->graph_id, m->sched_id = w->sched_id, m->split_id = w->split_id;
+        m->n = n, m->n_threads = (uint32_t) nt;
+        ggprof_emit(&m->h);
+    }
+#undef ACC
+#undef SPAN_NS
+}
+
+static int cpu_end_threads(const ggprof_split_place *w, int *n_ticks, int *n_expected, chunk_fn on_chunk, void *user) {
+    bool     mine = atomic_load_explicit(&g_pub.owner, memory_order_relaxed) == thread_id();
+    uint32_t gen  = mine ? atomic_exchange(&g_pub.gen, 0) : 0; /* no worker stores from here on */
+    int      r    = cpu_end(w, n_ticks, n_expected, on_chunk, user);
+    if (!mine) return r;
+    if (r == 1 && gen && !atomic_load(&g_pub.spoiled)) emit_threads(&t_split, w, gen);
+    atomic_store(&g_pub.owner, 0);
+    return r;
+}
+
+static const ggprof_cpu_timing cpu_timing_threads = {
+    cpu_plans_off, cpu_hook_backend, cpu_set_abort_callback, cpu_begin_threads, cpu_end_threads, cpu_barrier_threads,
+    cpu_graph_compute_entry, cpu_thread_start, cpu_backend_freed,
+};
+
 static const ggprof_cpu_timing cpu_timing = {
     cpu_plans_off, cpu_hook_backend, cpu_set_abort_callback, cpu_begin, cpu_end, cpu_barrier, cpu_graph_compute_entry,
     cpu_thread_start, cpu_backend_freed,
 };
-static void __attribute__((constructor(101))) cpu_register(void) { ggprof_register_cpu_timing(&cpu_timing); }
+static void __attribute__((constructor(101))) cpu_register(void) {
+    /* record --threads (GGPROF_THREADS=1): the table whose begin, end and barrier also time the other threads;
+     * without it not one instruction of that is on any thread's path. */
+    const char *thr = getenv("GGPROF_THREADS");
+    ggprof_register_cpu_timing(thr && strcmp(thr, "1") == 0 ? &cpu_timing_threads : &cpu_timing);
+}

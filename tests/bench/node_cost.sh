@@ -5,11 +5,13 @@
 # alternating pairs, on 1 and 2 threads. Prints per configuration the medians of the plain and recorded runs and the
 # median over pairs of (recorded - plain): the ns added a node (an OP and a barrier record each).
 # With --callgrind it instead counts instructions (valgrind's callgrind, repeatable on a noisy machine) of one plain
-# and one recorded run on 1 thread, with node-llama-cpp's prebuilt haswell CPU backend (the fixture's own is built
-# for this CPU, with instructions valgrind does not know), and prints the instructions added a node, all of them
-# and per function of libggprof.so.
+# and one recorded run on NODE_COST_THREADS threads (default 1), with node-llama-cpp's prebuilt haswell CPU backend
+# (the fixture's own is built for this CPU, with instructions valgrind does not know), and prints the instructions
+# added a node, all of them and per function of libggprof.so. At 2 threads or more it also records with --threads,
+# and prints each recorded run's own instructions in libggprof.so a node (the whole program's count then holds the
+# threads' spinning in ggml's barriers, which depends on valgrind's scheduling, not on ggprof).
 # usage: tests/bench/node_cost.sh [PAIRS [N_OPS [N_GRAPHS]]]   (default 9 pairs, 2000 nodes, 200 graphs)
-#        tests/bench/node_cost.sh --callgrind [N_OPS [N_GRAPHS]] (default 2000 nodes, 40 graphs)
+#        [NODE_COST_THREADS=2] tests/bench/node_cost.sh --callgrind [N_OPS [N_GRAPHS]] (default 2000 nodes, 40 graphs)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CALLGRIND=0
@@ -28,16 +30,29 @@ if [ "$CALLGRIND" = 1 ]; then
     cc -std=c11 -O2 -Wall -Wextra -Werror -DNODE_COST_LOAD -o "$out/node_cost" "$ROOT/tests/bench/node_cost.c" \
         -I"$LLAMA_SRC_DIR/ggml/include" -L"$bins" -l:libggml.v0.4.0.so -lggml-base -Wl,-rpath,"$bins"
     export NODE_COST_CPU_LIB=$bins/libggml-cpu-haswell.so
-    valgrind --tool=callgrind --callgrind-out-file="$out/plain.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" 1 \
+    th=${NODE_COST_THREADS:-1}
+    valgrind --tool=callgrind --callgrind-out-file="$out/plain.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" "$th" \
         > /dev/null 2> "$out/plain.err"
-    "$GGPROF" record -o "$out/r.db" --level op --ring-kib 65536 -- valgrind --tool=callgrind \
-        --callgrind-out-file="$out/rec.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" 1 > /dev/null 2> "$out/rec.err"
+    runs="rec"
+    [ "$th" -gt 1 ] && runs="rec threads"
+    for run in $runs; do
+        opt=
+        [ "$run" = threads ] && opt=--threads
+        "$GGPROF" record -o "$out/$run.db" --level op --ring-kib 65536 $opt -- valgrind --tool=callgrind \
+            --callgrind-out-file="$out/$run.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" "$th" > /dev/null 2> "$out/$run.err"
+    done
     total() { callgrind_annotate "$1" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'; }
+    own() { callgrind_annotate --inclusive=no --threshold=100 "$1" 2> /dev/null | awk '/libggprof\.so/ { gsub(",", "", $1); s += $1 } END { print s + 0 }'; }
     nodes=$((N_OPS * N_GRAPHS))
-    awk -v a="$(total "$out/plain.cg")" -v b="$(total "$out/rec.cg")" -v n="$nodes" \
-        'BEGIN { printf "instructions added a node: %.1f (%d nodes)\n", (b - a) / n, n }'
-    callgrind_annotate --inclusive=no --threshold=100 "$out/rec.cg" 2> /dev/null |
-        awk -v n="$nodes" '/libggprof\.so/ { gsub(",", "", $1); f = $4; sub(/.*:/, "", f); if ($1 / n >= 0.5) printf "  %-28s %6.1f\n", f, $1 / n }'
+    for run in $runs; do
+        label=record
+        [ "$run" = threads ] && label="record --threads"
+        echo "threads $th, $label:"
+        awk -v a="$(total "$out/plain.cg")" -v b="$(total "$out/$run.cg")" -v o="$(own "$out/$run.cg")" -v n="$nodes" \
+            'BEGIN { printf "instructions added a node: %.1f, in libggprof.so: %.1f (%d nodes)\n", (b - a) / n, o / n, n }'
+        callgrind_annotate --inclusive=no --threshold=100 "$out/$run.cg" 2> /dev/null |
+            awk -v n="$nodes" '/libggprof\.so/ { gsub(",", "", $1); f = $4; sub(/.*:/, "", f); if ($1 / n >= 0.5) printf "  %-28s %6.1f\n", f, $1 / n }'
+    done
     exit 0
 fi
 

@@ -35,7 +35,7 @@ report_json "$D/t1.db" "$D/t1.json"
 
 # The JSON's shape: accounting per process whose categories add up to its wall time, findings ranked.
 expect "json: top-level keys" "$(python3 -c 'import json,sys; print(sorted(json.load(open(sys.argv[1])).keys()))' "$D/ub8.json")" \
-    "['accounting', 'findings', 'ops', 'trace']"
+    "['accounting', 'findings', 'ops', 'threads', 'trace']"
 expect "json: categories sum to wall, per process" "$(python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); print(all(sum(a["categories"].values())==a["wall_ns"] and a["wall_ns"]>0 for a in d["accounting"]) and len(d["accounting"]) > 0)' "$D/ub8.json")" True
 expect "json: findings ranked by at_stake_ns, each with rule, evidence, advice" "$(python3 -c 'import json,sys
