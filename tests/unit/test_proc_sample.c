@@ -2,7 +2,9 @@
  * state, and comes back to the base period when one does. A child blocks on a pipe, then spins; the sampler is
  * driven with made-up times (its intervals) over the child's real /proc files. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,27 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
+/* The process's state letter from /proc/PID/stat ('?' if unreadable). */
+static char state_of(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return '?';
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *r = strrchr(buf, ')');
+    return r && r[1] == ' ' ? r[2] : '?';
+}
+
+/* Waits (up to 10 s) until pid is in one of the states. */
+static bool wait_state(pid_t pid, const char *states) {
+    for (int i = 0; i < 1000; i++, sleep_ms(10)) {
+        if (strchr(states, state_of(pid))) return true;
+    }
+    return false;
+}
+
 static void back_off(void) {
     int go[2];
     CHECK(pipe(go) == 0);
@@ -34,7 +57,7 @@ static void back_off(void) {
         for (volatile unsigned long spin = 0;; spin++) {}
     }
     close(go[0]);
-    sleep_ms(50); /* the child has reached its read */
+    CHECK(wait_state(child, "S")); /* the child has reached its read */
     uint64_t t = mono_ns();
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
     CHECK(s != NULL);
@@ -45,7 +68,7 @@ static void back_off(void) {
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 20); /* at most 4 base periods */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS), 19);  /* not due yet: nothing sampled */
     CHECK(write(go[1], "x", 1) == 1);
-    sleep_ms(30); /* the child spins (R) */
+    CHECK(wait_state(child, "R")); /* the child spins */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 19 * MS), 5); /* running again: the base period */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
     kill(child, SIGKILL);
