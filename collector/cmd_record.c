@@ -178,6 +178,7 @@ typedef struct {
 typedef struct {
     const char *out, *level_str;
     int         level, quiet, serialize, alternate, start_paused, threads;
+    bool        no_builder, no_sampler; /* GGPROF_RECORD_BUILDER=0, GGPROF_RECORD_SAMPLER=0: the A/B of their cost */
     long        ring_kib, sample, max_mb;
     const char *snapshot_str, *metrics_str;
     ggprof_live           *live;    /* --metrics: the live aggregates and their HTTP server */
@@ -402,6 +403,12 @@ static long snapshot_tick(record_run *r) {
     return (long) ((r->next_snapshot > now ? r->next_snapshot - now : 0) / 1000000 + 1);
 }
 
+/* A part of the collector switched off for an A/B of what it costs the workload (docs/how-it-works.md, "Overhead"). */
+static bool env_off(const char *name) {
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
 static int record_parse(record_run *r, int argc, char **argv) {
     const ggprof_opt opts[] = {
         { "--output", "-o", GGPROF_OPT_STRING, &r->out, NULL, "OUT.db",
@@ -468,6 +475,8 @@ static int record_parse(record_run *r, int argc, char **argv) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "no command to run; usage: ggprof record [OPTIONS] -- CMD [ARGS...]");
     }
     r->cmd = argv + a.next;
+    r->no_builder = env_off("GGPROF_RECORD_BUILDER");
+    r->no_sampler = env_off("GGPROF_RECORD_SAMPLER");
     return 0;
 }
 
@@ -644,7 +653,7 @@ static void *builder_main(void *arg) {
  * A flight recorder's database is built at the end, as its oldest records may still go; so is its JSON. */
 static void builder_start(record_run *r) {
     record_builder *b = &r->b;
-    if (r->max_mb > 0) return;
+    if (r->max_mb > 0 || r->no_builder) return;
     pthread_mutex_init(&b->mu, NULL);
     pthread_mutex_init(&b->busy, NULL);
     pthread_cond_init(&b->cv, NULL);
@@ -704,7 +713,7 @@ static int record_drain(record_run *r) {
             builder_push(r);
         }
         if (due >= 0 && due < ms) ms = due;
-        long sample = ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns());
+        long sample = r->no_sampler ? -1 : ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns());
         if (sample >= 0 && sample < ms) ms = sample;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }

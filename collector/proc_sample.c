@@ -1,7 +1,8 @@
 /* The whole run, measured by record, the workload's parent (docs/trace-database.md, "The whole run"): fork to
  * exit, wait4's rusage, the CPUs the workload may use (affinity, cgroup v2 cpu.max), and each thread's state
- * sampled from /proc every few milliseconds, blocked stretches merged into runs. The workload pays nothing for it:
- * the collector reads /proc at nice 19. Its children (forked) are found in /proc/PID/task/TID/children, their
+ * sampled from /proc every few milliseconds, blocked stretches merged into runs. The collector reads /proc at nice
+ * 19, but on a machine with no CPU to spare each wake-up still preempts a ggml thread: the period backs off while
+ * no thread changes (tests/bench/overhead_parts.sh measures the sampler's cost). Its children (forked) are found in /proc/PID/task/TID/children, their
  * fork and exit to the sample period, their counters from /proc/PID/stat and status. */
 #include "proc_sample.h"
 
@@ -18,7 +19,8 @@
 
 #define MAX_PROCS   256
 #define MAX_THREADS 4096 /* per process: threads past it are not sampled */
-#define RESCAN      10   /* samples between two listings of the threads and children */
+#define RESCAN      10   /* base periods between two listings of the threads and children */
+#define BACK_OFF    4    /* while no thread changes, the period doubles up to this many base periods */
 
 typedef struct {
     uint64_t start, end;
@@ -56,7 +58,7 @@ struct ggprof_proc_sampler {
     proc    *p;
     size_t   n_p;
     uint64_t period_ns, next_ns, min_idle_ns;
-    unsigned n_samples;
+    uint64_t cur_ns, next_scan_ns; /* the period now (period_ns to BACK_OFF x); the next listing */
 };
 
 int ggprof_cpu_list_count(const char *list) {
@@ -242,31 +244,33 @@ static void rescan(ggprof_proc_sampler *s, proc *p, uint64_t now) {
 }
 
 /* One thread at now: its state and schedstat; an interval where it neither ran (under a tenth of it on a CPU)
- * nor was runnable at the end is blocked. */
-static void sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
+ * nor was runnable at the end is blocked. Returns whether the thread went from running to blocked or back, or
+ * ended. */
+static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
     char st[512], sc[128];
     ssize_t a = pread(t->fd_stat, st, sizeof(st) - 1, 0), b = pread(t->fd_sched, sc, sizeof(sc) - 1, 0);
     if (a <= 0 || b <= 0) {
         thr_gone(t, s->min_idle_ns);
-        return;
+        return true;
     }
     st[a] = 0, sc[b] = 0;
     const char *l = strchr(st, '('), *r = strrchr(st, ')');
-    if (!l || !r || r < l) return;
+    if (!l || !r || r < l) return false;
     if (!t->name[0]) snprintf(t->name, sizeof(t->name), "%.*s", (int) (r - l - 1), l + 1);
     char state = r[1] == ' ' ? r[2] : '?';
     unsigned long long cpu, runq, slices;
-    if (sscanf(sc, "%llu %llu %llu", &cpu, &runq, &slices) != 3) return;
+    if (sscanf(sc, "%llu %llu %llu", &cpu, &runq, &slices) != 3) return false;
     uint64_t dt = now - t->prev_ns, dcpu = cpu >= t->cpu_ns ? cpu - t->cpu_ns : 0;
     t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices, t->last_ns = now;
     if (state == 'Z' || state == 'X') {
         thr_gone(t, s->min_idle_ns);
-        return;
+        return true;
     }
-    bool idle = dt > 0 && state != 'R' && dcpu * 10 <= dt;
+    bool idle = dt > 0 && state != 'R' && dcpu * 10 <= dt, was = t->in_idle;
     if (idle && !t->in_idle) t->in_idle = true, t->idle_start = t->prev_ns;
     if (!idle) idle_close(t, s->min_idle_ns);
     t->prev_ns = now;
+    return idle != was;
 }
 
 ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms) {
@@ -277,7 +281,8 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
     }
     s->period_ns   = (uint64_t) (period_ms > 0 ? period_ms : 5) * 1000000;
     s->min_idle_ns = 2 * s->period_ns;
-    s->next_ns     = fork_ns;
+    s->cur_ns      = s->period_ns;
+    s->next_ns = s->next_scan_ns = fork_ns;
     add_proc(s, pid, getpid(), fork_ns, true);
     return s;
 }
@@ -285,22 +290,28 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now) {
     if (!s) return -1;
     if (now >= s->next_ns) {
-        bool scan = s->n_samples++ % RESCAN == 0;
+        bool scan = now >= s->next_scan_ns, changed = false;
+        if (scan) s->next_scan_ns = now + RESCAN * s->period_ns;
         for (size_t i = 0; i < s->n_p; i++) {
             proc *p = &s->p[i];
             if (p->gone) continue;
             if (!p->waited && (scan || p->n_t == 0) && !read_proc_stat(p)) {
                 /* a sampled child ended (or was reaped) since the last listing */
-                p->gone = true, p->exit_ns = now;
+                p->gone = true, p->exit_ns = now, changed = true;
                 for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], s->min_idle_ns);
                 continue;
             }
+            size_t n_t = p->n_t, n_procs = s->n_p;
             if (scan) rescan(s, p, now);
+            changed |= p->n_t != n_t || s->n_p != n_procs;
             for (size_t k = 0; k < p->n_t; k++) {
-                if (p->t[k].fd_stat >= 0) sample_thread(s, &p->t[k], now);
+                if (p->t[k].fd_stat >= 0) changed |= sample_thread(s, &p->t[k], now);
             }
         }
-        s->next_ns = now + s->period_ns;
+        /* Every thread as it was: the next sample may wait longer (the wake-ups are what the workload feels of
+         * the sampler); a change brings the base period back, so a stretch's edges are to that period again. */
+        s->cur_ns  = changed ? s->period_ns : s->cur_ns * 2 > BACK_OFF * s->period_ns ? BACK_OFF * s->period_ns : s->cur_ns * 2;
+        s->next_ns = now + s->cur_ns;
     }
     return (long) ((s->next_ns - now + 999999) / 1000000);
 }

@@ -3,7 +3,12 @@
 # graph of N_OPS tiny ADD nodes (16 floats) N_GRAPHS times through a scheduler on the CPU backend and prints the
 # median ns a node; it runs plain and under `ggprof record --level op --ring-kib 65536` (nothing drops), in PAIRS
 # alternating pairs, on 1 and 2 threads. Prints per configuration the medians of the plain and recorded runs and the
-# median over pairs of (recorded - plain): the ns added a node (an OP and a barrier record each).
+# median over pairs of (recorded - plain): the ns added a node (an OP and a barrier record each). Separate processes
+# here differ by more than that (plain runs of one binary: 58-83 ns a node), so it also measures within a process:
+# ALT_RUNS (default 3) runs under `record --alternate --level op`, which records a pseudo-random half of the graphs
+# at level op and the rest at level graph only; from the trace's graphs table (the engine's time around each
+# scheduler compute, as node_cost.c's own), the median over adjacent graphs of the two kinds of (op graph's time -
+# graph-level graph's time) / nodes, pooled over the runs.
 # With --callgrind it instead counts instructions (valgrind's callgrind, repeatable on a noisy machine) of one plain
 # and one recorded run on NODE_COST_THREADS threads (default 1), with node-llama-cpp's prebuilt haswell CPU backend
 # (the fixture's own is built for this CPU, with instructions valgrind does not know), and prints the instructions
@@ -83,4 +88,16 @@ for threads in 1 2; do
     done
     printf "threads %d: plain %.1f ns a node, recorded %.1f, added %.1f ns a node (median of %d pairs)\n" "$threads" \
         "$(median < "$out/plain")" "$(median < "$out/rec")" "$(median < "$out/diff")" "$PAIRS"
+    : > "$out/alt"
+    for i in $(seq 1 "${ALT_RUNS:-3}"); do
+        rm -f "$out/a.db" "$out/a.json.gz"
+        "$GGPROF" record -o "$out/a.db" --alternate --level op --ring-kib 65536 -- "$out/node_cost" "$N_OPS" \
+            "$N_GRAPHS" "$threads" > "$out/a.out" 2> "$out/a.err"
+        if grep -q "dropped" "$out/a.err"; then echo "records dropped: raise --ring-kib" >&2; exit 1; fi
+        nodes=$(awk '{ for (i = 1; i < NF; i++) if ($i == "nodes") print $(i + 1) }' "$out/a.out")
+        alternate_pairs "$GGPROF" "$out/a.db" | awk -v n="$nodes" '{ print ($2 - $1) / n }' >> "$out/alt"
+    done
+    [ -s "$out/alt" ] || { echo "no adjacent graphs of the two kinds in the --alternate traces" >&2; exit 1; }
+    printf "threads %d: within one process (record --alternate): added %.1f ns a node (median of %d adjacent graph pairs, %d runs)\n" \
+        "$threads" "$(median < "$out/alt")" "$(wc -l < "$out/alt")" "${ALT_RUNS:-3}"
 done

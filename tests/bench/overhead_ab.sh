@@ -23,11 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$RUNS"); do
     "$GGPROF" record -q --alternate --level "$LEVEL" -o "$tmp/ab.db" -- "$LLAMA_BIN_DIR/llama-bench" -m "$GGUF_DENSE" \
         -p 0 -n 256 -t 2 -r 3 > /dev/null 2>&1
-    # Adjacent graphs of different kinds (the ones at LEVEL have splits): graph-level time, then LEVEL time.
-    "$GGPROF" query "$tmp/ab.db" "WITH k AS (SELECT g.pid, g.graph_id, g.duration_ns AS d, EXISTS (SELECT 1 FROM
-        splits s WHERE s.pid = g.pid AND s.graph_id = g.graph_id) AS full FROM graphs g)
-        SELECT CASE WHEN a.full THEN b.d ELSE a.d END, CASE WHEN a.full THEN a.d ELSE b.d END FROM k a JOIN k b
-        ON b.pid = a.pid AND b.graph_id = a.graph_id + 1 WHERE a.full != b.full" | tr '|' ' ' > "$tmp/run"
+    alternate_pairs "$GGPROF" "$tmp/ab.db" > "$tmp/run"
     cat "$tmp/run" >> "$tmp/all"
     ratio=$(awk '{ print $1 / $2 }' "$tmp/run" | median)
     diff_us=$(awk '{ print ($2 - $1) / 1000 }' "$tmp/run" | median)

@@ -9,3 +9,12 @@ geomean_ci() {
         m = s / n; sd = n > 1 ? sqrt((ss - n * m * m) / (n - 1)) : 0; h = 1.96 * sd / sqrt(n)
         printf "%.3f (%.3f-%.3f)", exp(m), exp(m - h), exp(m + h) }'
 }
+# alternate_pairs GGPROF DB: a `record --alternate` trace's adjacent scheduler graphs of the two kinds, one pair a
+# line: "GRAPH_NS LEVEL_NS", the duration of the one recorded at level graph, then of the one at the level asked for
+# (those have splits); the same graph computed one right after the other, under the same machine state.
+alternate_pairs() {
+    "$1" query "$2" "WITH k AS (SELECT g.pid, g.graph_id, g.duration_ns AS d, EXISTS (SELECT 1 FROM
+        splits s WHERE s.pid = g.pid AND s.graph_id = g.graph_id) AS full FROM graphs g)
+        SELECT CASE WHEN a.full THEN b.d ELSE a.d END, CASE WHEN a.full THEN a.d ELSE b.d END FROM k a JOIN k b
+        ON b.pid = a.pid AND b.graph_id = a.graph_id + 1 WHERE a.full != b.full" | tr '|' ' '
+}
