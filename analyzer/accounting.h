@@ -24,6 +24,8 @@ typedef struct {
     int64_t ns, compute_ns, graph_build_ns, host_ns, idle_ns;
 } ggprof_acc_span;
 
+struct ggprof_acc_ivls; /* the intervals the categories were cut from (accounting.c), kept for the slices */
+
 typedef struct {
     int32_t        pid;
     int64_t        start_ns, end_ns, wall_ns; /* fork to exit as record measured them (processes_time), else the
@@ -52,6 +54,7 @@ typedef struct {
     ggprof_acc_cat cats[GGPROF_ACC_MAX_CATS]; /* they sum to wall_ns */
     size_t         n_cats;
     ggprof_req_times requests;                /* the requests it answered (request_time.h); none: not a server */
+    struct ggprof_acc_ivls *ivls;             /* owned; freed by ggprof_accounting_free */
 } ggprof_acc_proc;
 
 typedef struct {
@@ -69,6 +72,19 @@ void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *i
 /* report's "Where the time went": per process the categories in ms and %, the phases, TTFT, per token, and a
  * table of its requests (the ten with the longest time to first token). */
 void ggprof_accounting_print(FILE *out, const ggprof_accounting *a);
+/* A stretch of a process's wall time and the category it went to: name is one of p->cats' names (it lives as long
+ * as p), or "other" for time no category took (only when GGPROF_ACC_MAX_CATS cut the categories short). */
+typedef struct {
+    int64_t     start_ns, end_ns;
+    const char *name;
+} ggprof_acc_slice;
+
+/* The categories of p laid on its wall time, from the intervals they were cut from (graphs, llama_decode calls,
+ * the thread's idle time, llama.cpp's set-up calls): slices in time order that tile [start_ns, end_ns) with no gap
+ * and no overlap, adjacent slices of one category merged, each category's slices summing to its ns. Compute per
+ * backend and copies share each graph's time in the proportions of their totals (the accounting has their sums,
+ * not their instants). *out: malloc'ed, the caller frees it. Returns 0, or -1 out of memory. */
+int ggprof_accounting_slices(const ggprof_acc_proc *p, ggprof_acc_slice **out, size_t *n);
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sort.h"
+#include "accounting.h"
 #include "export.h"
 #include "model.h"
 #include "memory.h"
@@ -22,7 +23,9 @@
 /* A track is one timeline row: a backend of one scheduler, a process's copies, or its graphs. Perfetto and
  * chrome://tracing need the X events of a row to nest; records of a backend that overlap without nesting
  * (concurrent work on an asynchronous backend) go to an extra row, "(overlap N)", rather than being lost. */
-enum { TRACK_BACKEND = 0, TRACK_COPIES = 1, TRACK_GRAPHS = 2, TRACK_DEVICE = 3 };
+enum { TRACK_BACKEND = 0, TRACK_COPIES = 1, TRACK_GRAPHS = 2, TRACK_DEVICE = 3, TRACK_RUN = 4, TRACK_THREAD = 5 };
+/* TRACK_RUN: a process's wall time cut into report's accounting categories ("ggprof: where the time went").
+ * TRACK_THREAD: a thread of the program (its OS tid in `backend`): its llama_decode calls, regions and idle spans. */
 /* TRACK_DEVICE: a backend's ops timed on the device's own clock (timing 4), on a row of their own under the
  * backend's host row ("Vulkan0 (device)"), as a GPU's work is apart from its launches in Nsight Systems. */
 
@@ -519,6 +522,156 @@ static int write_memory(sqlite3 *db, out_t *o) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- the whole run: accounting, calls, regions, idle */
+
+/* A slice on a thread of the program: a region (what 0: the program's, include/ggprof.h, or at depth -1 a call of
+ * llama.cpp the engine timed), a llama_decode call (1) or the thread blocked (2). */
+typedef struct {
+    int64_t pid, tid, start, dur, order;
+    int     what;
+    int64_t v[5]; /* region: depth; batch: batch_id, n_tokens, n_seqs, n_outputs, status */
+    char   *name; /* region: its name; batch: the API called */
+} thread_item;
+
+typedef struct {
+    ggprof_accounting acc;
+    thread_item      *v;
+    size_t            n, cap;
+} run_data;
+
+static void run_free(run_data *r) {
+    for (size_t i = 0; i < r->n; i++) free(r->v[i].name);
+    free(r->v);
+    ggprof_accounting_free(&r->acc);
+}
+
+static int cmp_thread_item(const void *a, const void *b) {
+    const thread_item *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
+    if (x->what != y->what) return x->what < y->what ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The rows of one table (a table an older trace lacks: none). A slice whose times a trace made negative or past
+ * the clock's end is left out. */
+static int run_load_items(sqlite3 *db, run_data *r, const char *sql, int what, int nv) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(st, 2), dur = sqlite3_column_int64(st, 3);
+        if (start < 0 || dur < 0 || start > INT64_MAX - dur) continue;
+        if (r->n == r->cap) {
+            size_t       cap = r->cap ? 2 * r->cap : 256;
+            thread_item *v   = realloc(r->v, cap * sizeof(*v));
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            r->v = v, r->cap = cap;
+        }
+        thread_item *t = &r->v[r->n];
+        memset(t, 0, sizeof(*t));
+        t->pid = sqlite3_column_int64(st, 0), t->tid = sqlite3_column_int64(st, 1);
+        t->start = start, t->dur = dur, t->what = what, t->order = (int64_t) r->n;
+        for (int k = 0; k < nv; k++) t->v[k] = sqlite3_column_int64(st, 5 + k);
+        const char *name = (const char *) sqlite3_column_text(st, 4);
+        if (name && name[0] && !(t->name = strdup(name))) rc = -1;
+        r->n++;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* report's accounting (accounting.c) and the threads' slices of db. */
+static int run_load(sqlite3 *db, run_data *r, char *why, size_t why_len) {
+    memset(r, 0, sizeof(*r));
+    if (ggprof_accounting_load(db, &r->acc, why, why_len) != 0) return -1;
+    int rc = run_load_items(db, r, "SELECT pid, tid, start_ns, duration_ns, name, depth FROM regions", 0, 1);
+    if (rc == 0) {
+        rc = run_load_items(db, r, "SELECT pid, tid, start_ns, duration_ns, api, batch_id, n_tokens, n_seqs, n_outputs,"
+                                   " status FROM batches", 1, 5);
+    }
+    if (rc == 0) {
+        rc = run_load_items(db, r, "SELECT pid, tid, start_ns, end_ns - start_ns, NULL FROM thread_idle"
+                                   " WHERE end_ns >= start_ns", 2, 0);
+    }
+    if (rc != 0) {
+        snprintf(why, why_len, "out of memory");
+        run_free(r);
+        return -1;
+    }
+    ggprof_sort(r->v, r->n, sizeof(*r->v), cmp_thread_item);
+    return 0;
+}
+
+/* The earliest instant the run's slices show: a process's start comes before its first record. */
+static uint64_t run_t0(const run_data *r, uint64_t t0) {
+    for (size_t i = 0; i < r->acc.n_procs; i++) {
+        const ggprof_acc_proc *p = &r->acc.procs[i];
+        if (p->wall_ns > 0 && p->start_ns >= 0 && (uint64_t) p->start_ns < t0) t0 = (uint64_t) p->start_ns;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        if ((uint64_t) r->v[i].start < t0) t0 = (uint64_t) r->v[i].start;
+    }
+    return t0;
+}
+
+/* Each process's row "ggprof: where the time went": the accounting's categories laid on its wall time, tiling it. */
+static int write_run(out_t *o, tracks *tr, const run_data *r) {
+    for (size_t i = 0; i < r->acc.n_procs; i++) {
+        const ggprof_acc_proc *p = &r->acc.procs[i];
+        ggprof_acc_slice      *v = NULL;
+        size_t                 n = 0;
+        if (p->start_ns < 0) continue; /* times a trace made negative: no row */
+        if (ggprof_accounting_slices(p, &v, &n) != 0) return -1;
+        for (size_t j = 0; j < n; j++) {
+            uint64_t a = (uint64_t) v[j].start_ns, b = (uint64_t) v[j].end_ns;
+            track   *k = track_place(tr, p->pid, TRACK_RUN, 0, -1, a, b);
+            if (!k) {
+                free(v);
+                return -1;
+            }
+            begin_x(o, v[j].name, "run", k, a, b - a);
+            arg_str(o, "category", v[j].name, 1);
+            put_raw(o->f, "}}");
+        }
+        free(v);
+    }
+    return 0;
+}
+
+static int write_threads(out_t *o, tracks *tr, const run_data *r) {
+    for (size_t i = 0; i < r->n; i++) {
+        const thread_item *t = &r->v[i];
+        uint64_t           a = (uint64_t) t->start, d = (uint64_t) t->dur;
+        track             *k = track_place(tr, t->pid, TRACK_THREAD, 0, t->tid, a, a + d);
+        if (!k) return -1;
+        if (t->what == 0) {
+            begin_x(o, t->name ? t->name : "region", "region", k, a, d);
+            arg_str(o, "from", t->v[0] < 0 ? "llama.cpp" : "program", 1);
+            arg_int(o, "depth", t->v[0]);
+        } else if (t->what == 1) {
+            begin_x(o, t->name ? t->name : "llama_decode", "batch", k, a, d);
+            arg_key(o, "batch_id", 1);
+            put_i64(o->f, t->v[0]);
+            arg_int(o, "tokens", t->v[1]);
+            arg_int(o, "sequences", t->v[2]);
+            arg_int(o, "outputs", t->v[3]);
+            arg_int(o, "status", t->v[4]);
+        } else {
+            begin_x(o, "idle", "idle", k, a, d);
+            arg_key(o, "tid", 1);
+            put_i64(o->f, t->tid);
+        }
+        put_raw(o->f, "}}");
+    }
+    return 0;
+}
+
 static void write_metadata(sqlite3 *db, const ggprof_model *l, out_t *o, const tracks *tr) {
     sqlite3_stmt *exe = NULL;
     sqlite3_prepare_v2(db, "SELECT exe FROM processes WHERE pid = ?", -1, &exe, NULL);
@@ -549,6 +702,10 @@ static void write_metadata(sqlite3 *db, const ggprof_model *l, out_t *o, const t
             if (k->kind == TRACK_DEVICE) snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " (device)");
         } else if (k->kind == TRACK_COPIES) {
             snprintf(buf, sizeof(buf), "copies");
+        } else if (k->kind == TRACK_RUN) {
+            snprintf(buf, sizeof(buf), "ggprof: where the time went");
+        } else if (k->kind == TRACK_THREAD) {
+            snprintf(buf, sizeof(buf), "thread %" PRId64, k->backend);
         } else {
             if (ggprof_model_scheds(l, (int32_t) k->pid) > 1) snprintf(buf, sizeof(buf), "graphs (sched %" PRId64 ")", k->sched);
             else snprintf(buf, sizeof(buf), "graphs");
@@ -561,8 +718,10 @@ static void write_metadata(sqlite3 *db, const ggprof_model *l, out_t *o, const t
         fprintf(o->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
                       ",\"args\":{\"sort_index\":%" PRId64 "}}",
                 k->pid, k->tid,
-                k->kind == TRACK_DEVICE ? k->sched * 10000 + (k->backend + 1) * 64 + 32 + k->sub
-                                        : (int64_t) k->kind * 1000000 + k->sched * 10000 + (k->backend + 1) * 64 + k->sub);
+                k->kind == TRACK_RUN      ? (int64_t) -2000000
+                : k->kind == TRACK_THREAD ? (int64_t) -1000000 + (int64_t) i
+                : k->kind == TRACK_DEVICE ? k->sched * 10000 + (k->backend + 1) * 64 + 32 + k->sub
+                                          : (int64_t) k->kind * 1000000 + k->sched * 10000 + (k->backend + 1) * 64 + k->sub);
     }
     sqlite3_finalize(exe);
 }
@@ -583,17 +742,26 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, const ggprof_export_opts
         ggprof_model_free(&l);
         return -1;
     }
+    run_data run;
+    char     rwhy[256];
+    if (run_load(db, &run, rwhy, sizeof(rwhy)) != 0) {
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, rwhy);
+        copies_free(&cp);
+        ggprof_model_free(&l);
+        return -1;
+    }
     ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
     FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno));
         copies_free(&cp);
         ggprof_model_free(&l);
+        run_free(&run);
         return -1;
     }
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
-    out_t o = { f, (uint64_t) ggprof_model_t0(&l), 0 };
+    out_t o = { f, run_t0(&run, (uint64_t) ggprof_model_t0(&l)), 0 };
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"t0_ns\":", f);
     if (sample.every > 1) {
         fprintf(f, "%" PRIu64 ",\"sampled\":{\"records\":%" PRId64 ",\"records_shown\":%" PRId64 ",\"one_graph_in\":%" PRId64
@@ -607,12 +775,15 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, const ggprof_export_opts
     int rc = write_backends(&l, &o, &tr, &cp);
     if (rc == 0) rc = write_copies(&l, &o, &tr, &cp);
     if (rc == 0) rc = write_graphs(db, &o, &tr);
+    if (rc == 0) rc = write_run(&o, &tr, &run);
+    if (rc == 0) rc = write_threads(&o, &tr, &run);
     if (rc == 0) rc = write_memory(db, &o);
     if (rc == 0) {
         if (o.n_events) write_flows(&o, &cp);
         write_metadata(db, &l, &o, &tr);
     }
     ggprof_model_free(&l);
+    run_free(&run);
     fputs("\n]}\n", f);
     copies_free(&cp);
     tracks_free(&tr);

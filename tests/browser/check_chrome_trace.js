@@ -82,7 +82,7 @@ for (const e of ev) {
 for (const [k, v] of Object.entries(bad)) say(k, v);
 say('x_events', Object.values(byCat).reduce((a, b) => a + b, 0));
 say('x_fractional_ts', fractional);
-for (const c of ['op', 'sync', 'copy', 'split', 'graph']) say('cat_' + c, byCat[c] || 0);
+for (const c of ['op', 'sync', 'copy', 'split', 'graph', 'run', 'batch', 'region', 'idle']) say('cat_' + c, byCat[c] || 0);
 say('counters', Array.from(counters.keys()).map((k) => k.split(':').slice(1).join(':')).sort().join('|'));
 // the most each counter's kinds reached together at one instant is what `ggprof memory` says a backend held at most
 say('counter_max', Array.from(counters.entries()).map(([k, c]) => k.split(':').slice(1).join(':') + '=' + c.max).sort().join('|'));

@@ -5,7 +5,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 # Lanes are per scheduler and backend (the RPC backend also waits in llama.cpp's fitting scheduler): compare names.
-lane_names() { sed -E 's/RPC0[^|]*/RPC0/g; s/ \(sched [0-9]+\)//g' | tr '|' '\n' | sort -u | paste -sd' '; }
+lane_names() { sed -E 's/RPC0[^|]*/RPC0/g; s/ \(sched [0-9]+\)//g; s/thread [0-9]+/thread/g; s/ggprof: where the time went/run/g' |
+    tr '|' '\n' | sort -u | paste -sd' '; }
 BR="$GGPROF_ROOT/tests/browser"
 
 # load_kv FILE: the KEY=VALUE lines of a checker into the array KV
@@ -30,6 +31,70 @@ check_chrome() { # JSON DB LABEL: the format's rules, and one slice per record
     expect "$l: chrome: one copy slice per COPY record" "${KV[cat_copy]:-}" "$(q "$db" "SELECT count(*) FROM records WHERE type = 1")"
     expect "$l: chrome: one split slice per split" "${KV[cat_split]:-}" "$(q "$db" "SELECT count(*) FROM splits")"
     expect "$l: chrome: one graph slice per graph" "${KV[cat_graph]:-}" "$(q "$db" "SELECT count(*) FROM graphs")"
+    check_run "$json" "$db" "$l"
+}
+
+# check_run JSON DB LABEL: the rows of the whole run (docs/viewer.md): per process, the slices of its row
+# "ggprof: where the time went" tile report's wall time (in order, no gap, no overlap) and each category's slices
+# add up to report's figure for it; one slice per llama_decode call, region and idle span, on the row of the thread
+# that made it, with its tokens, sequences, outputs and status.
+check_run() {
+    local json=$1 db=$2 l=$3
+    "$GGPROF" report "$db" --format json > "$json.report.json" 2> /dev/null
+    python3 - "$json" "$json.report.json" "$db" > "$json.run" 2> "$json.run.err" <<'PY'
+import json, sqlite3, sys
+from collections import Counter
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+acc = json.load(open(sys.argv[2]))["accounting"]
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+x = [e for e in ev if e.get("ph") == "X"]
+ns = lambda v: round(v * 1000)
+tile, sums, rows = [], [], []
+for a in acc:
+    s = [e for e in x if e["cat"] == "run" and e["pid"] == a["pid"]]
+    rows.append(len({e["tid"] for e in s}) == 1 and names.get((a["pid"], s[0]["tid"])) == "ggprof: where the time went" if s else False)
+    gaps = sum(1 for p, q in zip(s, s[1:]) if ns(p["ts"]) + ns(p["dur"]) != ns(q["ts"]))
+    tile.append("%d:%d/%d" % (a["pid"], sum(ns(e["dur"]) for e in s), gaps))
+    got = Counter()
+    for e in s:
+        got[e["name"]] += ns(e["dur"])
+    want = Counter({k: v for k, v in a["categories"].items() if v})
+    sums.append("%d:%s" % (a["pid"], "ok" if got == want else "%s vs %s" % (dict(got), dict(want))))
+print("run_tiles=" + " ".join(tile))
+print("run_want=" + " ".join("%d:%d/0" % (a["pid"], a["wall_ns"]) for a in acc))
+print("run_categories=" + " ".join(sums))
+print("run_rows=" + str(int(all(rows))))
+db = sqlite3.connect(sys.argv[3])
+def table(sql):
+    try:
+        return sorted(db.execute(sql).fetchall())
+    except sqlite3.DatabaseError: # a JSON profile: none
+        return []
+def tid_of(e):
+    n = names.get((e["pid"], e["tid"]), "")
+    return int(n.split()[1]) if n.startswith("thread ") else -1
+got = sorted((e["pid"], tid_of(e), e["args"]["batch_id"], e["args"]["tokens"], e["args"]["sequences"], e["args"]["outputs"],
+              e["args"]["status"], ns(e["dur"])) for e in x if e["cat"] == "batch")
+want = table("SELECT pid, tid, batch_id, n_tokens, n_seqs, n_outputs, status, duration_ns FROM batches")
+print("batches=%d/%d/%d" % (len(got), len(want), got == want))
+got = sorted((e["pid"], tid_of(e), e["name"], e["args"]["depth"], ns(e["dur"])) for e in x if e["cat"] == "region")
+want = table("SELECT pid, tid, name, depth, duration_ns FROM regions")
+print("regions=%d/%d/%d" % (len(got), len(want), got == want))
+got = sorted((e["pid"], tid_of(e), ns(e["dur"])) for e in x if e["cat"] == "idle")
+want = table("SELECT pid, tid, end_ns - start_ns FROM thread_idle")
+print("idle=%d/%d/%d" % (len(got), len(want), got == want))
+PY
+    local saved; saved=$(declare -p KV)
+    load_kv "$json.run"
+    expect "$l: chrome: each process's run row tiles report's wall (sum ns/gaps)" "${KV[run_tiles]:-missing}" "${KV[run_want]:-}"
+    expect "$l: chrome: the run row's categories add up to report's" "${KV[run_categories]:-missing}" \
+        "$(echo "${KV[run_want]:-}" | sed -E 's/:[0-9]+\/0/:ok/g')"
+    expect "$l: chrome: the run slices on one row per process, named" "${KV[run_rows]:-}" 1
+    for t in batches regions idle; do
+        expect "$l: chrome: one $t slice per row of $t, on its thread, with its args" \
+            "$(echo "${KV[$t]:-}" | awk -F/ '{ print ($1 == $2 && $3 == 1) ? "same" : $0 }')" same
+    done
+    eval "${saved/declare -A/declare -gA}" # the caller's checks read KV on
 }
 
 # ---------------------------------------------------------------- a CPU llama-completion run
@@ -45,7 +110,11 @@ mem_max=$("$GGPROF" memory "$db" --format json | node -e '
     const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
     console.log(r.map((b) => "memory " + b.backend + "=" + b.max_held_bytes).sort().join("|"));')
 expect "dense: chrome: a memory counter per backend, at its most what ggprof memory says" "${KV[counter_max]:-}" "$mem_max"
-expect "dense: chrome: a row for the CPU backend and one for graphs" "${KV[track_names]:-}" "CPU|graphs"
+expect "dense: chrome: rows for the CPU backend, graphs, the run and the thread calling llama_decode" \
+    "$(echo "${KV[track_names]:-}" | lane_names)" "CPU graphs run thread"
+expect_ge "dense: chrome: llama_decode slices" "${KV[cat_batch]:-0}" 1
+expect_ge "dense: chrome: llama.cpp's load and context calls as regions" \
+    "$(q "$db" "SELECT count(*) FROM regions WHERE depth = -1 AND name IN ('llama_model_load_from_file', 'llama_init_from_model')")" 2
 
 # ---------------------------------------------------------------- a window of the run (--from/--to)
 # Graphs 2 to 5 of the run (the bounds half way between graph starts, from the trace's first time): the Chrome
@@ -128,7 +197,7 @@ expect_ge "rpc: copies recorded" "$(q "$rdb" "SELECT count(*) FROM records WHERE
 expect "rpc: export exits 0" "$?" 0
 check_chrome "$OUT/rpc.trace.json" "$rdb" rpc
 expect "rpc: chrome: rows for RPC, CPU, copies and graphs" "$(echo "${KV[track_names]:-}" | lane_names)" \
-    "CPU RPC0 copies graphs"
+    "CPU RPC0 copies graphs run thread"
 
 # ---------------------------------------------------------------- copies with known consumers (a hand-made profile)
 # graph 0: split 0 on CPU; split 1 on GPU0 gets 'embd' (read by Qcur-0, node 3: not by node 2, which starts
@@ -162,7 +231,8 @@ expect "flows: export of a JSON profile exits 0" "$?" 0
 check_chrome "$OUT/flows.trace.json" "$OUT/flows.json" flows
 expect "flows: each copy flows into the first op of its split that reads its shape and type" "${KV[flow_targets]:-}" \
     "Qcur-0>out@6,embd>Qcur-0@3"
-expect "flows: overlapping records get their own row" "${KV[track_names]:-}" "CPU|GPU0|GPU0 (overlap 2)|copies"
+expect "flows: overlapping records get their own row" "${KV[track_names]:-}" \
+    "CPU|GPU0|GPU0 (overlap 2)|copies|ggprof: where the time went"
 
 # ---------------------------------------------------------------- the HTML page's data, without a browser
 html_data() { # HTML: the embedded data's counts
