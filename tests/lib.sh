@@ -119,6 +119,42 @@ build_ggml_program() { # NAME [SOURCE]
     expect "the program builds against ggml" "$?" 0
 }
 
+# The whole run's accounting (docs/findings.md, "Accounting"), used by e2e/whole_run.sh and compat/matrix.sh.
+# acc DB KEY...: report --format json's accounting of DB's one ggml process, the values at the dotted KEYs (a
+# category's own dots kept: categories.compute.CPU), None where there is none; the JSON kept in DB.json for whole.
+acc() {
+    local db=$1
+    shift
+    "$GGPROF" report "$db" --format json > "$db.json" 2> "$db.err" || { echo "report failed: $(cat "$db.err")"; return; }
+    python3 - "$db.json" "$@" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["accounting"]
+p = max(d, key=lambda p: p["wall_ns"])
+out = []
+for k in sys.argv[2:]:
+    v, parts = p, k.split(".")
+    while parts and isinstance(v, dict):  # the longest key first: "categories.compute.CPU" is one category
+        n = next((n for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in v), 1)
+        v, parts = v.get(".".join(parts[:n])), parts[n:]
+    out.append(str(v if not parts else None))
+print(" ".join(out))
+PY
+}
+
+# whole DB LABEL: after acc, the categories add up to wall_ns, which is record's fork to exit within 1%.
+whole() {
+    local db=$1 l=$2 sum wall fe
+    read -r sum wall <<< "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["accounting"]
+p=max(d, key=lambda p: p["wall_ns"]); print(sum(p["categories"].values()), p["wall_ns"])' "$db.json" 2> /dev/null)"
+    fe=$(sqlite3 "$db" "SELECT exit_ns - fork_ns FROM processes_time WHERE how = 'wait4'")
+    expect "$l: the categories add up to the wall time exactly" "$sum" "$wall"
+    expect_ge "$l: fork to exit measured by record" "$fe" 1
+    expect "$l: the wall is record's fork to exit within 1%" "$(python3 -c 'import sys; w, f = int(sys.argv[1]), int(sys.argv[2])
+print("yes" if abs(w - f) <= f / 100 else "no: %d vs %d" % (w, f))' "${wall:-0}" "${fe:-1}")" yes
+    expect "$l: every category >= 0" "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["accounting"]
+print(sum(1 for p in d for v in p["categories"].values() if v < 0))' "$db.json")" 0
+}
+
 # The buffer sizes llama.cpp printed (model, KV, compute and output buffers, after its last model load: v0.4.0 first
 # sizes them in a fitting pass) against what `ggprof memory` says each backend held at the peak, per buffer type and
 # kind, to the 0.01 MiB llama.cpp prints. LABEL: "...: N buffers as llama.cpp printed them".

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The compatibility matrix: a short generation under `ggprof record` on every real ggml build of
 # tests/compat/builds.sh (node-llama-cpp's prebuilt CPU libraries of eight releases, Debian sid's llama.cpp-tools
-# in a chroot) and of tests/fixture.sh that carry ggml inside (the static LTO llama.cpp, @fugood/llama.node), and
-# the same under GGML_PROFILE. For each: graphs, splits, CPU op records, every CPU split's ticks
+# in a chroot, and its whisper-cli transcribing a tone with tests/make_whisper_model.py's tiny model, whose row
+# also checks the whole run's accounting) and of tests/fixture.sh that carry ggml inside (the static LTO
+# llama.cpp, @fugood/llama.node), and the same under GGML_PROFILE. For each: graphs, splits, CPU op records, every CPU split's ticks
 # matched, report and top-ops working. Prints TAP lines and writes the matrix (docs/compatibility.md quotes it)
 # to $OUT/matrix.md. Needs GGUF_DENSE (tests/fixture.sh). usage: tests/compat/matrix.sh [BUILD...]
 . "$(dirname "$0")/../lib.sh"
@@ -22,13 +23,13 @@ fi
 MEMORY_OFF="(text LIKE '%without%memory records%' OR text LIKE '%without%tensor placement%' OR text LIKE 'memory off in %')"
 
 # The checks every build gets on its trace; prints the matrix cells graph|split|op|model.
-check_build() { # NAME DB
-    local n=$1 db=$2
+check_build() { # NAME DB [OPS]: OPS the ops the trace must have (default: a llama's MUL_MAT RMS_NORM ROPE)
+    local n=$1 db=$2 ops=${3:-MUL_MAT RMS_NORM ROPE}
     expect_ge "$n: graphs recorded" "$(q "$db" "SELECT count(*) FROM graphs")" 1
     expect_ge "$n: splits recorded" "$(q "$db" "SELECT count(*) FROM splits")" 1
     expect_ge "$n: CPU op records" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0")" 1
     check_cpu_trace "$db" "$n"
-    for op in MUL_MAT RMS_NORM ROPE; do
+    for op in $ops; do
         expect_ge "$n: has $op" "$(q "$db" "SELECT count(*) FROM records WHERE type = 0 AND name = '$op'")" 1
     done
     local rep
@@ -100,6 +101,15 @@ run_nlc() { # NAME DIR
     row "$n" "$llama" "$OUT/$n.db" "not in the package" "$prof"
 }
 
+# proc_mount DIR: mounts /proc in the chroot DIR unless it is; prints 1 if it mounted it (for proc_umount).
+proc_mount() {
+    mountpoint -q "$1/proc" && { echo 0; return 0; }
+    mount -t proc proc "$1/proc" && echo 1
+}
+proc_umount() { # DIR MOUNTED
+    [ "$2" = 1 ] && umount "$1/proc"
+}
+
 # Debian sid: ggprof itself runs inside the chroot (its libraries are Debian's too), from a copy under /opt/ggprof;
 # /proc is mounted for the run and unmounted after.
 run_sid() { # NAME DIR
@@ -108,11 +118,8 @@ run_sid() { # NAME DIR
     cp "$GGPROF" "$c/opt/ggprof/bin/ggprof"
     cp "$GGPROF_LIB" "$c/opt/ggprof/lib/libggprof.so"
     cp "$GGUF_DENSE" "$c/tmp/ggprof-compat/model.gguf"
-    local mounted=0
-    if ! mountpoint -q "$c/proc"; then
-        mount -t proc proc "$c/proc" || { not_ok "$n: mount /proc in the chroot" "mount failed"; return; }
-        mounted=1
-    fi
+    local mounted
+    mounted=$(proc_mount "$c") || { not_ok "$n: mount /proc in the chroot" "mount failed"; return; }
     local t=/tmp/ggprof-compat prompt
     prompt=$(printf 'word %.0s' $(seq 40))
     chroot "$c" /opt/ggprof/bin/ggprof record -o $t/run.db -- llama-completion -m $t/model.gguf -p "Hello" -n 4 -t 2 \
@@ -123,7 +130,7 @@ run_sid() { # NAME DIR
         -t 2 -no-cnv > "$OUT/$n.blas.log" 2>&1
     chroot "$c" env LD_PRELOAD=/opt/ggprof/lib/libggprof.so GGML_PROFILE=$t/profile.json llama-completion \
         -m $t/model.gguf -p "Hello" -n 4 -t 2 -no-cnv > "$OUT/$n.profile.log" 2>&1
-    [ "$mounted" = 1 ] && umount "$c/proc"
+    proc_umount "$c" "$mounted"
     cp "$c$t/run.db" "$OUT/$n.db"
     cp "$c$t/blas.db" "$OUT/$n.blas.db"
     cp "$c$t/profile.json" "$OUT/$n.profile.json" 2> /dev/null
@@ -139,6 +146,54 @@ run_sid() { # NAME DIR
     prof=$(profile_ok "$OUT/$n.profile.json")
     expect "$n: GGML_PROFILE writes a version-3 profile with records" "$prof" yes
     row "$n" "Debian $(chroot "$c" dpkg-query -W -f='${Version}' llama.cpp-tools)" "$OUT/$n.db" "$blas" "$prof"
+}
+
+# Debian sid's whisper-cli (whisper.cpp, not llama.cpp: an encoder and a decoder, its own loader) in the same chroot,
+# on the tiny random model and 2 s tone of tests/make_whisper_model.py: the trace as every build's (its ops: a
+# convolution, layer norms, no RMS_NORM or ROPE), and the whole run accounted for (docs/findings.md, "Accounting",
+# lib.sh's acc and whole): the categories add up to the wall, which is record's fork to exit within 1%; no
+# llama_decode, so loading and context_setup are inferred from ggml's buffers and there are no prompt, generation
+# or time to first token.
+run_whisper() { # NAME DIR
+    local n=$1 c=$2 files model wav mounted t=/tmp/ggprof-compat
+    files=$(python3 "$GGPROF_ROOT/tests/make_whisper_model.py") || { not_ok "$n: make the tiny whisper model" "failed"; return; }
+    model=$(sed -n 's/^WHISPER_MODEL=//p' <<< "$files")
+    wav=$(sed -n 's/^WHISPER_WAV=//p' <<< "$files")
+    mkdir -p "$c/opt/ggprof/bin" "$c/opt/ggprof/lib" "$c$t"
+    cp "$GGPROF" "$c/opt/ggprof/bin/ggprof"
+    cp "$GGPROF_LIB" "$c/opt/ggprof/lib/libggprof.so"
+    cp "$model" "$c$t/whisper.bin"
+    cp "$wav" "$c$t/tone.wav"
+    rm -f "$c$t/whisper.db" "$c$t/whisper.profile.json"
+    mounted=$(proc_mount "$c") || { not_ok "$n: mount /proc in the chroot" "mount failed"; return; }
+    chroot "$c" /opt/ggprof/bin/ggprof record -o $t/whisper.db -- whisper-cli -m $t/whisper.bin -f $t/tone.wav -t 2 \
+        > "$OUT/$n.log" 2>&1
+    expect "$n: record exits with whisper-cli's status" "$?" 0
+    chroot "$c" env LD_PRELOAD=/opt/ggprof/lib/libggprof.so GGML_PROFILE=$t/whisper.profile.json whisper-cli \
+        -m $t/whisper.bin -f $t/tone.wav -t 2 > "$OUT/$n.profile.log" 2>&1
+    proc_umount "$c" "$mounted"
+    expect "$n: whisper-cli transcribed (a segment printed)" "$(grep -c '^\[00:00:00' "$OUT/$n.log" | sed 's/^[1-9][0-9]*$/yes/')" yes
+    local db=$OUT/$n.db
+    cp "$c$t/whisper.db" "$db"
+    cp "$c$t/whisper.profile.json" "$OUT/$n.profile.json" 2> /dev/null
+    check_build "$n" "$db" "MUL_MAT NORM IM2COL GET_ROWS"
+    local su lo cs cpu gb gr pt ttft blas
+    read -r su lo cs cpu gb gr pt ttft <<< "$(acc "$db" categories.startup categories.loading \
+        categories.context_setup categories.compute.CPU categories.graph_build \
+        phases.generation_runs phases.prompt_tokens ttft)"
+    whole "$db" "$n"
+    expect_ge "$n: startup measured" "$su" 1
+    expect_ge "$n: loading inferred (the weights' buffer to the first context buffer)" "$lo" 1
+    expect_ge "$n: context_setup inferred (to the first graph)" "$cs" 1
+    expect_ge "$n: compute.CPU measured" "$cpu" 1
+    expect "$n: no llama_decode: no graph_build, prompt, generation or time to first token" "$gb $gr $pt $ttft" "0 0 0 None"
+    blas=$(q "$db" "SELECT count(*) FROM splits s JOIN backends b ON b.pid = s.pid AND b.sched_id = s.sched_id
+        AND b.id = s.backend_id WHERE b.name = 'BLAS'")
+    local prof
+    prof=$(profile_ok "$OUT/$n.profile.json")
+    expect "$n: GGML_PROFILE writes a version-3 profile with records" "$prof" yes
+    row "$n" "whisper.cpp $(chroot "$c" dpkg-query -W -f='${Version}' whisper.cpp-tools)" "$db" \
+        "split level ($blas splits; no ggml_graph_view)" "$prof"
 }
 
 # Builds with ggml inside the program (tests/fixture.sh): the fixture's llama.cpp linked statically with LTO, and
@@ -169,7 +224,7 @@ while read -r name kind dir; do
         nlc) run_nlc "$name" "$dir" ;;
         # A sanitized ggprof needs its build machine's sanitizer runtime, which the sid chroot does not have.
         deb) if [ -n "${GGPROF_SAN:-}" ]; then echo "# $name: not run in a sanitized build (no runtime in the chroot)"
-             else run_sid "$name" "$dir"; fi ;;
+             else run_sid "$name" "$dir"; run_whisper "$name-whisper" "$dir"; fi ;;
     esac
 done <<< "$builds"
 if [ -n "${STATIC_BIN_DIR:-}" ] && wanted_build static-lto; then

@@ -5,39 +5,7 @@
 # common_perf_print lines ("prompt eval time", "eval time", their token and run counts, "load time", "total time")
 # within 5% or 0.5 ms, and loading and context_setup are the model loads' and context creations' spans.
 . "$(dirname "$0")/../lib.sh"
-
-# acc DB KEY...: report --format json's accounting of DB's one ggml process, the values at the dotted KEYs.
-acc() {
-    local db=$1
-    shift
-    "$GGPROF" report "$db" --format json > "$db.json" 2> "$db.err" || { echo "report failed: $(cat "$db.err")"; return; }
-    python3 - "$db.json" "$@" << 'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))["accounting"]
-p = max(d, key=lambda p: p["wall_ns"])
-out = []
-for k in sys.argv[2:]:
-    v = p
-    for part in k.split("."):
-        v = v.get(part) if isinstance(v, dict) else None
-    out.append(str(v))
-print(" ".join(out))
-PY
-}
-
-# whole DB LABEL: the categories add up to wall_ns, which is record's fork to exit within 1%.
-whole() {
-    local db=$1 l=$2 sum wall fe
-    read -r sum wall <<< "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["accounting"]
-p=max(d, key=lambda p: p["wall_ns"]); print(sum(p["categories"].values()), p["wall_ns"])' "$db.json" 2> /dev/null)"
-    fe=$(sqlite3 "$db" "SELECT exit_ns - fork_ns FROM processes_time WHERE how = 'wait4'")
-    expect "$l: the categories add up to the wall time exactly" "$sum" "$wall"
-    expect_ge "$l: fork to exit measured by record" "$fe" 1
-    expect "$l: the wall is record's fork to exit within 1%" "$(python3 -c 'import sys; w, f = int(sys.argv[1]), int(sys.argv[2])
-print("yes" if abs(w - f) <= f / 100 else "no: %d vs %d" % (w, f))' "${wall:-0}" "${fe:-1}")" yes
-    expect "$l: every category >= 0" "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["accounting"]
-print(sum(1 for p in d for v in p["categories"].values() if v < 0))' "$db.json")" 0
-}
+# (acc and whole: lib.sh, shared with compat/matrix.sh's whisper-cli row)
 
 # near A_MS B_NS: A (ms, llama.cpp's) and B (ns, ggprof's) within 5% or 0.5 ms.
 near() {
@@ -108,3 +76,4 @@ db=$OUT/threads.db
 expect "threads sample: record exits with its status" "$?" 0
 read -r cpu <<< "$(acc "$db" categories.compute.CPU)"
 whole "$db" "threads sample"
+expect_ge "threads sample: compute.CPU measured" "$cpu" 1
