@@ -66,6 +66,30 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
       b.dataset.pid + ':' + Array.from(b.children).map((i) => i.dataset.cat + '=' + i.dataset.ns).join(',')).join(';')));
     say('accounting_bar_width_pct', await page.evaluate(() => Array.from(document.querySelectorAll('#accounting .bar')).map((b) =>
       Array.from(b.children).reduce((a, i) => a + parseFloat(i.style.width), 0).toFixed(1)).join(';')));
+    // memory tracks (ggprof memory): names, and the colour at each one's peak mark (red when it is drawn)
+    say('memory_tracks', await page.evaluate(() => window.ggprof.memory.map((m) => m.name + ':' + m.max).join('|')));
+    say('memory_peak_pixels', await page.evaluate(() => {
+      const g = window.ggprof, v = g.view();
+      g.setView(v.v0, v.v1);
+      g.draw();
+      return g.memory.map((m, i) => g.memPeakPixel(i).join(',')).join('|');
+    }));
+
+    // How long a redraw of the whole trace and of a zoomed view takes (every record is visited when zoomed out).
+    const frame = await page.evaluate(() => {
+      const g = window.ggprof, v = g.view(), t = [];
+      for (let k = 0; k < 5; k++) {
+        const a = performance.now();
+        g.setView(v.v0, v.v1);
+        g.draw();
+        t.push(performance.now() - a);
+      }
+      g.setView(v.v0, v.v1);
+      return Math.min(...t);
+    });
+    say('redraw_all_ms', frame.toFixed(1));
+    if (bench) return;
+
     // the run lanes ("where the time went"), in the whole view: per process its slices as the page holds them (their
     // count, the ones the draw drew, their sum and gaps, each category's sum) and whether the view covers the run
     await page.click('button[data-zoom="0"]');
@@ -106,29 +130,6 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
     }
     say('run_tooltips', runHover.join(' '));
     await page.mouse.move(0, 0);
-    // memory tracks (ggprof memory): names, and the colour at each one's peak mark (red when it is drawn)
-    say('memory_tracks', await page.evaluate(() => window.ggprof.memory.map((m) => m.name + ':' + m.max).join('|')));
-    say('memory_peak_pixels', await page.evaluate(() => {
-      const g = window.ggprof, v = g.view();
-      g.setView(v.v0, v.v1);
-      g.draw();
-      return g.memory.map((m, i) => g.memPeakPixel(i).join(',')).join('|');
-    }));
-
-    // How long a redraw of the whole trace and of a zoomed view takes (every record is visited when zoomed out).
-    const frame = await page.evaluate(() => {
-      const g = window.ggprof, v = g.view(), t = [];
-      for (let k = 0; k < 5; k++) {
-        const a = performance.now();
-        g.setView(v.v0, v.v1);
-        g.draw();
-        t.push(performance.now() - a);
-      }
-      g.setView(v.v0, v.v1);
-      return Math.min(...t);
-    });
-    say('redraw_all_ms', frame.toFixed(1));
-    if (bench) return;
 
     // hover: the longest MUL_MAT, brought into view, then the pointer on it
     const hover = await page.evaluate(() => {
