@@ -399,6 +399,14 @@ static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m, lon
     if (!rows) return -1;
     m->n_records = (int64_t) n_rows;
     int64_t t0 = INT64_MAX, n_pids = 0;
+    /* The time axis covers each process's whole run (its "where the time went" lane): from the earliest start, as
+     * export --chrome's origin, to the latest end. */
+    for (size_t i = 0; i < m->acc.n_procs; i++) {
+        const ggprof_acc_proc *p = &m->acc.procs[i];
+        if (p->start_ns < 0 || p->end_ns <= p->start_ns) continue; /* times a trace made negative: no lane */
+        if (p->start_ns < t0) t0 = p->start_ns;
+        if ((uint64_t) p->end_ns > m->t_end) m->t_end = (uint64_t) p->end_ns;
+    }
     for (size_t i = 0; i < n_rows; i++) {
         if (rows[i].start < t0) t0 = rows[i].start;
         n_pids += i == 0 || rows[i].pid != rows[i - 1].pid; /* rows come by process */
@@ -549,13 +557,64 @@ static void put_findings(FILE *f, const model *m) {
     ggprof_findings_json(f, &m->found, "", GGPROF_JSON_HTML);
 }
 
+/* Each process's lane "where the time went": the accounting's categories laid on its wall time by
+ * ggprof_accounting_slices (the slices export --chrome's run row shows), times from t0: [{"pid", "start", "wall_ns",
+ * "cats": [category names], "t": [slice starts], "d": [durations], "c": [category of each: an index into cats]}]. */
+static int put_run(FILE *f, const model *m) {
+    fputs(",\n\"run\":[", f);
+    int first = 1;
+    for (size_t i = 0; i < m->acc.n_procs; i++) {
+        const ggprof_acc_proc *p = &m->acc.procs[i];
+        ggprof_acc_slice      *v = NULL;
+        size_t                 n = 0;
+        if (p->start_ns < 0 || p->end_ns <= p->start_ns) continue; /* as build(): no lane */
+        if (ggprof_accounting_slices(p, &v, &n) != 0) return -1;
+        /* the categories in report's order, then "other" where the slices use it and report has none */
+        const char *cats[GGPROF_ACC_MAX_CATS + 1];
+        size_t      n_cats = 0;
+        for (size_t k = 0; k < p->n_cats; k++) cats[n_cats++] = p->cats[k].name;
+        int has_other = 0;
+        for (size_t k = 0; k < n_cats; k++) has_other |= strcmp(cats[k], "other") == 0;
+        if (!has_other) cats[n_cats++] = "other";
+        fprintf(f, "%s{\"pid\":%d,\"start\":%" PRId64 ",\"wall_ns\":%" PRId64 ",\"cats\":[", first ? "" : ",\n", (int) p->pid,
+                p->start_ns - (int64_t) m->t0, p->wall_ns);
+        first = 0;
+        for (size_t k = 0; k < n_cats; k++) {
+            if (k) putc(',', f);
+            ggprof_json_put(f, cats[k], GGPROF_JSON_HTML);
+        }
+        static const char *const key[] = { "t", "d", "c" };
+        for (int c = 0; c < 3; c++) {
+            fprintf(f, "],\"%s\":[", key[c]);
+            for (size_t j = 0; j < n; j++) {
+                int64_t x = v[j].start_ns - (int64_t) m->t0; /* within [start_ns, end_ns]: t0 <= start_ns */
+                if (c == 1) x = v[j].end_ns - v[j].start_ns;
+                if (c == 2) {
+                    x = (int64_t) n_cats - 1; /* "other" when it is none of p's */
+                    for (size_t k = 0; k < n_cats; k++) {
+                        if (v[j].name == cats[k] || strcmp(v[j].name, cats[k]) == 0) {
+                            x = (int64_t) k;
+                            break;
+                        }
+                    }
+                }
+                fprintf(f, "%s%" PRId64, j ? "," : "", x);
+            }
+        }
+        fputs("]}", f);
+        free(v);
+    }
+    fputs("]", f);
+    return 0;
+}
+
 /* report's accounting and findings of db, with the roofs given (--roof: below_roof), into m. */
 static int find_all(sqlite3 *db, model *m, const ggprof_roofs *roofs, char *why, size_t why_len) {
     if (ggprof_accounting_load(db, &m->acc, why, why_len) != 0) return -1;
     return ggprof_findings_run(db, &m->acc, roofs, &m->found, why, why_len);
 }
 
-static void put_data(FILE *f, sqlite3 *db, const model *m) {
+static int put_data(FILE *f, sqlite3 *db, const model *m) {
     sqlite3_stmt *st = NULL;
     char title[512] = "ggprof trace";
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'command'", -1, &st, NULL) == SQLITE_OK &&
@@ -630,11 +689,13 @@ static void put_data(FILE *f, sqlite3 *db, const model *m) {
     fputs("}", f);
     put_memory(f, db, m->t0);
     put_findings(f, m);
+    int rc = put_run(f, m);
     fputs("}", f);
+    return rc;
 }
 
 /* viewer.html names where the rest goes: <!--ggprof:css-->, <!--ggprof:data-->, <!--ggprof:js-->. */
-static void put_page(FILE *f, sqlite3 *db, const model *m) {
+static int put_page(FILE *f, sqlite3 *db, const model *m) {
     static const char *const marks[] = { "<!--ggprof:css-->", "<!--ggprof:data-->", "<!--ggprof:js-->" };
     const char *p = (const char *) ggprof_viewer_viewer_html;
     for (;;) {
@@ -646,7 +707,7 @@ static void put_page(FILE *f, sqlite3 *db, const model *m) {
         }
         if (!next) {
             fputs(p, f);
-            return;
+            return 0;
         }
         fwrite(p, 1, (size_t) (next - p), f);
         if (which == 0) {
@@ -655,7 +716,7 @@ static void put_page(FILE *f, sqlite3 *db, const model *m) {
             fputs("</style>", f);
         } else if (which == 1) {
             fputs("<script id=\"ggprof-data\" type=\"application/json\">", f);
-            put_data(f, db, m);
+            if (put_data(f, db, m) != 0) return -1;
             fputs("</script>", f);
         } else {
             fputs("<script>\n", f);
@@ -702,6 +763,14 @@ int ggprof_export_html(sqlite3 *db, const char *path, const ggprof_export_opts *
         ggprof_model_free(&l);
         return -1;
     }
+    char fwhy[256];
+    if (find_all(db, &m, &o->roofs, fwhy, sizeof(fwhy)) != 0) { /* before build: the processes' runs set the axis */
+        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, fwhy);
+        model_free(&m);
+        ggprof_rl_groups_free(&g);
+        ggprof_model_free(&l);
+        return -1;
+    }
     if (build(&l, &g, &m, o->html_max_records) != 0) {
         snprintf(why, why_len, "cannot read the trace for '%s': out of memory", path);
         model_free(&m);
@@ -711,12 +780,6 @@ int ggprof_export_html(sqlite3 *db, const char *path, const ggprof_export_opts *
     }
     ggprof_rl_groups_free(&g);
     ggprof_model_free(&l);
-    char fwhy[256];
-    if (find_all(db, &m, &o->roofs, fwhy, sizeof(fwhy)) != 0) {
-        snprintf(why, why_len, "cannot read the trace for '%s': %s", path, fwhy);
-        model_free(&m);
-        return -1;
-    }
     ggprof_outfile of; /* a new private file, renamed over path when whole (outfile.h) */
     FILE *f = ggprof_outfile_open(&of, path);
     if (!f) {
@@ -726,8 +789,13 @@ int ggprof_export_html(sqlite3 *db, const char *path, const ggprof_export_opts *
     }
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
-    put_page(f, db, &m);
+    int bad = put_page(f, db, &m) != 0;
     model_free(&m);
+    if (bad) {
+        ggprof_outfile_close(&of, f, 1);
+        snprintf(why, why_len, "cannot write '%s': out of memory", path);
+        return -1;
+    }
     if (ggprof_outfile_close(&of, f, 0) != 0) {
         snprintf(why, why_len, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -1;

@@ -118,6 +118,27 @@
     return (rw / ns).toFixed(2);
   }
 
+  // ---------------------------------------------------------------- where the time went: the run lanes
+  // Per process, its wall time cut into report's accounting categories: slices that tile it, laid by ggprof
+  // (ggprof_accounting_slices, analyzer/accounting.c; export --chrome's run row), times from t0. Drawn above the
+  // op lanes; the page only draws them.
+  const runs = (D.run || []).map((r) => {
+    const R = { pid: r.pid, start: r.start, wall: r.wall_ns, cats: r.cats, t: r.t, d: r.d, c: r.c, maxDur: 0, drawn: 0 };
+    R.name = (D.run.length > 1 ? 'time went · pid ' + r.pid : 'where the time went');
+    for (const x of r.d) if (x > R.maxDur) R.maxDur = x;
+    return R;
+  });
+  // A colour per category, the same in the lanes, their legend and the accounting's bars: fixed ones, and blues and
+  // greens for compute per backend, in the order first met.
+  const CAT_FIXED = { startup: '#9aa4ae', loading: '#6c7a89', context_setup: '#b9a37e', copies: '#e8590c',
+    graph_build: '#ae3ec9', host_gaps: '#f2c94c', idle: '#c9ced4', other: '#e6e9ec' };
+  const catColours = new Map();
+  function catColour(name) {
+    if (CAT_FIXED[name]) return CAT_FIXED[name];
+    if (!catColours.has(name)) catColours.set(name, 'hsl(' + (205 + 47 * catColours.size) % 360 + ', 55%, 48%)');
+    return catColours.get(name);
+  }
+
   // ---------------------------------------------------------------- search
   let query = '';
   let nameMatch = new Uint8Array(names.length), tensorMatch = new Uint8Array(D.tensors.length);
@@ -141,7 +162,9 @@
   const GUTTER = 150, AXIS_H = 22, LANE_H = 26, LANE_GAP = 6, MEM_H = 40;
   // memory tracks (ggprof memory): bytes a backend of a process holds over time, under the op lanes
   const mems = D.memory || [];
-  const memTop = () => AXIS_H + lanes.length * (LANE_H + LANE_GAP);
+  const ROW = LANE_H + LANE_GAP;
+  const laneTop = AXIS_H + runs.length * ROW; // the op lanes, under the run lanes
+  const memTop = () => laneTop + lanes.length * ROW;
   const tl = $('timeline'), mm = $('minimap');
   const ctx = tl.getContext('2d'), mctx = mm.getContext('2d');
   let v0 = -span * 0.01, v1 = span * 1.01;
@@ -221,7 +244,8 @@
       ctx.stroke();
       ctx.fillText(fmtDur(t), x + 3, AXIS_H - 8);
     }
-    for (let li = 0; li < lanes.length; li++) drawLane(lanes[li], AXIS_H + li * (LANE_H + LANE_GAP), npp);
+    for (let ri = 0; ri < runs.length; ri++) drawRun(runs[ri], AXIS_H + ri * ROW, npp);
+    for (let li = 0; li < lanes.length; li++) drawLane(lanes[li], laneTop + li * ROW, npp);
     for (let mi = 0; mi < mems.length; mi++) drawMem(mems[mi], memTop() + mi * (MEM_H + LANE_GAP), npp);
     drawWindows(W, H, npp);
     // lane labels over the gutter
@@ -230,8 +254,9 @@
     ctx.fillRect(0, 0, GUTTER - 4, H);
     ctx.fillStyle = '#1d232a';
     ctx.font = '12px system-ui, sans-serif';
+    for (let ri = 0; ri < runs.length; ri++) ctx.fillText(clip(runs[ri].name, GUTTER - 12, 6.6), 6, AXIS_H + ri * ROW + LANE_H / 2 + 4);
     for (let li = 0; li < lanes.length; li++) {
-      const y = AXIS_H + li * (LANE_H + LANE_GAP);
+      const y = laneTop + li * ROW;
       ctx.fillText(clip(lanes[li].name, GUTTER - 12, 6.6), 6, y + LANE_H / 2 + 4);
     }
     for (let mi = 0; mi < mems.length; mi++) {
@@ -286,6 +311,29 @@
       ctx.fillRect(x - 1, y, 3, MEM_H);
       ctx.font = '11px system-ui, sans-serif';
       ctx.fillText('peak ' + fmtBytes(M.at_peak), Math.min(x + 4, GUTTER + plotW - 90), y + 11);
+    }
+  }
+
+  // A run lane: each slice in view drawn at least a pixel wide (they are few), labelled where wide enough; R.drawn
+  // counts them (what the tests read).
+  function drawRun(R, y, npp) {
+    ctx.fillStyle = '#f3f5f7';
+    ctx.fillRect(GUTTER, y, plotW, LANE_H);
+    ctx.font = '11px system-ui, sans-serif';
+    R.drawn = 0;
+    for (let j = lowerBound(R.t, 0, R.t.length, v0 - R.maxDur); j < R.t.length; j++) {
+      const s = R.t[j], e = s + R.d[j];
+      if (s > v1) break;
+      if (e < v0) continue;
+      const a = Math.max((s - v0) / npp, 0), b = Math.min((e - v0) / npp, plotW);
+      const name = R.cats[R.c[j]];
+      ctx.fillStyle = catColour(name);
+      ctx.fillRect(GUTTER + a, y, Math.max(b - a, 1), LANE_H);
+      R.drawn++;
+      if (b - a > 40) {
+        ctx.fillStyle = '#111';
+        ctx.fillText(clip(name, b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
+      }
     }
   }
 
@@ -388,12 +436,27 @@
   // ---------------------------------------------------------------- hover: the record under the pointer
   function pick(clientX, clientY) {
     const r = tl.getBoundingClientRect();
-    const x = clientX - r.left - GUTTER, y = clientY - r.top - AXIS_H;
-    if (x < 0 || y < 0) return null;
-    const li = Math.floor(y / (LANE_H + LANE_GAP));
-    if (li >= lanes.length || y - li * (LANE_H + LANE_GAP) > LANE_H) return null;
-    const L = lanes[li], npp = (v1 - v0) / plotW;
-    const t = v0 + x * npp, tol = 2 * npp;
+    const x = clientX - r.left - GUTTER, y0 = clientY - r.top - AXIS_H;
+    if (x < 0 || y0 < 0) return null;
+    const npp = (v1 - v0) / plotW, t = v0 + x * npp, tol = 2 * npp;
+    const ri = Math.floor(y0 / ROW);
+    if (ri < runs.length) { // a run lane: the slice under the pointer (they tile), else the nearest within 2 px
+      if (y0 - ri * ROW > LANE_H) return null;
+      const R = runs[ri];
+      let lo = 0, hi = R.t.length; // j: the last slice starting at or before t
+      while (lo < hi) { const m = (lo + hi) >>> 1; if (R.t[m] <= t) lo = m + 1; else hi = m; }
+      let j = lo - 1;
+      if (j < 0 || t > R.t[j] + R.d[j]) {
+        const k = j + 1 < R.t.length && R.t[j + 1] - t <= tol ? j + 1 : j >= 0 && t - R.t[j] - R.d[j] <= tol ? j : -1;
+        if (k < 0) return null;
+        j = k;
+      }
+      return { run: R, j: j };
+    }
+    const y = y0 - runs.length * ROW;
+    const li = Math.floor(y / ROW);
+    if (li >= lanes.length || y - li * ROW > LANE_H) return null;
+    const L = lanes[li];
     let bestI = -1, covering = false, n = 0;
     for (let i = lowerBound(start, L.begin, L.end, t - tol - L.maxDur); i < L.end && start[i] <= t + tol; i++) {
       const e = start[i] + dur[i];
@@ -427,7 +490,38 @@
   }
 
   const tip = $('tooltip');
+  function place(clientX, clientY) {
+    tip.hidden = false;
+    const w = tip.offsetWidth, h = tip.offsetHeight;
+    let x = clientX + 14, y = clientY + 14;
+    if (x + w > window.innerWidth - 4) x = Math.max(clientX - w - 14, 4);
+    if (y + h > window.innerHeight - 4) y = Math.max(clientY - h - 14, 4);
+    tip.style.left = x + 'px';
+    tip.style.top = y + 'px';
+  }
+  function showRunTip(p, clientX, clientY) {
+    const R = p.run, j = p.j, name = R.cats[R.c[j]];
+    let total = 0;
+    for (let k = 0; k < R.t.length; k++) if (R.c[k] === R.c[j]) total += R.d[k];
+    tip.replaceChildren();
+    const head = document.createElement('b');
+    head.textContent = name;
+    const sub = document.createElement('span');
+    sub.textContent = '  where the time went, pid ' + R.pid;
+    const t = document.createElement('table');
+    const body = document.createElement('tbody');
+    row(body, 'category', name);
+    row(body, 'duration', fmtDur(R.d[j]));
+    row(body, 'start', '+' + fmtDur(R.t[j]));
+    row(body, 'category total', fmtDur(total) + ' (' + (100 * total / Math.max(R.wall, 1)).toFixed(1) + '% of ' + fmtDur(R.wall) + ')');
+    t.append(body);
+    tip.append(head, sub, t);
+    tip.dataset.index = '';
+    tip.dataset.run = R.pid + ':' + j;
+    place(clientX, clientY);
+  }
   function showTip(p, clientX, clientY) {
+    if (p.run) { showRunTip(p, clientX, clientY); return; }
     const i = p.i, sg = D.sigs[sig[i]];
     tip.replaceChildren();
     const head = document.createElement('b');
@@ -457,14 +551,9 @@
     if (p.n > 1) row(body, 'nearby', p.n + ' records within 2 px: this one is under the pointer, or the longest');
     t.append(body);
     tip.append(head, sub, t);
-    tip.hidden = false;
-    const w = tip.offsetWidth, h = tip.offsetHeight;
-    let x = clientX + 14, y = clientY + 14;
-    if (x + w > window.innerWidth - 4) x = Math.max(clientX - w - 14, 4);
-    if (y + h > window.innerHeight - 4) y = Math.max(clientY - h - 14, 4);
-    tip.style.left = x + 'px';
-    tip.style.top = y + 'px';
+    tip.dataset.run = '';
     tip.dataset.index = String(i);
+    place(clientX, clientY);
   }
 
   // ---------------------------------------------------------------- input: wheel zoom, drag pan, minimap, presets
@@ -686,10 +775,7 @@
       ? '… and ' + (F.length - FINDINGS_SHOWN) + ' more (ggprof report --format json lists them all)' : '';
     // the accounting: a stacked bar per process, its categories in their order, and their times
     const A = D.accounting || [], el = $('accounting');
-    const FIXED = { startup: '#9aa4ae', copies: '#e8590c', graph_build: '#ae3ec9', host_gaps: '#f2c94c', other: '#dde2e6' };
     for (const p of A) {
-      let backends = 0; // compute.BACKEND: blues and greens, one a backend
-      const catColour = (name) => FIXED[name] || 'hsl(' + (205 + 47 * backends++) % 360 + ', 55%, 48%)';
       const head = document.createElement('div');
       head.className = 'proc';
       head.textContent = 'pid ' + p.pid + ': ' + fmtDur(p.wall_ns) + ' of wall time' + (p.start_known ? ', from the process\'s start' : ', from its first record');
@@ -716,6 +802,28 @@
     }
   }
 
+  // the run lanes' categories: a swatch each, in report's order, and their time over every process
+  function buildRunLegend() {
+    const el = $('run-legend'), total = new Map();
+    for (const R of runs) {
+      for (const name of R.cats) if (!total.has(name)) total.set(name, 0);
+      for (let j = 0; j < R.t.length; j++) total.set(R.cats[R.c[j]], total.get(R.cats[R.c[j]]) + R.d[j]);
+    }
+    if (!runs.length) { el.hidden = true; return; }
+    const label = document.createElement('span');
+    label.textContent = 'where the time went:';
+    el.append(label);
+    for (const [name, ns] of total) {
+      if (!ns) continue;
+      const s = document.createElement('span'), sw = document.createElement('i');
+      s.className = 'item';
+      s.dataset.cat = name;
+      sw.style.background = catColour(name);
+      s.append(sw, document.createTextNode(name + ' ' + fmtDur(ns)));
+      el.append(s);
+    }
+  }
+
   function buildLegend() {
     const el = $('legend');
     const order = names.map((_, k) => k).sort((a, b) => nameTotal[b] - nameTotal[a]).slice(0, 24);
@@ -736,6 +844,7 @@
     (D.stride > 1 ? ' (timeline shows 1 in ' + D.stride + ': ' + N + ')' : '') + '  ·  ' + fmtDur(D.span_ns) +
     '  ·  ' + lanes.length + (lanes.length === 1 ? ' lane' : ' lanes');
   buildFindings();
+  buildRunLegend();
   buildLegend();
   resize();
   marks.minimap = performance.now();
@@ -779,7 +888,7 @@
     locate: (i) => {
       const li = lanes.findIndex((L) => i >= L.begin && i < L.end);
       const r = tl.getBoundingClientRect(), npp = (v1 - v0) / plotW;
-      return { x: r.left + GUTTER + (start[i] + dur[i] / 2 - v0) / npp, y: r.top + AXIS_H + li * (LANE_H + LANE_GAP) + LANE_H / 2 };
+      return { x: r.left + GUTTER + (start[i] + dur[i] / 2 - v0) / npp, y: r.top + laneTop + li * ROW + LANE_H / 2 };
     },
     name: (i) => names[kind[i]],
     // the time records of graph g cover, and its longest record named name
@@ -802,6 +911,15 @@
       const d = ctx.getImageData(x * dpr, y * dpr, 1, 1).data;
       return [d[0], d[1], d[2]];
     },
+    // the run lanes as drawn: per process its slices (start, duration, category), how many the last draw drew, and
+    // the centre on the page of slice j of lane r in the current view
+    runs: () => runs.map((R) => ({ pid: R.pid, name: R.name, start: R.start, wall: R.wall, drawn: R.drawn,
+      slices: Array.from(R.t, (t, j) => [t, R.d[j], R.cats[R.c[j]]]) })),
+    locateRun: (r, j) => {
+      const R = runs[r], rc = tl.getBoundingClientRect(), npp = (v1 - v0) / plotW;
+      return { x: rc.left + GUTTER + (R.t[j] + R.d[j] / 2 - v0) / npp, y: rc.top + AXIS_H + r * ROW + LANE_H / 2 };
+    },
+    span: span,
     plotWidth: () => plotW,
     draw: draw,
     nRecords: D.n_records,

@@ -25,6 +25,7 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
   try {
     const page = ctx.pages()[0] || await ctx.newPage();
     const consoleErrors = [], pageErrors = [], external = [];
+    const tip = async () => page.evaluate(() => { const t = document.getElementById('tooltip'); return t.hidden ? '' : t.innerText; });
     page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     page.on('request', (r) => { if (r.url() !== url) external.push(r.url()); });
@@ -89,7 +90,47 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
     say('redraw_all_ms', frame.toFixed(1));
     if (bench) return;
 
-    const tip = async () => page.evaluate(() => { const t = document.getElementById('tooltip'); return t.hidden ? '' : t.innerText; });
+    // the run lanes ("where the time went"), in the whole view: per process its slices as the page holds them (their
+    // count, the ones the draw drew, their sum and gaps, each category's sum) and whether the view covers the run
+    await page.click('button[data-zoom="0"]');
+    say('run_json', JSON.stringify(await page.evaluate(() => {
+      const g = window.ggprof, v = g.view();
+      g.draw();
+      return (g.runs ? g.runs() : []).map((R) => { // a page without run lanes: none
+        const cats = {};
+        let sum = 0, gaps = 0;
+        R.slices.forEach((s, j) => {
+          cats[s[2]] = (cats[s[2]] || 0) + s[1];
+          sum += s[1];
+          if (j === 0 ? s[0] !== R.start : s[0] !== R.slices[j - 1][0] + R.slices[j - 1][1]) gaps++;
+        });
+        return { pid: R.pid, name: R.name, n: R.slices.length, drawn: R.drawn, sum, gaps, cats,
+          in_view: v.v0 <= R.start && v.v1 >= R.start + R.wall ? 1 : 0 };
+      });
+    })));
+    say('run_lanes_above_ops', await page.evaluate(() => {
+      const g = window.ggprof, r = g.runs ? g.runs() : [];
+      return r.length && g.records ? (g.locateRun(r.length - 1, 0).y < g.locate(0).y ? 1 : 0) : -1;
+    }));
+    // hover the longest slice of each run lane: its tooltip
+    const runHover = [];
+    for (let r = 0; r < (await page.evaluate(() => window.ggprof.runs ? window.ggprof.runs().length : 0)); r++) {
+      const h = await page.evaluate((r) => {
+        const g = window.ggprof, R = g.runs()[r];
+        let j = 0;
+        R.slices.forEach((s, k) => { if (s[1] > R.slices[j][1]) j = k; });
+        const p = g.locateRun(r, j);
+        return { x: p.x, y: p.y, j, pid: R.pid, cat: R.slices[j][2] };
+      }, r);
+      await page.mouse.move(h.x, h.y);
+      await page.waitForFunction((want) => !document.getElementById('tooltip').hidden &&
+        document.getElementById('tooltip').dataset.run === want, h.pid + ':' + h.j, { timeout: 5000 }).catch(() => {});
+      const text = await tip();
+      runHover.push(h.pid + ':' + (text.startsWith(h.cat) && /category/.test(text) && /duration/.test(text) && /start/.test(text) ? 1 : 0));
+    }
+    say('run_tooltips', runHover.join(' '));
+    await page.mouse.move(0, 0);
+
     // hover: the longest MUL_MAT, brought into view, then the pointer on it
     const hover = await page.evaluate(() => {
       const g = window.ggprof, i = g.find('MUL_MAT');

@@ -274,6 +274,33 @@ browse() { # HTML LABEL
     expect "$2: the tooltip names the tensor, shapes, types, bytes and GB/s" \
         "${KV[tooltip_tensor]:-}${KV[tooltip_fields]:-}${KV[tooltip_gbs]:-}" 151
 }
+# check_run_lanes REPORT_JSON LABEL: the page's "where the time went" lanes (KV[run_json], as viewer_check.js read
+# them) against report --format json's accounting: one lane per process, its slices tiling wall_ns from the
+# process's start (sum, no gap), each category's sum report's, every slice drawn in the whole view, which covers it.
+check_run_lanes() {
+    local got
+    got=$(python3 -c 'import json,sys
+acc = json.load(open(sys.argv[1]))["accounting"]
+lanes = {r["pid"]: r for r in json.loads(sys.argv[2] or "[]")}
+out = []
+for a in acc:
+    r = lanes.pop(a["pid"], None)
+    if r is None:
+        out.append("%d:no lane" % a["pid"]); continue
+    want = {k: v for k, v in a["categories"].items() if v}
+    out.append("%d:sum=%s gaps=%d drawn=%s view=%d cats=%s" % (a["pid"], "wall" if r["sum"] == a["wall_ns"] else r["sum"],
+        r["gaps"], "all" if r["n"] > 0 and r["drawn"] == r["n"] else "%d/%d" % (r["drawn"], r["n"]), r["in_view"],
+        "report" if r["cats"] == want else "%s vs %s" % (r["cats"], want)))
+out += ["%d:extra lane" % p for p in lanes]
+print(" ".join(out))' "$1" "${KV[run_json]:-}")
+    expect "$2: html: a run lane per process tiling report's wall, its categories report's, all in view" "$got" \
+        "$(python3 -c 'import json,sys; print(" ".join("%d:sum=wall gaps=0 drawn=all view=1 cats=report" % a["pid"]
+            for a in json.load(open(sys.argv[1]))["accounting"]))' "$1")"
+    expect "$2: html: the run lanes above the op lanes" "${KV[run_lanes_above_ops]:-}" 1
+    expect "$2: html: hovering a run slice shows its category, start and duration" "${KV[run_tooltips]:-missing}" \
+        "$(python3 -c 'import json,sys; print(" ".join("%d:1" % a["pid"] for a in json.load(open(sys.argv[1]))["accounting"]))' "$1")"
+}
+
 browse "$OUT/dense.html" dense
 expect "dense: html: a memory track per backend (ggprof memory's)" \
     "$(echo "${KV[memory_tracks]:-}" | tr '|' '\n' | sed 's/ (pid [0-9]*)//' | sort | tr '\n' '|')" \
@@ -306,6 +333,7 @@ print("|".join(x["rule"] for x in f)); print("|".join(str(x["at_stake_ns"]) for 
 print(";".join("%d:%s" % (a["pid"], ",".join("%s=%d" % kv for kv in a["categories"].items())) for a in d["accounting"]))' "$1"
 }
 { read -r want_rules; read -r want_ns; read -r want_acc; } < <(report_rows "$OUT/dense.report.json")
+check_run_lanes "$OUT/dense.report.json" dense
 expect_ge "dense: findings: report finds some" "$(echo "$want_rules" | tr '|' '\n' | grep -c .)" 1
 expect "dense: findings panel: report's rules, in its order" "${KV[findings_rules]:-missing}" "$want_rules"
 expect "dense: findings panel: report's at_stake_ns" "${KV[findings_ns]:-missing}" "$want_ns"
@@ -333,4 +361,6 @@ print(len(f) == 1 and f[0]["evidence"].get("node") == sys.argv[2] and sys.argv[2
 expect "evil: findings panel: no element from the name" "${KV[findings_foreign_elements]:-missing}" 0
 
 browse "$OUT/rpc.html" rpc
+"$GGPROF" report "$rdb" --format json > "$OUT/rpc.report.json"
+check_run_lanes "$OUT/rpc.report.json" rpc
 expect "rpc: lanes in the page" "$(echo "${KV[lanes]:-}" | lane_names)" "CPU RPC0 copies"
