@@ -320,7 +320,8 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
 }
 
 /* loading: the time before the first graph above half the process's wall time, when the trace knows the process's
- * start or its buffers' allocations. */
+ * start or its buffers' allocations. At stake: all of it (a process kept running for many requests pays it once);
+ * the advice follows its largest part: the process's own start, the model's loading, or the context's set-up. */
 static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_startup);
     if (!p || !p->n_graphs || share(p->startup_ns, p->wall_ns) < 0.5) return 0;
@@ -338,9 +339,24 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     out->pid = p->pid, out->at_stake_ns = p->startup_ns;
     ev_int(out, "before_first_graph_ns", p->startup_ns);
     ev_int(out, "wall_ns", p->wall_ns);
+    ev_int(out, "startup_ns", p->start_up_ns);
+    ev_int(out, "loading_ns", p->loading_ns);
+    ev_int(out, "context_setup_ns", p->context_ns);
     if (n_bufs) ev_real(out, "weights_mib", GGPROF_MIB(weights));
-    advise(out, "loading dominates this run: keep the model loaded (llama-server) for many requests, --no-mmap (or"
-                " mmap from the page cache) for a faster load, a smaller quantization");
+    const char *keep = "keep one process running for many requests (llama-server, whisper-server)";
+    if (p->loading_ns >= p->start_up_ns && p->loading_ns >= p->context_ns) {
+        ev_text(out, "largest", "loading");
+        advise(out, "loading the model dominates this run: %s; --no-mmap (or mmap from the page cache) for a faster"
+                    " load; a smaller quantization", keep);
+    } else if (p->start_up_ns >= p->context_ns) {
+        ev_text(out, "largest", "startup");
+        advise(out, "the process's start (before ggml is first used: its libraries loaded and initialized, the"
+                    " program's own set-up) dominates this run: %s", keep);
+    } else {
+        ev_text(out, "largest", "context_setup");
+        advise(out, "creating the context dominates this run: %s; a smaller context (-c) or batch (-b, -ub) to"
+                    " allocate less", keep);
+    }
     return 1;
 }
 

@@ -63,6 +63,23 @@ cp "$D/t1.db" "$D/noload.db"
 sqlite3 "$D/noload.db" "UPDATE processes SET start_ns = NULL; DELETE FROM buffer_list; DELETE FROM processes_time"
 report_json "$D/noload.db" "$D/noload.json"
 expect "loading silent without the process's start or buffers" "$(ev "$D/noload.json" loading wall_ns)" silent
+# Its advice follows the largest part before the first graph: on the short run, whichever of start-up, loading and
+# context set-up is largest; with the process's fork moved 10 s earlier (a slow start), the start-up.
+largest() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+f=[f for f in d["findings"] if f["rule"]=="loading"]; e=f[0]["evidence"] if f else {}
+parts={k: int(e.get(k + "_ns", -1)) for k in ("startup", "loading", "context_setup")}
+print(e.get("largest"), max(parts, key=parts.get), "keep one process running" in (f[0]["advice"] if f else ""))' "$1"; }
+read -r named argmax keep <<< "$(largest "$D/t1.json")"
+expect "loading names its largest part" "$named" "$argmax"
+expect "loading's advice: keep one process running" "$keep" True
+cp "$D/t1.db" "$D/slowstart.db"
+sqlite3 "$D/slowstart.db" "UPDATE processes_time SET fork_ns = fork_ns - 10000000000"
+report_json "$D/slowstart.db" "$D/slowstart.json"
+expect "loading: a slow start is named as the largest part" "$(largest "$D/slowstart.json" | cut -d' ' -f1,2)" \
+    "startup startup"
+expect "loading: a slow start's advice speaks of the process's start" \
+    "$(python3 -c 'import json,sys; print(any(f["rule"] == "loading" and "the process'"'"'s start" in f["advice"]
+    for f in json.load(open(sys.argv[1]))["findings"]))' "$D/slowstart.json")" True
 # peak_tensor: the logits are most of the tiny model's compute buffer; silent on a trace without memory.
 expect "peak_tensor fires: the logits' tensor" "$(ev "$D/t1.json" peak_tensor node):$(ev "$D/t1.json" peak_tensor op)" \
     "result_output:MUL_MAT"
