@@ -19,7 +19,8 @@
  * about 3% of a 1.8 ms token here (median split durations with and without it). The time-stamp counter is a
  * few instructions; a split's counter values are put on CLOCK_MONOTONIC by the two anchors read at its start
  * and end, so only ratios within one split on one thread are used (an invariant TSC is required by that
- * much only; elsewhere the clock itself is read). */
+ * much only; elsewhere the clock itself is read). The reader of the CPU_OPS message does that conversion
+ * (ggprof_cpu_ops_expand), not the computing thread. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline uint64_t stamp(void) { return __rdtsc(); }
@@ -27,7 +28,7 @@ static inline uint64_t stamp(void) { return __rdtsc(); }
 static inline uint64_t stamp(void) { return ggprof_now_ns(); }
 #endif
 
-/* Thread 0's times for one node, in stamp() units until the split ends: one stream of lines for the tick and
+/* Thread 0's times for one node, in stamp() units (CPU_OPS carries them so): one stream of lines for the tick and
  * the barriers to write (the weights streaming between two nodes evict whatever the last node touched). */
 typedef struct {
     uint64_t tick;      /* thread 0's tick after the node */
