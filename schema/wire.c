@@ -22,6 +22,50 @@ const char *const ggprof_place_reason_names[GGPROF_PLACE_COUNT] = {
     [GGPROF_PLACE_SCHEDULER]       = "scheduler",
 };
 
+/* From stamp units to ns, with the arithmetic the engine used when it converted at the split's end (ring version 5
+ * and before): the same operations in the same order, so the ns are the same to the last one. Through signed
+ * integers: the spans are far below 2^63, where the conversions give the same values, and x86-64 has an
+ * instruction for each way. A product outside int64's range (only a crafted message has one) saturates instead of
+ * being converted, which C leaves undefined; the scale is finite (a denominator of at least 1). */
+static double cpu_scale(const ggprof_msg_cpu_ops *m) {
+    return m->end_stamp > m->anchor_stamp
+               ? (double) (m->end_anchor_ns - m->anchor_ns) / (double) (m->end_stamp - m->anchor_stamp)
+               : 1.0;
+}
+
+static uint64_t cpu_span(int64_t units, double scale) {
+    double v = (double) units * scale;
+    return (uint64_t) (v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t) v);
+}
+
+static uint64_t cpu_ns(const ggprof_msg_cpu_ops *m, uint64_t stamp, double scale) {
+    return m->anchor_ns + cpu_span((int64_t) (stamp - m->anchor_stamp), scale);
+}
+
+/* An op's tick in ns, kept in order and inside the split whatever error the anchors carry: at or after the previous
+ * op's (floor), at or before the split's end. */
+static uint64_t cpu_clamp(uint64_t tick, uint64_t floor, uint64_t end) {
+    return tick > end ? end : tick < floor ? floor : tick;
+}
+
+void ggprof_cpu_ops_carry(const ggprof_msg_cpu_ops *m, uint64_t *floor_ns, uint64_t *start_ns) {
+    /* The clamped tick of the last op is the clamp of the latest one's (a tick past the end makes every later one the
+     * end; otherwise each is the largest so far): one conversion for the chunk, not one an op. "Latest" by the
+     * signed distance from the anchor, which the conversion keeps in order. */
+    uint32_t at = 0;
+    for (uint32_t i = 1; i < m->n_ops; i++) {
+        if ((int64_t) (m->ops[i].tick - m->anchor_stamp) >= (int64_t) (m->ops[at].tick - m->anchor_stamp)) at = i;
+    }
+    double   scale = cpu_scale(m);
+    uint64_t tick  = cpu_clamp(cpu_ns(m, m->ops[at].tick, scale), m->floor_ns, m->end_ns);
+    uint64_t bar   = cpu_span((int64_t) m->ops[m->n_ops - 1].barrier, scale);
+    if (bar > m->end_ns - tick) bar = m->end_ns - tick;
+    *floor_ns = tick;
+    *start_ns = tick + bar;
+}
+
+static uint32_t sat32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t) v; }
+
 void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_cpu_interval *iv, void *user),
                            void *user) {
     if (m->h.size < sizeof(*m) + (size_t) m->n_ops * sizeof(ggprof_cpu_op)) return;
@@ -41,8 +85,22 @@ void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_
         if (m->plan_end_ns) SYNC_TO(GGPROF_SYNC_CPU_PLAN, m->plan_end_ns);
         if (m->kickoff_end_ns) SYNC_TO(GGPROF_SYNC_CPU_KICKOFF, m->kickoff_end_ns);
     }
+    double   scale = cpu_scale(m);
+    uint64_t end = m->end_ns, last_tick = m->floor_ns;
+    uint64_t op_start = (m->h.flags & GGPROF_CPU_OPS_FIRST) ? m->floor_ns : m->start_ns; /* the last op's + barrier */
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const ggprof_cpu_op *op = &m->ops[i];
+        uint64_t bar  = cpu_span((int64_t) op->barrier, scale);
+        uint64_t wait = cpu_span((int64_t) op->wait, scale);
+        /* The op inside [its start, the split's end], the barrier after it and its own waits inside what is left
+         * to them. */
+        uint64_t tick = cpu_clamp(cpu_ns(m, op->tick, scale), last_tick, end);
+        if (bar > end - tick) bar = end - tick;
+        uint64_t span = tick > op_start ? tick - op_start : 0;
+        if (wait > span) wait = span;
+        last_tick = tick;
+        op_start  = tick + bar;
+        uint32_t barrier_ns = sat32(bar);
         iv.type          = GGPROF_REC_OP;
         iv.sync          = 0;
         iv.node_id       = op->node_id;
@@ -50,11 +108,11 @@ void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_
         iv.node_index    = op->node_index;
         iv.fused_index   = op->fused_index;
         iv.start_ns      = prev;
-        iv.duration_ns   = op->tick_ns > prev ? op->tick_ns - prev : 0;
-        iv.wait_ns       = op->wait_ns;
+        iv.duration_ns   = tick > prev ? tick - prev : 0;
+        iv.wait_ns       = sat32(wait);
         fn(&iv, user);
-        if (op->tick_ns > prev) prev = op->tick_ns;
-        SYNC_TO(GGPROF_SYNC_CPU_BARRIER, op->tick_ns + op->barrier_ns);
+        if (tick > prev) prev = tick;
+        SYNC_TO(GGPROF_SYNC_CPU_BARRIER, tick + barrier_ns);
     }
     if (m->h.flags & GGPROF_CPU_OPS_LAST) SYNC_TO(GGPROF_SYNC_CPU_JOIN, m->end_ns);
 #undef SYNC_TO

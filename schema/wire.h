@@ -202,14 +202,16 @@ typedef struct {
     char text[GGPROF_MAX_STR];
 } ggprof_msg_note;
 
-/* One CPU op as thread 0 saw it. 32 bytes instead of two 96-byte events: the engine writes this on the
- * computing thread, where every cache line written into the ring is a miss. */
+/* One CPU op as thread 0 saw it, in the raw units of the engine's stamps (the time-stamp counter; CLOCK_MONOTONIC
+ * ns where there is none). 32 bytes instead of two 96-byte events: the engine writes this on the computing thread,
+ * where every cache line written into the ring is a miss, and leaves the conversion to ns to the reader
+ * (ggprof_cpu_ops_expand). */
 typedef struct {
     uint32_t node_id, fused_node_id; /* fused: the node computed with this one (RMS_NORM+MUL), else 0 */
     int32_t  node_index, fused_index;
-    uint64_t tick_ns;                /* the op's end: thread 0's tick after computing it */
-    uint32_t barrier_ns;             /* thread 0's wait in the barrier after it (saturates at ~4 s) */
-    uint32_t wait_ns;                /* thread 0's barrier waits inside it */
+    uint64_t tick;                   /* the op's end: thread 0's tick after computing it (stamp) */
+    uint32_t barrier;                /* stamp units thread 0 waited in the barrier after it (saturates: ~1.4 s at 3 GHz) */
+    uint32_t wait;                   /* stamp units of thread 0's barrier waits inside it (saturates likewise) */
 } ggprof_cpu_op;
 
 #define GGPROF_CPU_OPS_FIRST 1 /* h.flags: the chunk begins the split (plan and kick-off apply) */
@@ -217,7 +219,9 @@ typedef struct {
 #define GGPROF_CPU_OPS_MAX   4096
 
 /* The ops of one CPU split (or a chunk of them). Times between the split's start and the first op, and after
- * the last tick, become SYNC records (cpu_plan, cpu_kickoff, cpu_join); so do the barrier waits. */
+ * the last tick, become SYNC records (cpu_plan, cpu_kickoff, cpu_join); so do the barrier waits. A stamp x is
+ * x's CLOCK_MONOTONIC time by the two anchors, read together at the split's start and at its end:
+ * anchor_ns + (x - anchor_stamp) * (end_anchor_ns - anchor_ns) / (end_stamp - anchor_stamp). */
 typedef struct {
     ggprof_msg_hdr h;
     uint64_t graph_id;
@@ -228,7 +232,11 @@ typedef struct {
     uint64_t start_ns;       /* where the first op's time starts (split start for the first chunk) */
     uint64_t plan_end_ns;    /* first chunk: ggml_graph_compute entered (0: not seen) */
     uint64_t kickoff_end_ns; /* first chunk: thread 0 began its first node (0: not seen) */
-    uint64_t end_ns;         /* last chunk: the split's end */
+    uint64_t end_ns;         /* the split's end (every chunk: no converted tick lies past it) */
+    uint64_t floor_ns;       /* no converted tick lies before it: the previous chunk's last tick, the first chunk's
+                              * kick-off end, else its plan end, else the split's start */
+    uint64_t anchor_stamp, anchor_ns;  /* a stamp and CLOCK_MONOTONIC read together as the split began */
+    uint64_t end_stamp, end_anchor_ns; /* and as it ended */
     ggprof_cpu_op ops[];
 } ggprof_msg_cpu_ops;
 
@@ -370,7 +378,7 @@ typedef struct {
  * ops that end at a barrier; busy: the thread's time from the previous barrier's exit (the first op: from where
  * the first op starts) to its arrivals at the op's barriers, wait: from those arrivals to the barriers' exits
  * (thread 0's exits, which all threads leave together). imbalance_ns: on thread 0's entry only, the op's slowest
- * minus fastest arrival summed over its barriers. Thread 0's wait is its barrier_ns + wait_ns of CPU_OPS. */
+ * minus fastest arrival summed over its barriers. Thread 0's wait is its barrier + wait of CPU_OPS, converted. */
 typedef struct {
     int32_t  node_index; /* as in CPU_OPS */
     int32_t  tid;        /* the thread's kernel id */
@@ -412,7 +420,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_batch, 432);
 GGPROF_WIRE_SIZE(ggprof_msg_split, 72);
 GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
 GGPROF_WIRE_SIZE(ggprof_msg_note, 264);
-GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 64);
+GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 104);
 GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
 GGPROF_WIRE_SIZE(ggprof_msg_fusion, 136);
 GGPROF_WIRE_SIZE(ggprof_cpu_op, 32);
@@ -435,8 +443,13 @@ typedef struct {
 } ggprof_cpu_interval;
 
 /* Turns a CPU_OPS message into the intervals that tile the split: plan, kick-off, each op up to its tick,
- * the barrier after it, the join. The one reading of the compact form, for every consumer. */
+ * the barrier after it, the join, converting the stamps to ns. The one reading of the compact form, for every
+ * consumer; a message whose n_ops exceeds its size gives nothing. */
 void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_cpu_interval *iv, void *user),
                            void *user);
+
+/* For the engine, as a split's ops go out in chunks: the floor_ns and start_ns of the chunk after m, as
+ * ggprof_cpu_ops_expand has m's last op end and its barrier (m holds at least one op). */
+void ggprof_cpu_ops_carry(const ggprof_msg_cpu_ops *m, uint64_t *floor_ns, uint64_t *start_ns);
 
 #endif

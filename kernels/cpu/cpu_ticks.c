@@ -19,7 +19,8 @@
  * about 3% of a 1.8 ms token here (median split durations with and without it). The time-stamp counter is a
  * few instructions; a split's counter values are put on CLOCK_MONOTONIC by the two anchors read at its start
  * and end, so only ratios within one split on one thread are used (an invariant TSC is required by that
- * much only; elsewhere the clock itself is read). */
+ * much only; elsewhere the clock itself is read). The reader of the CPU_OPS message does that conversion
+ * (ggprof_cpu_ops_expand), not the computing thread. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline uint64_t stamp(void) { return __rdtsc(); }
@@ -27,7 +28,7 @@ static inline uint64_t stamp(void) { return __rdtsc(); }
 static inline uint64_t stamp(void) { return ggprof_now_ns(); }
 #endif
 
-/* Thread 0's times for one node, in stamp() units until the split ends: one stream of lines for the tick and
+/* Thread 0's times for one node, in stamp() units (CPU_OPS carries them so): one stream of lines for the tick and
  * the barriers to write (the weights streaming between two nodes evict whatever the last node touched). */
 typedef struct {
     uint64_t tick;      /* thread 0's tick after the node */
@@ -589,8 +590,8 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
 
 typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, void *user);
 
-static void flush_chunk(ggprof_msg_cpu_ops *m, const ggprof_split_place *w, uint16_t flags, uint32_t n,
-                        uint64_t start, uint64_t plan_end, uint64_t kickoff_end, chunk_fn on_chunk, void *user) {
+static void flush_chunk(ggprof_msg_cpu_ops *m, const cpu_split *s, const ggprof_split_place *w, uint16_t flags,
+                        uint32_t n, uint64_t start, uint64_t floor, chunk_fn on_chunk, void *user) {
     m->h              = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, flags };
     m->graph_id       = w->graph_id;
     m->sched_id       = w->sched_id;
@@ -598,9 +599,14 @@ static void flush_chunk(ggprof_msg_cpu_ops *m, const ggprof_split_place *w, uint
     m->backend_id     = w->backend_id;
     m->n_ops          = n;
     m->start_ns       = start;
-    m->plan_end_ns    = plan_end;
-    m->kickoff_end_ns = kickoff_end;
-    m->end_ns         = (flags & GGPROF_CPU_OPS_LAST) ? w->end_ns : 0;
+    m->plan_end_ns    = s->gc_entry;
+    m->kickoff_end_ns = s->gc_entry ? s->t0_start : 0;
+    m->end_ns         = w->end_ns;
+    m->floor_ns       = floor;
+    m->anchor_stamp   = s->anchor_stamp;
+    m->anchor_ns      = s->anchor_ns;
+    m->end_stamp      = s->end_stamp;
+    m->end_anchor_ns  = s->end_ns;
     ggprof_emit(&m->h);
     if (on_chunk) on_chunk(m, user);
 }
@@ -689,55 +695,43 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     *n_ticks    = s->n_ticks;
     *n_expected = s->n_exp;
 
-    /* From stamp() units to nanoseconds on CLOCK_MONOTONIC, through the anchors at both ends of the split. */
-    uint64_t end_stamp, end_ns;
-    read_anchor(&end_stamp, &end_ns);
-    s->end_stamp = end_stamp, s->end_ns = end_ns;
-    double   scale     = end_stamp > s->anchor_stamp ? (double) (end_ns - s->anchor_ns) / (double) (end_stamp - s->anchor_stamp)
-                                                     : 1.0;
-    /* Through signed integers: the spans are far below 2^63, where the conversions give the same values, and x86-64
-     * has an instruction for each way (an unsigned 64-bit conversion is a branch and a dozen instructions). A stamp
-     * before the anchor (none is) would land below the split's start, where the clamps below catch it. */
-#define TO_NS(x) (s->anchor_ns + (uint64_t) (int64_t) ((double) (int64_t) ((x) - s->anchor_stamp) * scale))
-#define SPAN_NS(x) ((uint64_t) (int64_t) ((double) (int64_t) (x) * scale))
+    /* The anchors at the split's end: with those at its start, they put the stamps on CLOCK_MONOTONIC. The reader
+     * converts (ggprof_cpu_ops_expand): here each op is copied as it was stamped, which costs the computing thread
+     * about half of what converting did. */
+    read_anchor(&s->end_stamp, &s->end_ns);
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
-    uint64_t last_tick = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
-    uint64_t op_start  = last_tick;
-    const split_plan *p = s->plan;
-    uint16_t flags = GGPROF_CPU_OPS_FIRST;
-    uint32_t n     = 0;
-    for (int k = 0; k < s->n_exp; k++) {
-        ggprof_cpu_op *op = &s->msg->ops[n++];
-        int32_t fi        = p->exp[k].fused;
-        const node_times *nt = &s->times[k];
-        uint64_t bar      = nt->bar_exit > nt->tick ? SPAN_NS(nt->bar_exit - nt->tick) : 0;
-        uint64_t wait     = SPAN_NS(nt->inop_wait);
-        op->node_id       = p->exp_id[k];
-        op->fused_node_id = p->exp_fid[k];
-        op->node_index    = w->node_start + p->exp[k].node;
-        op->fused_index   = fi >= 0 ? w->node_start + fi : -1;
-        /* Converted times stay in order and inside the split, whatever error the anchors carry: the op inside
-         * [its start, the split's end], the barrier after it and its own waits inside what is left to them. */
-        uint64_t tick     = TO_NS(nt->tick);
-        tick              = tick > w->end_ns ? w->end_ns : tick < last_tick ? last_tick : tick;
-        if (bar > w->end_ns - tick) bar = w->end_ns - tick;
-        uint64_t span     = tick > op_start ? tick - op_start : 0;
-        if (wait > span) wait = span;
-        last_tick         = tick;
-        op_start          = tick + bar;
-        op->tick_ns       = tick;
-        op->barrier_ns    = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
-        op->wait_ns       = wait > UINT32_MAX ? UINT32_MAX : (uint32_t) wait;
-        if (n == GGPROF_CPU_OPS_MAX && k + 1 < s->n_exp) {
-            flush_chunk(s->msg, w, flags, n, start, plan_end, kickoff_end, on_chunk, user);
-            start = op->tick_ns + op->barrier_ns;
-            flags = 0;
-            n     = 0;
+    uint64_t floor = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
+    /* In locals: the stores into the message could alias the plan's arrays, which the compiler would read again at
+     * every op. */
+    const split_plan  *p     = s->plan;
+    const ggprof_tick *exp   = p->exp;
+    const uint32_t    *ids   = p->exp_id, *fids = p->exp_fid;
+    const node_times  *times = s->times;
+    ggprof_cpu_op     *ops   = s->msg->ops;
+    int32_t            base  = w->node_start;
+    uint16_t           flags = GGPROF_CPU_OPS_FIRST;
+    uint32_t           n;
+    for (int k = 0;;) {
+        n = s->n_exp - k < GGPROF_CPU_OPS_MAX ? (uint32_t) (s->n_exp - k) : GGPROF_CPU_OPS_MAX;
+        for (uint32_t i = 0; i < n; i++, k++) {
+            ggprof_cpu_op    *op = &ops[i];
+            const node_times *nt = &times[k];
+            int32_t  fi       = exp[k].fused;
+            uint64_t bar      = nt->bar_exit > nt->tick ? nt->bar_exit - nt->tick : 0;
+            op->node_id       = ids[k];
+            op->fused_node_id = fids[k];
+            op->node_index    = base + exp[k].node;
+            op->fused_index   = fi >= 0 ? base + fi : -1;
+            op->tick          = nt->tick;
+            op->barrier       = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
+            op->wait          = nt->inop_wait > UINT32_MAX ? UINT32_MAX : (uint32_t) nt->inop_wait;
         }
+        if (k >= s->n_exp) break;
+        flush_chunk(s->msg, s, w, flags, n, start, floor, on_chunk, user);
+        ggprof_cpu_ops_carry(s->msg, &floor, &start); /* where the next chunk's first op starts */
+        flags = 0;
     }
-    flush_chunk(s->msg, w, flags | GGPROF_CPU_OPS_LAST, n, start, plan_end, kickoff_end, on_chunk, user);
-#undef TO_NS
-#undef SPAN_NS
+    flush_chunk(s->msg, s, w, flags | GGPROF_CPU_OPS_LAST, n, start, floor, on_chunk, user);
     return 1;
 }
 

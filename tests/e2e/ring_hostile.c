@@ -18,7 +18,7 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
-/* The ring's layout as ggprof's schema/ring.h has it (version 5): a workload does not include ggprof's headers. */
+/* The ring's layout as ggprof's schema/ring.h has it (version 6; the header and slot layout are those of 5): a workload does not include ggprof's headers. */
 #define RING_HDR 4096
 #define SLOT_HDR 256
 #define OFF_N_SLOTS 12
