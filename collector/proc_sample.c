@@ -358,9 +358,8 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
                      sqlite3_prepare_v2(db, "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)", -1, &ts, NULL) == SQLITE_OK &&
                      sqlite3_prepare_v2(db, "SELECT max(CAST(substr(text, 14) AS INTEGER)) FROM notes WHERE pid = ?"
                                         " AND text LIKE 'CPU threads: %'", -1, &nt, NULL) == SQLITE_OK &&
-                     /* the threads that call into ggml: those that recorded, or ran a llama_decode (one scan) */
-                     sqlite3_exec(db, "CREATE TEMP TABLE ggml_threads AS SELECT DISTINCT pid, tid FROM events"
-                                  " UNION SELECT pid, tid FROM batches", NULL, NULL, NULL) == SQLITE_OK &&
+                     /* the threads that call into ggml: those that recorded, or ran a llama_decode, as the store
+                      * saw them come (schema/store.c) */
                      sqlite3_prepare_v2(db, "SELECT EXISTS(SELECT 1 FROM ggml_threads WHERE pid = ?1 AND tid = ?2)", -1,
                                         &rec, NULL) == SQLITE_OK
                  ? 0

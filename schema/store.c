@@ -14,7 +14,7 @@
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
-       ST_LOSS, ST_NODE_PLACE, ST_OP_THREAD, ST_COUNT };
+       ST_LOSS, ST_NODE_PLACE, ST_OP_THREAD, ST_THREAD, ST_COUNT };
 
 static const char *const k_sql[ST_COUNT] = {
     [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
@@ -39,6 +39,7 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_LOSS] = "INSERT INTO losses VALUES(?,?,?)",
     [ST_NODE_PLACE] = "INSERT INTO node_placements VALUES(?,?,?,?,?,?,?,?,?)",
     [ST_OP_THREAD] = "INSERT INTO op_threads VALUES(?,?,?,?,?,?,?,?,?,?)",
+    [ST_THREAD] = "INSERT OR IGNORE INTO temp.ggml_threads VALUES(?,?)",
 };
 
 
@@ -60,6 +61,7 @@ struct ggprof_store {
     int32_t          dev_pid, dev_tid;
     bool             dev_open;
     uint64_t         next_buffer_id;
+    int32_t          last_pid, last_tid; /* the thread note_thread saw last (0, 0: none) */
 };
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
@@ -96,6 +98,9 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
     exec(s->db, "CREATE INDEX events_graph ON events(pid, graph_id, split_id)");
     /* device fused groups (msg_fusion), until ggprof_store_finish names their OP records */
     exec(s->db, "CREATE TEMP TABLE buffer_events(pid INTEGER, handle INTEGER, t_ns INTEGER, event INTEGER, usage INTEGER)");
+    /* The threads that call into ggml (a record or a llama_decode of theirs), as they come: the collector's /proc
+     * sampler keeps their idle time (collector/proc_sample.c); found after the run, it was a scan of every record. */
+    exec(s->db, "CREATE TEMP TABLE ggml_threads(pid INTEGER, tid INTEGER, PRIMARY KEY(pid, tid))");
     exec(s->db, "CREATE TEMP TABLE dev_fusion(pid INTEGER, graph_id INTEGER, sched_id INTEGER, node_index INTEGER,"
                 " label TEXT, fused_index INTEGER, fused_node_id INTEGER, PRIMARY KEY(pid, graph_id, node_index))");
     for (int i = 0; i < ST_COUNT; i++) {
@@ -203,8 +208,19 @@ static void store_node(ggprof_store *s, int32_t pid, const ggprof_msg_node *n) {
     s->counts.nodes++;
 }
 
+/* temp.ggml_threads gets the thread, unless it was the last one seen (one insert a thread, not a record). */
+static void note_thread(ggprof_store *s, int32_t pid, int32_t tid) {
+    if (pid == s->last_pid && tid == s->last_tid) return;
+    s->last_pid = pid, s->last_tid = tid;
+    sqlite3_stmt *st = s->st[ST_THREAD];
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, tid);
+    run(s, st);
+}
+
 void ggprof_store_event(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_event *e, const char *name,
                         const char *extra) {
+    note_thread(s, pid, tid);
     sqlite3_stmt *st = s->st[ST_EVENT];
     sqlite3_bind_int(st, 1, pid);
     sqlite3_bind_int(st, 2, tid);
@@ -349,6 +365,7 @@ static void msg_graph(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
 
 static void msg_batch(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     const ggprof_msg_batch *b = (const void *) m;
+    note_thread(s, pid, tid);
     sqlite3_stmt *st = s->st[ST_BATCH];
     sqlite3_bind_int(st, 1, pid);
     sqlite3_bind_int(st, 2, tid);
