@@ -8,6 +8,8 @@
 #        RECORD_ARGS="--sample 100" tests/bench/overhead.sh 201   other record options (target there: >= 0.995)
 #        RECORD_ARGS="--metrics 127.0.0.1:0" tests/bench/overhead.sh 201   with the live metrics (docs/metrics.md)
 #        BENCH_BUILD=static tests/bench/overhead.sh 201   the static LTO build's llama-bench (ggml inside it)
+#        BASE_GGPROF=/old/build/bin/ggprof tests/bench/overhead.sh 101   another ggprof recording in place of the
+#                 plain runs: this ggprof's runs over that one's (a change's cost, both recording; target >= 1)
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,7 +29,12 @@ tps() { # prints llama-bench's average tokens/s of one run
 }
 
 plain=() prof=()
-run_plain() { plain+=("$(tps "$BIN_DIR/llama-bench")"); }
+if [ -n "${BASE_GGPROF:-}" ]; then
+    # shellcheck disable=SC2086
+    run_plain() { plain+=("$(tps "$BASE_GGPROF" record -q --level "$LEVEL" ${RECORD_ARGS:-} -o "$tmp/base.db" -- "$BIN_DIR/llama-bench")"); }
+else
+    run_plain() { plain+=("$(tps "$BIN_DIR/llama-bench")"); }
+fi
 # shellcheck disable=SC2086 # RECORD_ARGS: options, split on spaces
 run_prof() { prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" ${RECORD_ARGS:-} -o "$tmp/bench.db" -- "$BIN_DIR/llama-bench")"); }
 for i in $(seq 1 "$PAIRS"); do
@@ -49,8 +56,9 @@ quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { p
 geoci=$(printf '%s\n' "${ratios[@]}" | geomean_ci)
 records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
 dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$(case "${RECORD_ARGS:-}" in *--sample*) echo 0.995 ;; *) echo 0.98 ;; esac)" 'BEGIN {
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v base="${BASE_GGPROF:-}" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$(case "${RECORD_ARGS:-}" in *--sample*) echo 0.995 ;; *) echo 0.98 ;; esac)" 'BEGIN {
     printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
+    if (base != "") printf "the plain side is %s recording (BASE_GGPROF): the ratios are this ggprof over it\n", base
     printf "tokens/s ratio, profiled / plain, geometric mean of the %d pairs: %s (95%% interval; target >= %s)\n", n, mc, tg
     printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq
     printf "median plain: %.2f t/s   median profiled: %.2f t/s   their ratio: %.3f\n", p, r, r / p }'
