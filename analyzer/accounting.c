@@ -8,6 +8,7 @@
 
 #include "intervals.h"
 #include "process_time.h"
+#include "sort.h"
 #include "v3_format.h"
 
 static int load_ivls(sqlite3 *db, const char *sql, int32_t pid, ivl_list *l, ivl_list *tokens) {
@@ -675,4 +676,71 @@ void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
         ggprof_request_times_print(out, &p->requests, p->start_ns, 10, "    ");
     }
     fputc('\n', out);
+}
+
+/* ---------------------------------------------------------------- the threads' slices */
+
+void ggprof_thread_slices_free(ggprof_thread_slices *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->v[i].name);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+static int cmp_thread_slice(const void *a, const void *b) {
+    const ggprof_thread_slice *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    if (x->dur_ns != y->dur_ns) return x->dur_ns > y->dur_ns ? -1 : 1;
+    if (x->what != y->what) return x->what < y->what ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The rows of one table (a table an older trace lacks: none): pid, tid, start, duration, name, then nv values. */
+static int thread_slices_add(sqlite3 *db, ggprof_thread_slices *s, const char *sql, int what, int nv) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(st, 2), dur = sqlite3_column_int64(st, 3);
+        if (start < 0 || dur < 0 || start > INT64_MAX - dur) continue;
+        if (s->n == s->cap) {
+            size_t               cap = s->cap ? 2 * s->cap : 256;
+            ggprof_thread_slice *v   = realloc(s->v, cap * sizeof(*v));
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            s->v = v, s->cap = cap;
+        }
+        ggprof_thread_slice *t = &s->v[s->n];
+        memset(t, 0, sizeof(*t));
+        t->pid = sqlite3_column_int64(st, 0), t->tid = sqlite3_column_int64(st, 1);
+        t->start_ns = start, t->dur_ns = dur, t->what = what, t->order = (int64_t) s->n;
+        for (int k = 0; k < nv; k++) t->v[k] = sqlite3_column_int64(st, 5 + k);
+        const char *name = (const char *) sqlite3_column_text(st, 4);
+        if (name && name[0] && !(t->name = strdup(name))) rc = -1;
+        s->n++;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s) {
+    memset(s, 0, sizeof(*s));
+    int rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, duration_ns, name, depth FROM regions", GGPROF_TS_REGION, 1);
+    if (rc == 0) {
+        rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, duration_ns, api, batch_id, n_tokens, n_seqs,"
+                                      " n_outputs, status FROM batches", GGPROF_TS_BATCH, 5);
+    }
+    if (rc == 0) {
+        rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, end_ns - start_ns, NULL FROM thread_idle"
+                                      " WHERE end_ns >= start_ns", GGPROF_TS_IDLE, 0);
+    }
+    if (rc != 0) {
+        ggprof_thread_slices_free(s);
+        return -1;
+    }
+    ggprof_sort(s->v, s->n, sizeof(*s->v), cmp_thread_slice);
+    return 0;
 }

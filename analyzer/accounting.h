@@ -88,4 +88,27 @@ int ggprof_accounting_slices(const ggprof_acc_proc *p, ggprof_acc_slice **out, s
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
 
+/* A slice on a thread of the program: a region (GGPROF_TS_REGION: the program's, include/ggprof.h, or at depth -1 a
+ * call of llama.cpp the engine timed), a llama_decode call (GGPROF_TS_BATCH) or the thread blocked (GGPROF_TS_IDLE),
+ * from the tables regions, batches and thread_idle. What export --chrome's thread rows and the HTML page's thread
+ * lanes show. */
+enum { GGPROF_TS_REGION = 0, GGPROF_TS_BATCH = 1, GGPROF_TS_IDLE = 2 };
+typedef struct {
+    int64_t pid, tid, start_ns, dur_ns, order;
+    int     what;
+    int64_t v[5]; /* region: depth; batch: batch_id, n_tokens, n_seqs, n_outputs, status */
+    char   *name; /* region: its name; batch: the API called; NULL when none */
+} ggprof_thread_slice;
+
+typedef struct {
+    ggprof_thread_slice *v;
+    size_t               n, cap;
+} ggprof_thread_slices;
+
+/* Every thread slice of db (a table an older trace lacks: none; a slice whose times are negative or overflow: left
+ * out), sorted by pid, tid, start, longest first (a parent before what it holds). Returns 0, or -1 out of memory
+ * (s left empty). */
+int  ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s);
+void ggprof_thread_slices_free(ggprof_thread_slices *s);
+
 #endif

@@ -524,87 +524,25 @@ static int write_memory(sqlite3 *db, out_t *o) {
 
 /* ---------------------------------------------------------------- the whole run: accounting, calls, regions, idle */
 
-/* A slice on a thread of the program: a region (what 0: the program's, include/ggprof.h, or at depth -1 a call of
- * llama.cpp the engine timed), a llama_decode call (1) or the thread blocked (2). */
 typedef struct {
-    int64_t pid, tid, start, dur, order;
-    int     what;
-    int64_t v[5]; /* region: depth; batch: batch_id, n_tokens, n_seqs, n_outputs, status */
-    char   *name; /* region: its name; batch: the API called */
-} thread_item;
-
-typedef struct {
-    ggprof_accounting acc;
-    thread_item      *v;
-    size_t            n, cap;
+    ggprof_accounting    acc;
+    ggprof_thread_slices th; /* the threads' slices (accounting.c) */
 } run_data;
 
 static void run_free(run_data *r) {
-    for (size_t i = 0; i < r->n; i++) free(r->v[i].name);
-    free(r->v);
+    ggprof_thread_slices_free(&r->th);
     ggprof_accounting_free(&r->acc);
 }
 
-static int cmp_thread_item(const void *a, const void *b) {
-    const thread_item *x = a, *y = b;
-    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
-    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
-    if (x->what != y->what) return x->what < y->what ? -1 : 1;
-    return (x->order > y->order) - (x->order < y->order);
-}
-
-/* The rows of one table (a table an older trace lacks: none). A slice whose times a trace made negative or past
- * the clock's end is left out. */
-static int run_load_items(sqlite3 *db, run_data *r, const char *sql, int what, int nv) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
-    int rc = 0;
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t start = sqlite3_column_int64(st, 2), dur = sqlite3_column_int64(st, 3);
-        if (start < 0 || dur < 0 || start > INT64_MAX - dur) continue;
-        if (r->n == r->cap) {
-            size_t       cap = r->cap ? 2 * r->cap : 256;
-            thread_item *v   = realloc(r->v, cap * sizeof(*v));
-            if (!v) {
-                rc = -1;
-                break;
-            }
-            r->v = v, r->cap = cap;
-        }
-        thread_item *t = &r->v[r->n];
-        memset(t, 0, sizeof(*t));
-        t->pid = sqlite3_column_int64(st, 0), t->tid = sqlite3_column_int64(st, 1);
-        t->start = start, t->dur = dur, t->what = what, t->order = (int64_t) r->n;
-        for (int k = 0; k < nv; k++) t->v[k] = sqlite3_column_int64(st, 5 + k);
-        const char *name = (const char *) sqlite3_column_text(st, 4);
-        if (name && name[0] && !(t->name = strdup(name))) rc = -1;
-        r->n++;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* report's accounting (accounting.c) and the threads' slices of db. */
+/* report's accounting and the threads' slices of db. */
 static int run_load(sqlite3 *db, run_data *r, char *why, size_t why_len) {
     memset(r, 0, sizeof(*r));
     if (ggprof_accounting_load(db, &r->acc, why, why_len) != 0) return -1;
-    int rc = run_load_items(db, r, "SELECT pid, tid, start_ns, duration_ns, name, depth FROM regions", 0, 1);
-    if (rc == 0) {
-        rc = run_load_items(db, r, "SELECT pid, tid, start_ns, duration_ns, api, batch_id, n_tokens, n_seqs, n_outputs,"
-                                   " status FROM batches", 1, 5);
-    }
-    if (rc == 0) {
-        rc = run_load_items(db, r, "SELECT pid, tid, start_ns, end_ns - start_ns, NULL FROM thread_idle"
-                                   " WHERE end_ns >= start_ns", 2, 0);
-    }
-    if (rc != 0) {
+    if (ggprof_thread_slices_load(db, &r->th) != 0) {
         snprintf(why, why_len, "out of memory");
-        run_free(r);
+        ggprof_accounting_free(&r->acc);
         return -1;
     }
-    ggprof_sort(r->v, r->n, sizeof(*r->v), cmp_thread_item);
     return 0;
 }
 
@@ -614,8 +552,8 @@ static uint64_t run_t0(const run_data *r, uint64_t t0) {
         const ggprof_acc_proc *p = &r->acc.procs[i];
         if (p->wall_ns > 0 && p->start_ns >= 0 && (uint64_t) p->start_ns < t0) t0 = (uint64_t) p->start_ns;
     }
-    for (size_t i = 0; i < r->n; i++) {
-        if ((uint64_t) r->v[i].start < t0) t0 = (uint64_t) r->v[i].start;
+    for (size_t i = 0; i < r->th.n; i++) {
+        if ((uint64_t) r->th.v[i].start_ns < t0) t0 = (uint64_t) r->th.v[i].start_ns;
     }
     return t0;
 }
@@ -645,16 +583,16 @@ static int write_run(out_t *o, tracks *tr, const run_data *r) {
 }
 
 static int write_threads(out_t *o, tracks *tr, const run_data *r) {
-    for (size_t i = 0; i < r->n; i++) {
-        const thread_item *t = &r->v[i];
-        uint64_t           a = (uint64_t) t->start, d = (uint64_t) t->dur;
+    for (size_t i = 0; i < r->th.n; i++) {
+        const ggprof_thread_slice *t = &r->th.v[i];
+        uint64_t                   a = (uint64_t) t->start_ns, d = (uint64_t) t->dur_ns;
         track             *k = track_place(tr, t->pid, TRACK_THREAD, 0, t->tid, a, a + d);
         if (!k) return -1;
-        if (t->what == 0) {
+        if (t->what == GGPROF_TS_REGION) {
             begin_x(o, t->name ? t->name : "region", "region", k, a, d);
             arg_str(o, "from", t->v[0] < 0 ? "llama.cpp" : "program", 1);
             arg_int(o, "depth", t->v[0]);
-        } else if (t->what == 1) {
+        } else if (t->what == GGPROF_TS_BATCH) {
             begin_x(o, t->name ? t->name : "llama_decode", "batch", k, a, d);
             arg_key(o, "batch_id", 1);
             put_i64(o->f, t->v[0]);
