@@ -166,6 +166,7 @@ typedef struct {
     int       oom;
     ggprof_accounting acc;   /* the findings panel: report's accounting and findings (findings.c) */
     ggprof_findings   found;
+    ggprof_thread_slices th; /* the threads' lanes: llama_decode calls, regions, idle (accounting.c) */
 } model;
 
 static void model_free(model *m) {
@@ -184,6 +185,7 @@ static void model_free(model *m) {
     free(m->heat);
     ggprof_findings_free(&m->found);
     ggprof_accounting_free(&m->acc);
+    ggprof_thread_slices_free(&m->th);
 }
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size, int *oom) {
@@ -407,6 +409,11 @@ static int build(const ggprof_model *l, const ggprof_rl_groups *g, model *m, lon
         if (p->start_ns < t0) t0 = p->start_ns;
         if ((uint64_t) p->end_ns > m->t_end) m->t_end = (uint64_t) p->end_ns;
     }
+    for (size_t i = 0; i < m->th.n; i++) { /* the threads' slices: llama.cpp's loading may come before any record */
+        const ggprof_thread_slice *t = &m->th.v[i];
+        if (t->start_ns < t0) t0 = t->start_ns;
+        if ((uint64_t) (t->start_ns + t->dur_ns) > m->t_end) m->t_end = (uint64_t) (t->start_ns + t->dur_ns);
+    }
     for (size_t i = 0; i < n_rows; i++) {
         if (rows[i].start < t0) t0 = rows[i].start;
         n_pids += i == 0 || rows[i].pid != rows[i - 1].pid; /* rows come by process */
@@ -608,9 +615,53 @@ static int put_run(FILE *f, const model *m) {
     return 0;
 }
 
-/* report's accounting and findings of db, with the roofs given (--roof: below_roof), into m. */
+/* Each thread's lane: its llama_decode calls, regions and idle spans as ggprof_thread_slices_load gives them (the
+ * slices of export --chrome's thread rows), by pid, tid, start, longest first, times from t0: [{"pid", "tid", "t":
+ * [starts], "d": [durations], "w": [0 region, 1 batch, 2 idle], "n": [name: an index into "thread_names", -1 none],
+ * "v": [region: [depth]; batch: [batch_id, tokens, sequences, outputs, status]; idle: []]}]. */
+static int put_threads(FILE *f, const model *m) {
+    intern names = { 0 };
+    fputs(",\n\"threads\":[", f);
+    for (size_t i = 0, j; i < m->th.n; i = j) {
+        const ggprof_thread_slice *a = &m->th.v[i];
+        for (j = i; j < m->th.n && m->th.v[j].pid == a->pid && m->th.v[j].tid == a->tid;) j++;
+        fprintf(f, "%s{\"pid\":%" PRId64 ",\"tid\":%" PRId64, i ? ",\n" : "", a->pid, a->tid);
+        static const char *const key[] = { "t", "d", "w", "n", "v" };
+        for (int c = 0; c < 5; c++) {
+            fprintf(f, ",\"%s\":[", key[c]);
+            for (size_t k = i; k < j; k++) {
+                const ggprof_thread_slice *t = &m->th.v[k];
+                if (k > i) putc(',', f);
+                if (c == 0) fprintf(f, "%" PRId64, t->start_ns - (int64_t) m->t0); /* build(): t0 <= every start */
+                else if (c == 1) fprintf(f, "%" PRId64, t->dur_ns);
+                else if (c == 2) fprintf(f, "%d", t->what);
+                else if (c == 3) fprintf(f, "%ld", t->name ? intern_get(&names, t->name, NULL) : -1L);
+                else {
+                    int nv = t->what == GGPROF_TS_REGION ? 1 : t->what == GGPROF_TS_BATCH ? 5 : 0;
+                    putc('[', f);
+                    for (int x = 0; x < nv; x++) fprintf(f, "%s%" PRId64, x ? "," : "", t->v[x]);
+                    putc(']', f);
+                }
+            }
+            putc(']', f);
+        }
+        putc('}', f);
+    }
+    putc(']', f);
+    put_table(f, "thread_names", &names, 0);
+    int oom = names.oom;
+    intern_free(&names);
+    return oom ? -1 : 0;
+}
+
+/* report's accounting and findings of db, with the roofs given (--roof: below_roof), and the threads' slices, into
+ * m. */
 static int find_all(sqlite3 *db, model *m, const ggprof_roofs *roofs, char *why, size_t why_len) {
     if (ggprof_accounting_load(db, &m->acc, why, why_len) != 0) return -1;
+    if (ggprof_thread_slices_load(db, &m->th) != 0) {
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
     return ggprof_findings_run(db, &m->acc, roofs, &m->found, why, why_len);
 }
 
@@ -690,6 +741,7 @@ static int put_data(FILE *f, sqlite3 *db, const model *m) {
     put_memory(f, db, m->t0);
     put_findings(f, m);
     int rc = put_run(f, m);
+    if (rc == 0) rc = put_threads(f, m);
     fputs("}", f);
     return rc;
 }

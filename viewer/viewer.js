@@ -128,6 +128,36 @@
     for (const x of r.d) if (x > R.maxDur) R.maxDur = x;
     return R;
   });
+  // Per thread of the program, under its process's run lane: its llama_decode calls (batches), regions (llama.cpp's
+  // set-up calls ggprof timed, or the program's own) and idle spans, as export --chrome's thread rows have them
+  // (ggprof_thread_slices_load, analyzer/accounting.c), by start, longest first. A slice inside another is drawn
+  // inset, one level deeper (T.lv).
+  const tnames = D.thread_names || [];
+  const threads = (D.threads || []).map((x) => {
+    const T = { pid: x.pid, tid: x.tid, t: x.t, d: x.d, w: x.w, n: x.n, v: x.v, maxDur: 0, drawn: 0,
+      lv: new Uint8Array(x.t.length) };
+    T.name = 'thread ' + x.tid + (D.run && D.run.length > 1 ? ' · pid ' + x.pid : '');
+    const ends = [];
+    for (let j = 0; j < x.t.length; j++) {
+      if (x.d[j] > T.maxDur) T.maxDur = x.d[j];
+      while (ends.length && ends[ends.length - 1] <= x.t[j]) ends.pop();
+      T.lv[j] = Math.min(ends.length, 3);
+      ends.push(x.t[j] + x.d[j]);
+    }
+    return T;
+  });
+  // The rows above the op lanes: each process's run lane, then its threads' lanes; threads of a process with no
+  // run lane after them.
+  const tops = [];
+  for (const R of runs) {
+    tops.push({ run: R });
+    for (const T of threads) if (T.pid === R.pid) tops.push({ thread: T });
+  }
+  for (const T of threads) if (!runs.some((R) => R.pid === T.pid)) tops.push({ thread: T });
+  const THREAD_COLOUR = ['#43aa8b', '#2f80ed', '#d5d9de']; // a program's region, a batch, idle
+  const LLAMA_REGION_COLOUR = '#8d99ae';
+  const sliceLabel = (T, j) => T.n[j] >= 0 ? tnames[T.n[j]] : T.w[j] === 0 ? 'region' : T.w[j] === 1 ? 'llama_decode' : 'idle';
+
   // A colour per category, the same in the lanes, their legend and the accounting's bars: fixed ones, and blues and
   // greens for compute per backend, in the order first met.
   const CAT_FIXED = { startup: '#9aa4ae', loading: '#6c7a89', context_setup: '#b9a37e', copies: '#e8590c',
@@ -163,7 +193,7 @@
   // memory tracks (ggprof memory): bytes a backend of a process holds over time, under the op lanes
   const mems = D.memory || [];
   const ROW = LANE_H + LANE_GAP;
-  const laneTop = AXIS_H + runs.length * ROW; // the op lanes, under the run lanes
+  const laneTop = AXIS_H + tops.length * ROW; // the op lanes, under the run and thread lanes
   const memTop = () => laneTop + lanes.length * ROW;
   const tl = $('timeline'), mm = $('minimap');
   const ctx = tl.getContext('2d'), mctx = mm.getContext('2d');
@@ -244,7 +274,9 @@
       ctx.stroke();
       ctx.fillText(fmtDur(t), x + 3, AXIS_H - 8);
     }
-    for (let ri = 0; ri < runs.length; ri++) drawRun(runs[ri], AXIS_H + ri * ROW, npp);
+    for (let ri = 0; ri < tops.length; ri++) {
+      if (tops[ri].run) drawRun(tops[ri].run, AXIS_H + ri * ROW, npp); else drawThread(tops[ri].thread, AXIS_H + ri * ROW, npp);
+    }
     for (let li = 0; li < lanes.length; li++) drawLane(lanes[li], laneTop + li * ROW, npp);
     for (let mi = 0; mi < mems.length; mi++) drawMem(mems[mi], memTop() + mi * (MEM_H + LANE_GAP), npp);
     drawWindows(W, H, npp);
@@ -254,7 +286,10 @@
     ctx.fillRect(0, 0, GUTTER - 4, H);
     ctx.fillStyle = '#1d232a';
     ctx.font = '12px system-ui, sans-serif';
-    for (let ri = 0; ri < runs.length; ri++) ctx.fillText(clip(runs[ri].name, GUTTER - 12, 6.6), 6, AXIS_H + ri * ROW + LANE_H / 2 + 4);
+    for (let ri = 0; ri < tops.length; ri++) {
+      const nm = tops[ri].run ? tops[ri].run.name : tops[ri].thread.name;
+      ctx.fillText(clip(nm, GUTTER - 12, 6.6), 6, AXIS_H + ri * ROW + LANE_H / 2 + 4);
+    }
     for (let li = 0; li < lanes.length; li++) {
       const y = laneTop + li * ROW;
       ctx.fillText(clip(lanes[li].name, GUTTER - 12, 6.6), 6, y + LANE_H / 2 + 4);
@@ -333,6 +368,28 @@
       if (b - a > 40) {
         ctx.fillStyle = '#111';
         ctx.fillText(clip(name, b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
+      }
+    }
+  }
+
+  // A thread lane: each slice in view at least a pixel wide, a nested one inset; T.drawn counts them (the tests
+  // read it).
+  function drawThread(T, y, npp) {
+    ctx.fillStyle = '#f3f5f7';
+    ctx.fillRect(GUTTER, y, plotW, LANE_H);
+    ctx.font = '11px system-ui, sans-serif';
+    T.drawn = 0;
+    for (let j = lowerBound(T.t, 0, T.t.length, v0 - T.maxDur); j < T.t.length; j++) {
+      const s = T.t[j], e = s + T.d[j];
+      if (s > v1) break;
+      if (e < v0) continue;
+      const a = Math.max((s - v0) / npp, 0), b = Math.min((e - v0) / npp, plotW), inset = 3 * T.lv[j];
+      ctx.fillStyle = T.w[j] === 0 && T.v[j][0] < 0 ? LLAMA_REGION_COLOUR : THREAD_COLOUR[T.w[j]];
+      ctx.fillRect(GUTTER + a, y + inset, Math.max(b - a, 1), LANE_H - 2 * inset);
+      T.drawn++;
+      if (b - a > 40) {
+        ctx.fillStyle = '#111';
+        ctx.fillText(clip(sliceLabel(T, j), b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
       }
     }
   }
@@ -440,9 +497,21 @@
     if (x < 0 || y0 < 0) return null;
     const npp = (v1 - v0) / plotW, t = v0 + x * npp, tol = 2 * npp;
     const ri = Math.floor(y0 / ROW);
-    if (ri < runs.length) { // a run lane: the slice under the pointer (they tile), else the nearest within 2 px
+    if (ri < tops.length && tops[ri].thread) { // a thread lane: the deepest slice under the pointer, else the
+      if (y0 - ri * ROW > LANE_H) return null; // longest within 2 px
+      const T = tops[ri].thread;
+      let j = -1, cov = false;
+      for (let k = lowerBound(T.t, 0, T.t.length, t - tol - T.maxDur); k < T.t.length && T.t[k] <= t + tol; k++) {
+        const e = T.t[k] + T.d[k];
+        if (e < t - tol) continue;
+        const c = T.t[k] <= t && e >= t;
+        if (j < 0 || (c && !cov) || (c && cov && T.lv[k] >= T.lv[j]) || (!c && !cov && T.d[k] > T.d[j])) { j = k; cov = c; }
+      }
+      return j < 0 ? null : { thread: T, j: j };
+    }
+    if (ri < tops.length) { // a run lane: the slice under the pointer (they tile), else the nearest within 2 px
       if (y0 - ri * ROW > LANE_H) return null;
-      const R = runs[ri];
+      const R = tops[ri].run;
       let lo = 0, hi = R.t.length; // j: the last slice starting at or before t
       while (lo < hi) { const m = (lo + hi) >>> 1; if (R.t[m] <= t) lo = m + 1; else hi = m; }
       let j = lo - 1;
@@ -453,7 +522,7 @@
       }
       return { run: R, j: j };
     }
-    const y = y0 - runs.length * ROW;
+    const y = y0 - tops.length * ROW;
     const li = Math.floor(y / ROW);
     if (li >= lanes.length || y - li * ROW > LANE_H) return null;
     const L = lanes[li];
@@ -520,7 +589,36 @@
     tip.dataset.run = R.pid + ':' + j;
     place(clientX, clientY);
   }
+  function showThreadTip(p, clientX, clientY) {
+    const T = p.thread, j = p.j, w = T.w[j], v = T.v[j];
+    tip.replaceChildren();
+    const head = document.createElement('b');
+    head.textContent = sliceLabel(T, j);
+    const sub = document.createElement('span');
+    sub.textContent = '  ' + ['region', 'batch', 'idle'][w] + ' on thread ' + T.tid + ', pid ' + T.pid;
+    const t = document.createElement('table');
+    const body = document.createElement('tbody');
+    if (w === 0) row(body, 'region', v[0] < 0 ? 'from llama.cpp (its set-up call, timed by ggprof)' : 'from the program (depth ' + v[0] + ')');
+    if (w === 1) {
+      row(body, 'batch', String(v[0]));
+      row(body, 'tokens', String(v[1]));
+      row(body, 'sequences', String(v[2]));
+      row(body, 'outputs', String(v[3]));
+      if (v[4] !== 0) row(body, 'status', String(v[4]));
+    }
+    if (w === 2) row(body, 'idle', 'the thread blocked');
+    row(body, 'duration', fmtDur(T.d[j]));
+    row(body, 'start', '+' + fmtDur(T.t[j]));
+    t.append(body);
+    tip.append(head, sub, t);
+    tip.dataset.index = '';
+    tip.dataset.run = '';
+    tip.dataset.thread = T.pid + ':' + T.tid + ':' + j;
+    place(clientX, clientY);
+  }
   function showTip(p, clientX, clientY) {
+    tip.dataset.thread = '';
+    if (p.thread) { showThreadTip(p, clientX, clientY); return; }
     if (p.run) { showRunTip(p, clientX, clientY); return; }
     const i = p.i, sg = D.sigs[sig[i]];
     tip.replaceChildren();
@@ -916,8 +1014,17 @@
     runs: () => runs.map((R) => ({ pid: R.pid, name: R.name, start: R.start, wall: R.wall, drawn: R.drawn,
       slices: Array.from(R.t, (t, j) => [t, R.d[j], R.cats[R.c[j]]]) })),
     locateRun: (r, j) => {
-      const R = runs[r], rc = tl.getBoundingClientRect(), npp = (v1 - v0) / plotW;
-      return { x: rc.left + GUTTER + (R.t[j] + R.d[j] / 2 - v0) / npp, y: rc.top + AXIS_H + r * ROW + LANE_H / 2 };
+      const R = runs[r], rc = tl.getBoundingClientRect(), npp = (v1 - v0) / plotW, row = tops.findIndex((x) => x.run === R);
+      return { x: rc.left + GUTTER + (R.t[j] + R.d[j] / 2 - v0) / npp, y: rc.top + AXIS_H + row * ROW + LANE_H / 2 };
+    },
+    // the thread lanes as drawn: per lane its row among the rows above the op lanes, its slices (start, duration,
+    // what: region/batch/idle, label, values), how many the last draw drew; and the centre on the page of slice j
+    threads: () => threads.map((T) => ({ pid: T.pid, tid: T.tid, name: T.name, drawn: T.drawn,
+      row: tops.findIndex((x) => x.thread === T),
+      slices: Array.from(T.t, (t, j) => [t, T.d[j], ['region', 'batch', 'idle'][T.w[j]], sliceLabel(T, j), T.v[j], T.lv[j]]) })),
+    locateThread: (l, j) => {
+      const T = threads[l], rc = tl.getBoundingClientRect(), npp = (v1 - v0) / plotW, row = tops.findIndex((x) => x.thread === T);
+      return { x: rc.left + GUTTER + (T.t[j] + T.d[j] / 2 - v0) / npp, y: rc.top + AXIS_H + row * ROW + LANE_H / 2 };
     },
     span: span,
     plotWidth: () => plotW,

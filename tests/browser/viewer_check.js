@@ -129,6 +129,43 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
       runHover.push(h.pid + ':' + (text.startsWith(h.cat) && /category/.test(text) && /duration/.test(text) && /start/.test(text) ? 1 : 0));
     }
     say('run_tooltips', runHover.join(' '));
+    // the thread lanes (llama_decode calls, regions, idle), in the whole view: per lane its slices of each kind, the
+    // ones the draw drew, and whether it sits under its process's run lane and above the op lanes
+    say('thread_json', JSON.stringify(await page.evaluate(() => {
+      const g = window.ggprof;
+      g.draw();
+      const runRow = (pid) => { const r = g.runs().findIndex((R) => R.pid === pid); return r < 0 ? -1 : g.locateRun(r, 0).y; };
+      return (g.threads ? g.threads() : []).map((T, l) => {
+        const n = { region: 0, batch: 0, idle: 0, llama: 0 };
+        T.slices.forEach((s) => { n[s[2]]++; if (s[2] === 'region' && s[4][0] < 0) n.llama++; });
+        const y = g.locateThread(l, 0).y;
+        return Object.assign({ pid: T.pid, tid: T.tid, n: T.slices.length, drawn: T.drawn,
+          placed: y > runRow(T.pid) && (!g.records || y < g.locate(0).y) ? 1 : 0 }, n);
+      });
+    })));
+    // hover the longest batch and the longest region of llama.cpp: their tooltips
+    const threadHover = [];
+    for (const want of ['batch', 'region']) {
+      const h = await page.evaluate((want) => {
+        const g = window.ggprof, ts = g.threads ? g.threads() : [];
+        let best = null;
+        ts.forEach((T, l) => T.slices.forEach((s, j) => {
+          if (s[2] === want && (want !== 'region' || s[4][0] < 0) && (!best || s[1] > best.d)) best = { l, j, d: s[1], pid: T.pid, tid: T.tid };
+        }));
+        if (!best) return null;
+        const p = g.locateThread(best.l, best.j);
+        return Object.assign(best, { x: p.x, y: p.y });
+      }, want);
+      if (!h) { threadHover.push(want + ':none'); continue; }
+      await page.mouse.move(h.x, h.y);
+      await page.waitForFunction((k) => !document.getElementById('tooltip').hidden &&
+        document.getElementById('tooltip').dataset.thread === k, h.pid + ':' + h.tid + ':' + h.j, { timeout: 5000 }).catch(() => {});
+      const text = await tip();
+      const fields = want === 'batch' ? ['tokens', 'sequences', 'outputs', 'duration'] : ['from llama.cpp', 'duration'];
+      threadHover.push(want + ':' + (fields.every((f) => text.includes(f)) ? 1 : 0));
+    }
+    say('thread_tooltips', threadHover.join(' '));
+    await page.mouse.move(0, 0);
     await page.mouse.move(0, 0);
 
     // hover: the longest MUL_MAT, brought into view, then the pointer on it

@@ -300,6 +300,24 @@ print(" ".join(out))' "$1" "${KV[run_json]:-}")
     expect "$2: html: hovering a run slice shows its category, start and duration" "${KV[run_tooltips]:-missing}" \
         "$(python3 -c 'import json,sys; print(" ".join("%d:1" % a["pid"] for a in json.load(open(sys.argv[1]))["accounting"]))' "$1")"
 }
+# check_thread_lanes DB LABEL: the page's thread lanes (KV[thread_json]) against the trace's tables: one lane per
+# thread that has any, each batches and regions row a slice of its lane (the depth -1 ones llama.cpp's), each idle
+# span too, every slice drawn in the whole view, each lane under its process's run lane and above the op lanes; and
+# hovering a batch or a llama.cpp region shows its tooltip.
+check_thread_lanes() {
+    local got want
+    got=$(python3 -c 'import json,sys
+lanes = json.loads(sys.argv[1] or "[]"); s = lambda k: sum(l[k] for l in lanes)
+print("lanes=%d batch=%d region=%d llama=%d idle=%d drawn=%s placed=%s" % (len(lanes), s("batch"), s("region"), s("llama"),
+    s("idle"), "all" if all(l["drawn"] == l["n"] for l in lanes) else "some", "all" if all(l["placed"] for l in lanes) else "some"))' \
+        "${KV[thread_json]:-}")
+    want="lanes=$(q "$1" "SELECT count(*) FROM (SELECT pid, tid FROM batches UNION SELECT pid, tid FROM regions UNION SELECT pid, tid FROM thread_idle)")"
+    want+=" batch=$(q "$1" "SELECT count(*) FROM batches") region=$(q "$1" "SELECT count(*) FROM regions")"
+    want+=" llama=$(q "$1" "SELECT count(*) FROM regions WHERE depth = -1") idle=$(q "$1" "SELECT count(*) FROM thread_idle")"
+    expect "$2: html: a lane per thread, a slice per batches, regions and thread_idle row, all drawn, under the run lane" \
+        "$got" "$want drawn=all placed=all"
+    expect "$2: html: hovering a batch or a llama.cpp region shows its tooltip" "${KV[thread_tooltips]:-missing}" "batch:1 region:1"
+}
 
 browse "$OUT/dense.html" dense
 expect "dense: html: a memory track per backend (ggprof memory's)" \
@@ -334,6 +352,8 @@ print(";".join("%d:%s" % (a["pid"], ",".join("%s=%d" % kv for kv in a["categorie
 }
 { read -r want_rules; read -r want_ns; read -r want_acc; } < <(report_rows "$OUT/dense.report.json")
 check_run_lanes "$OUT/dense.report.json" dense
+check_thread_lanes "$db" dense
+expect_ge "dense: the trace has batches and llama.cpp's regions" "$(q "$db" "SELECT min((SELECT count(*) FROM batches), (SELECT count(*) FROM regions WHERE depth = -1))")" 1
 expect_ge "dense: findings: report finds some" "$(echo "$want_rules" | tr '|' '\n' | grep -c .)" 1
 expect "dense: findings panel: report's rules, in its order" "${KV[findings_rules]:-missing}" "$want_rules"
 expect "dense: findings panel: report's at_stake_ns" "${KV[findings_ns]:-missing}" "$want_ns"
