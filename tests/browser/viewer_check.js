@@ -149,8 +149,12 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
       const h = await page.evaluate((want) => {
         const g = window.ggprof, ts = g.threads ? g.threads() : [];
         let best = null;
+        // the longest whose middle no other slice of its lane covers (an idle span inside a model load, the
+        // thread blocked reading the file, would take the hover: the innermost slice under the pointer)
+        const alone = (T, j) => { const s = T.slices[j], m = s[0] + s[1] / 2;
+          return T.slices.every((t, k) => k === j || !(t[0] <= m && m < t[0] + t[1])); };
         ts.forEach((T, l) => T.slices.forEach((s, j) => {
-          if (s[2] === want && (want !== 'region' || s[4][0] < 0) && (!best || s[1] > best.d)) best = { l, j, d: s[1], pid: T.pid, tid: T.tid };
+          if (s[2] === want && (want !== 'region' || s[4][0] < 0) && (!best || s[1] > best.d) && alone(T, j)) best = { l, j, d: s[1], pid: T.pid, tid: T.tid };
         }));
         if (!best) return null;
         const p = g.locateThread(best.l, best.j);
