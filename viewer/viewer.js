@@ -349,49 +349,36 @@
     }
   }
 
-  // A run lane: each slice in view drawn at least a pixel wide (they are few), labelled where wide enough; R.drawn
-  // counts them (what the tests read).
-  function drawRun(R, y, npp) {
+  // A lane of few slices (a run's categories, a thread's calls, regions and idle spans): each slice in view drawn
+  // at least a pixel wide, inset by inset(j) pixels (a nested one), labelled where wide enough; L.drawn counts them
+  // (what the tests read).
+  function drawSlices(L, y, npp, colour, inset, label) {
     ctx.fillStyle = '#f3f5f7';
     ctx.fillRect(GUTTER, y, plotW, LANE_H);
     ctx.font = '11px system-ui, sans-serif';
-    R.drawn = 0;
-    for (let j = lowerBound(R.t, 0, R.t.length, v0 - R.maxDur); j < R.t.length; j++) {
-      const s = R.t[j], e = s + R.d[j];
+    L.drawn = 0;
+    for (let j = lowerBound(L.t, 0, L.t.length, v0 - L.maxDur); j < L.t.length; j++) {
+      const s = L.t[j], e = s + L.d[j];
       if (s > v1) break;
       if (e < v0) continue;
-      const a = Math.max((s - v0) / npp, 0), b = Math.min((e - v0) / npp, plotW);
-      const name = R.cats[R.c[j]];
-      ctx.fillStyle = catColour(name);
-      ctx.fillRect(GUTTER + a, y, Math.max(b - a, 1), LANE_H);
-      R.drawn++;
+      const a = Math.max((s - v0) / npp, 0), b = Math.min((e - v0) / npp, plotW), d = inset(j);
+      ctx.fillStyle = colour(j);
+      ctx.fillRect(GUTTER + a, y + d, Math.max(b - a, 1), LANE_H - 2 * d);
+      L.drawn++;
       if (b - a > 40) {
         ctx.fillStyle = '#111';
-        ctx.fillText(clip(name, b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
+        ctx.fillText(clip(label(j), b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
       }
     }
   }
 
-  // A thread lane: each slice in view at least a pixel wide, a nested one inset; T.drawn counts them (the tests
-  // read it).
+  function drawRun(R, y, npp) {
+    drawSlices(R, y, npp, (j) => catColour(R.cats[R.c[j]]), () => 0, (j) => R.cats[R.c[j]]);
+  }
+
   function drawThread(T, y, npp) {
-    ctx.fillStyle = '#f3f5f7';
-    ctx.fillRect(GUTTER, y, plotW, LANE_H);
-    ctx.font = '11px system-ui, sans-serif';
-    T.drawn = 0;
-    for (let j = lowerBound(T.t, 0, T.t.length, v0 - T.maxDur); j < T.t.length; j++) {
-      const s = T.t[j], e = s + T.d[j];
-      if (s > v1) break;
-      if (e < v0) continue;
-      const a = Math.max((s - v0) / npp, 0), b = Math.min((e - v0) / npp, plotW), inset = 3 * T.lv[j];
-      ctx.fillStyle = T.w[j] === 0 && T.v[j][0] < 0 ? LLAMA_REGION_COLOUR : THREAD_COLOUR[T.w[j]];
-      ctx.fillRect(GUTTER + a, y + inset, Math.max(b - a, 1), LANE_H - 2 * inset);
-      T.drawn++;
-      if (b - a > 40) {
-        ctx.fillStyle = '#111';
-        ctx.fillText(clip(sliceLabel(T, j), b - a - 6, 6.2), GUTTER + a + 3, y + LANE_H / 2 + 4);
-      }
-    }
+    drawSlices(T, y, npp, (j) => (T.w[j] === 0 && T.v[j][0] < 0 ? LLAMA_REGION_COLOUR : THREAD_COLOUR[T.w[j]]),
+      (j) => 3 * T.lv[j], (j) => sliceLabel(T, j));
   }
 
   function drawLane(L, y, npp) {
