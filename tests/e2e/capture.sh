@@ -145,17 +145,19 @@ else
     not_ok "export --html: install chromium and playwright-core" "$(tail -n 2 "$OUT/install.log" | tr '\n' ' ')"
 fi
 
-# ---- --delay and --duration on llama-completion: the program runs to its end, recording stops in between
-"$GGPROF" record -q -o "$OUT/window.db" --delay 0.3 --duration 0.5 -- "${COMPLETION[@]}" -p "hello" -n 600 \
+# ---- --delay and --duration on llama-completion: the program runs to its end, recording stops in between. A 2 s
+# window: on a loaded machine the start alone took longer than 0.8 s, and a 0.5 s window saw no graph; 1,500 tokens
+# (3 s or more here) go on after it.
+"$GGPROF" record -q -o "$OUT/window.db" --delay 0.3 --duration 2 -- "${COMPLETION[@]}" -p "hello" -n 1500 \
     > "$OUT/window.out" 2> "$OUT/window.err"
 expect "--delay/--duration: the program ran to its end" "$?" 0
 db=$OUT/window.db
 expect "--delay/--duration: one window, opened by the delay, closed by the duration" \
-    "$(q "$db" "SELECT opened_by, closed_by, (end_ns - start_ns) BETWEEN 5e8 AND 7e8 FROM windows")" "delay|duration|1"
+    "$(q "$db" "SELECT opened_by, closed_by, (end_ns - start_ns) BETWEEN 2e9 AND 2.2e9 FROM windows")" "delay|duration|1"
 expect "--delay/--duration: graphs only inside it" "$(q "$db" "SELECT count(*) FROM graphs g, windows w
     WHERE g.start_ns < w.start_ns OR g.start_ns > w.end_ns")" 0
 expect_ge "--delay/--duration: ... and some" "$(q "$db" "SELECT count(*) FROM graphs")" 5
-expect "--delay/--duration: fewer graphs than the 600 tokens" "$(q "$db" "SELECT count(*) < 600 FROM graphs")" 1
+expect "--delay/--duration: fewer graphs than the 1,500 tokens" "$(q "$db" "SELECT count(*) < 1500 FROM graphs")" 1
 
 # ---- --max-mb 1 (the flight recorder) on a run that writes about 2 MB of records: the last ones kept
 "$GGPROF" record -q -o "$OUT/flight.db" --max-mb 1 -- "${COMPLETION[@]}" -p "hello" -n 600 > /dev/null 2>&1 &
