@@ -1,9 +1,13 @@
 /* The whole run, measured by record, the workload's parent (docs/trace-database.md, "The whole run"): fork to
  * exit, wait4's rusage, the CPUs the workload may use (affinity, cgroup v2 cpu.max), and each thread's state
- * sampled from /proc every few milliseconds, blocked stretches merged into runs. The collector reads /proc at nice
- * 19, but on a machine with no CPU to spare each wake-up still preempts a ggml thread: the period backs off while
- * no thread changes (tests/bench/overhead_parts.sh measures the sampler's cost). Its children (forked) are found in /proc/PID/task/TID/children, their
- * fork and exit to the sample period, their counters from /proc/PID/stat and status. */
+ * sampled from /proc, blocked stretches merged into runs. The collector reads /proc at nice 19, but on a machine
+ * with no CPU to spare each wake-up still preempts a ggml thread, and a thread preempted in a graph holds the
+ * others at the next barrier: the period backs off while no thread changes, from 5 to 100 ms
+ * (tests/bench/overhead_parts.sh measures the sampler's cost). A stretch's edges do not depend on the period: the
+ * schedstat counters say how long the thread was neither on a CPU nor waiting for one between two samples, and a
+ * thread that blocked (or woke) once in an interval did so that long before its end (after its start). Its children
+ * (forked) are found in /proc/PID/task/TID/children, their fork and exit to the listing's period, their counters
+ * from /proc/PID/stat and status. */
 #include "proc_sample.h"
 
 #include <dirent.h>
@@ -19,8 +23,10 @@
 
 #define MAX_PROCS   256
 #define MAX_THREADS 4096 /* per process: threads past it are not sampled */
-#define RESCAN      10   /* base periods between two listings of the threads and children */
-#define BACK_OFF    4    /* while no thread changes, the period doubles up to this many base periods */
+#define RESCAN_NS   1000000000ull /* the threads are listed again when the process's thread count changes, and at
+                                     * the first sample a second after the last listing (one thread replaced by
+                                     * another); the cgroup's quota is read again then */
+#define BACK_OFF    20          /* while no thread changes, the period doubles up to this many base periods */
 
 typedef struct {
     uint64_t start, end;
@@ -28,11 +34,12 @@ typedef struct {
 
 typedef struct {
     pid_t    tid;
-    int      fd_stat, fd_sched; /* -1: gone */
+    int      fd_stat, fd_sched, fd_kids; /* its stat, schedstat and children, kept open; -1: gone (kids: none) */
     char     name[32];
     uint64_t first_ns, last_ns, prev_ns;
     uint64_t cpu_ns, runq_ns, slices; /* /proc/.../schedstat: on a CPU, waiting for one, time slices */
-    bool     in_idle;
+    char     state;                   /* at the last sample: 'R' running or runnable, 'S', 'D'...; 0: none yet */
+    bool     in_idle, reported;       /* in a blocked run; the run has been counted as a change */
     uint64_t idle_start, idle_ns;
     span    *idle;
     size_t   n_idle, cap_idle;
@@ -40,6 +47,8 @@ typedef struct {
 
 typedef struct {
     pid_t    pid, ppid;
+    int      fd_stat;   /* /proc/PID/stat, kept open: read at every sample for the thread count */
+    long     n_threads; /* its num_threads at the last sample */
     bool     waited; /* record's own child: wait4; else sampled */
     bool     gone;
     uint64_t fork_ns, exit_ns;
@@ -58,7 +67,7 @@ struct ggprof_proc_sampler {
     proc    *p;
     size_t   n_p;
     uint64_t period_ns, next_ns, min_idle_ns;
-    uint64_t cur_ns, next_scan_ns; /* the period now (period_ns to BACK_OFF x); the next listing */
+    uint64_t cur_ns, next_scan_ns; /* the period now (period_ns to BACK_OFF x); the next listing at the earliest */
 };
 
 int ggprof_cpu_list_count(const char *list) {
@@ -136,22 +145,30 @@ static void read_cpus(proc *p) {
     }
 }
 
-/* A sampled child's counters (/proc/PID/stat: minflt, majflt, utime, stime). */
+/* The process's counters (/proc/PID/stat: ppid, minflt, majflt, utime, stime, num_threads), through a descriptor
+ * kept open from the first read. False when it has ended (a zombie counts as ended). */
 static bool read_proc_stat(proc *p) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int) p->pid);
-    if (read_small(path, buf, sizeof(buf)) <= 0) return false;
+    char buf[1024];
+    if (p->fd_stat < 0) {
+        snprintf(buf, sizeof(buf), "/proc/%d/stat", (int) p->pid);
+        p->fd_stat = open(buf, O_RDONLY | O_CLOEXEC);
+        if (p->fd_stat < 0) return false;
+    }
+    ssize_t n = pread(p->fd_stat, buf, sizeof(buf) - 1, 0);
+    if (n <= 0) return false;
+    buf[n] = 0;
     const char *r = strrchr(buf, ')');
     if (!r) return false;
     char state;
     unsigned long long minflt, cminflt, majflt, cmajflt, ut, st;
+    long threads;
     int ppid;
-    if (sscanf(r + 1, " %c %d %*d %*d %*d %*d %*u %llu %llu %llu %llu %llu %llu", &state, &ppid, &minflt, &cminflt,
-               &majflt, &cmajflt, &ut, &st) != 8) {
+    if (sscanf(r + 1, " %c %d %*d %*d %*d %*d %*u %llu %llu %llu %llu %llu %llu %*d %*d %*d %*d %ld", &state, &ppid,
+               &minflt, &cminflt, &majflt, &cmajflt, &ut, &st, &threads) != 9) {
         return false;
     }
     if (state == 'Z' || state == 'X') return false;
-    p->ppid = ppid, p->minflt = minflt, p->majflt = majflt, p->utime = ut, p->stime = st;
+    p->ppid = ppid, p->minflt = minflt, p->majflt = majflt, p->utime = ut, p->stime = st, p->n_threads = threads;
     return true;
 }
 
@@ -162,29 +179,32 @@ static proc *add_proc(ggprof_proc_sampler *s, pid_t pid, pid_t ppid, uint64_t no
     if (s->n_p >= MAX_PROCS) return NULL;
     proc *p = &s->p[s->n_p++];
     memset(p, 0, sizeof(*p));
-    p->pid = pid, p->ppid = ppid, p->fork_ns = now, p->waited = waited, p->quota = -1, p->n_cpus = -1;
+    p->pid = pid, p->ppid = ppid, p->fork_ns = now, p->waited = waited, p->quota = -1, p->n_cpus = -1, p->fd_stat = -1;
     return p;
 }
 
-static void idle_close(thr *t, uint64_t min_ns) {
-    if (!t->in_idle) return;
+/* Ends the thread's blocked run at end; returns whether it is kept (at least min_ns long). */
+static bool idle_close(thr *t, uint64_t end, uint64_t min_ns) {
+    if (!t->in_idle) return false;
     t->in_idle = false;
-    if (t->prev_ns < t->idle_start + min_ns) return;
+    if (end < t->idle_start + min_ns) return false;
     if (t->n_idle == t->cap_idle) {
         size_t cap = t->cap_idle ? 2 * t->cap_idle : 16;
         span  *n   = realloc(t->idle, cap * sizeof(*n));
-        if (!n) return;
+        if (!n) return false;
         t->idle = n, t->cap_idle = cap;
     }
-    t->idle[t->n_idle++] = (span){ t->idle_start, t->prev_ns };
-    t->idle_ns += t->prev_ns - t->idle_start;
+    t->idle[t->n_idle++] = (span){ t->idle_start, end };
+    t->idle_ns += end - t->idle_start;
+    return true;
 }
 
 static void thr_gone(thr *t, uint64_t min_ns) {
-    idle_close(t, min_ns);
+    idle_close(t, t->prev_ns, min_ns);
     if (t->fd_stat >= 0) close(t->fd_stat);
     if (t->fd_sched >= 0) close(t->fd_sched);
-    t->fd_stat = t->fd_sched = -1;
+    if (t->fd_kids >= 0) close(t->fd_kids);
+    t->fd_stat = t->fd_sched = t->fd_kids = -1;
 }
 
 static void add_thread(proc *p, pid_t tid, uint64_t now) {
@@ -206,7 +226,10 @@ static void add_thread(proc *p, pid_t tid, uint64_t now) {
     t->fd_stat = open(path, O_RDONLY | O_CLOEXEC);
     snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) p->pid, (int) tid);
     t->fd_sched = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) p->pid, (int) tid);
+    t->fd_kids = open(path, O_RDONLY | O_CLOEXEC); /* a kernel without CONFIG_PROC_CHILDREN has none */
     if (t->fd_stat < 0 || t->fd_sched < 0) {
+        if (t->fd_kids >= 0) close(t->fd_kids);
         if (t->fd_stat >= 0) close(t->fd_stat);
         if (t->fd_sched >= 0) close(t->fd_sched);
         return;
@@ -215,37 +238,40 @@ static void add_thread(proc *p, pid_t tid, uint64_t now) {
     p->n_t++;
 }
 
-/* The process's threads, and the children each of them forked. */
-static void rescan(ggprof_proc_sampler *s, proc *p, uint64_t now) {
+/* The process's threads, and the CPUs it may use. */
+static void rescan(proc *p, uint64_t now) {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/task", (int) p->pid);
     DIR *d = opendir(path);
     if (!d) return;
-    pid_t kids[64];
-    int   n_kids = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        pid_t tid = (pid_t) atoi(e->d_name);
-        add_thread(p, tid, now);
-        char cpath[96], buf[512];
-        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%d/children", (int) p->pid, (int) tid);
-        if (read_small(cpath, buf, sizeof(buf)) > 0) {
-            for (char *c = buf, *end; *c && n_kids < 64; c = end) {
-                long k = strtol(c, &end, 10);
-                if (end == c) break;
-                if (k > 0) kids[n_kids++] = (pid_t) k;
-            }
-        }
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9') add_thread(p, (pid_t) atoi(e->d_name), now);
     }
     closedir(d);
     read_cpus(p);
-    for (int i = 0; i < n_kids; i++) add_proc(s, kids[i], p->pid, now, false);
 }
 
-/* One thread at now: its state and schedstat; an interval where it neither ran (under a tenth of it on a CPU)
- * nor was runnable at the end is blocked. Returns whether the thread went from running to blocked or back, or
- * ended. */
+/* The children a thread forked (/proc/PID/task/TID/children, read through its descriptor: no file is opened or
+ * closed at a sample, which on this kernel wakes RCU's thread, one more preemption of the workload). */
+static void thread_kids(ggprof_proc_sampler *s, proc *p, thr *t, uint64_t now) {
+    char buf[512];
+    ssize_t n = t->fd_kids >= 0 ? pread(t->fd_kids, buf, sizeof(buf) - 1, 0) : -1;
+    if (n <= 0) return;
+    buf[n] = 0;
+    for (char *c = buf, *end; *c; c = end) {
+        long k = strtol(c, &end, 10);
+        if (end == c) break;
+        if (k > 0) add_proc(s, (pid_t) k, p->pid, now, false);
+    }
+}
+
+/* One thread at now: its state and schedstat. A thread not runnable at a sample is in a blocked run; where the run
+ * begins and ends comes from the counters: the time the thread was neither on a CPU nor in the run queue between
+ * two samples (blocked) lies at the end of the interval in which it went from running to blocked, at the start of
+ * the one in which it woke, exact when it did so once there. An interval in which it woke, ran a tenth of it or
+ * more, and blocked again ends the run at the interval's start and begins another at its end. Returns whether a
+ * run of at least min_idle_ns began (once it is that long) or ended, or the thread ended. */
 static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
     char st[512], sc[128];
     ssize_t a = pread(t->fd_stat, st, sizeof(st) - 1, 0), b = pread(t->fd_sched, sc, sizeof(sc) - 1, 0);
@@ -261,16 +287,27 @@ static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
     unsigned long long cpu, runq, slices;
     if (sscanf(sc, "%llu %llu %llu", &cpu, &runq, &slices) != 3) return false;
     uint64_t dt = now - t->prev_ns, dcpu = cpu >= t->cpu_ns ? cpu - t->cpu_ns : 0;
+    uint64_t drunq = runq >= t->runq_ns ? runq - t->runq_ns : 0, busy = dcpu + drunq;
+    uint64_t blocked = dt > busy ? dt - busy : 0;
+    bool sampled = t->state != 0; /* the first sample only reads the counters */
     t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices, t->last_ns = now;
     if (state == 'Z' || state == 'X') {
         thr_gone(t, s->min_idle_ns);
         return true;
     }
-    bool idle = dt > 0 && state != 'R' && dcpu * 10 <= dt, was = t->in_idle;
-    if (idle && !t->in_idle) t->in_idle = true, t->idle_start = t->prev_ns;
-    if (!idle) idle_close(t, s->min_idle_ns);
+    bool asleep = state != 'R', changed = false;
+    if (sampled && dt > 0) {
+        if (t->in_idle && (!asleep || dcpu * 10 > dt)) {
+            changed = idle_close(t, asleep ? t->prev_ns : t->prev_ns + blocked, s->min_idle_ns) || t->reported;
+            if (asleep) t->in_idle = true, t->reported = false, t->idle_start = now; /* blocked again */
+        } else if (!t->in_idle && asleep) {
+            t->in_idle = true, t->reported = false, t->idle_start = now - blocked;
+        }
+        if (t->in_idle && !t->reported && now >= t->idle_start + s->min_idle_ns) changed = t->reported = true;
+    }
     t->prev_ns = now;
-    return idle != was;
+    t->state   = state;
+    return changed;
 }
 
 ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms) {
@@ -290,26 +327,28 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now) {
     if (!s) return -1;
     if (now >= s->next_ns) {
-        bool scan = now >= s->next_scan_ns, changed = false;
-        if (scan) s->next_scan_ns = now + RESCAN * s->period_ns;
+        bool due = now >= s->next_scan_ns, changed = false;
         for (size_t i = 0; i < s->n_p; i++) {
             proc *p = &s->p[i];
             if (p->gone) continue;
-            if (!p->waited && (scan || p->n_t == 0) && !read_proc_stat(p)) {
-                /* a sampled child ended (or was reaped) since the last listing */
+            long n_threads = p->n_threads;
+            if (!read_proc_stat(p) && !p->waited) {
+                /* a sampled child ended (or was reaped) since the last sample */
                 p->gone = true, p->exit_ns = now, changed = true;
                 for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], s->min_idle_ns);
                 continue;
             }
             size_t n_t = p->n_t, n_procs = s->n_p;
-            if (scan) rescan(s, p, now);
-            changed |= p->n_t != n_t || s->n_p != n_procs;
+            if (due || p->n_t == 0 || p->n_threads != n_threads) rescan(p, now);
             for (size_t k = 0; k < p->n_t; k++) {
                 if (p->t[k].fd_stat >= 0) changed |= sample_thread(s, &p->t[k], now);
+                if (p->t[k].fd_stat >= 0) thread_kids(s, p, &p->t[k], now);
             }
+            changed |= p->n_t != n_t || s->n_p != n_procs;
         }
+        if (due) s->next_scan_ns = now + RESCAN_NS;
         /* Every thread as it was: the next sample may wait longer (the wake-ups are what the workload feels of
-         * the sampler); a change brings the base period back, so a stretch's edges are to that period again. */
+         * the sampler); a change brings the base period back. */
         s->cur_ns  = changed ? s->period_ns : s->cur_ns * 2 > BACK_OFF * s->period_ns ? BACK_OFF * s->period_ns : s->cur_ns * 2;
         s->next_ns = now + s->cur_ns;
     }
@@ -451,6 +490,7 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
 void ggprof_proc_sampler_free(ggprof_proc_sampler *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n_p; i++) {
+        if (s->p[i].fd_stat >= 0) close(s->p[i].fd_stat);
         for (size_t k = 0; k < s->p[i].n_t; k++) {
             thr_gone(&s->p[i].t[k], s->min_idle_ns);
             free(s->p[i].t[k].idle);

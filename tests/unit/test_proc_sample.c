@@ -1,6 +1,8 @@
 /* Unit tests of record's /proc sampler (collector/proc_sample.c): its period backs off while no thread changes
- * state, and comes back to the base period when one does. A child blocks on a pipe, then spins; the sampler is
- * driven with made-up times (its intervals) over the child's real /proc files. */
+ * state, and comes back to the base period when one does (a child blocks on a pipe, then spins; the sampler is
+ * driven with made-up times, its intervals, over the child's real /proc files); and a blocked stretch's edges are
+ * where the thread blocked and woke, not where the samples around them fell (real times, samples 150 and 160 ms
+ * apart, the edges within a few ms). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 
 #include "harness.h"
 #include "proc_sample.h"
+#include "store.h"
 
 #define MS 1000000ull
 
@@ -61,15 +64,19 @@ static void back_off(void) {
     uint64_t t = mono_ns();
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
     CHECK(s != NULL);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t), 5);          /* the thread found */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 5); /* blocked: a change */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t), 5);             /* the thread found */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);   /* blocked, for less than 10 ms: no change yet */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 5);   /* blocked for 15 ms: a change */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 20);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 20); /* at most 4 base periods */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS), 19);  /* not due yet: nothing sampled */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 40);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS), 80);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS), 100);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS), 100); /* at most 20 base periods */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS), 99);    /* not due yet: nothing sampled */
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 19 * MS), 5); /* running again: the base period */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS), 5); /* running again: the base period */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
     kill(child, SIGKILL);
     int status;
@@ -79,8 +86,72 @@ static void back_off(void) {
     ggprof_proc_sampler_free(s);
 }
 
+/* A child spins 40 ms, says when it blocks, blocks on a pipe until the parent writes, says when it woke, spins:
+ * sampled before, 150 ms later (blocked by then) and 160 ms after that (running again), its one idle run starts
+ * where it blocked and ends where it woke, to within 5 ms, though no sample fell near either. */
+static void edges(void) {
+    int go[2], said[2];
+    CHECK(pipe(go) == 0 && pipe(said) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(go[1]);
+        close(said[0]);
+        uint64_t t0 = mono_ns(), at;
+        while (mono_ns() - t0 < 40 * MS) {}
+        char c;
+        at = mono_ns();
+        if (write(said[1], &at, sizeof(at)) != sizeof(at) || read(go[0], &c, 1) != 1) _exit(1);
+        at = mono_ns();
+        if (write(said[1], &at, sizeof(at)) != sizeof(at)) _exit(1);
+        for (volatile unsigned long spin = 0;; spin++) {}
+    }
+    close(go[0]);
+    close(said[1]);
+    uint64_t t = mono_ns(), blocked_at = 0, woke_at = 0;
+    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
+    CHECK(s != NULL);
+    ggprof_proc_sampler_tick(s, mono_ns());
+    sleep_ms(150);
+    CHECK(wait_state(child, "S"));
+    ggprof_proc_sampler_tick(s, mono_ns());
+    CHECK(read(said[0], &blocked_at, sizeof(blocked_at)) == sizeof(blocked_at));
+    sleep_ms(100);
+    CHECK(write(go[1], "x", 1) == 1);
+    CHECK(read(said[0], &woke_at, sizeof(woke_at)) == sizeof(woke_at));
+    sleep_ms(60);
+    ggprof_proc_sampler_tick(s, mono_ns());
+    kill(child, SIGKILL);
+    int status;
+    waitpid(child, &status, 0);
+    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+
+    ggprof_store *st = NULL;
+    char why[256];
+    CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
+    sqlite3 *db = st ? ggprof_store_finish(st, why, sizeof(why)) : NULL; /* as record stores it: on the finished trace */
+    CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
+    sqlite3_stmt *q = NULL;
+    int n = 0;
+    int64_t start = 0, end = 0;
+    if (db && sqlite3_prepare_v2(db, "SELECT start_ns, end_ns FROM thread_idle WHERE tid = ?", -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(q, 1, child);
+        while (sqlite3_step(q) == SQLITE_ROW) n++, start = sqlite3_column_int64(q, 0), end = sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    CHECK_EQ_INT(n, 1);
+    long long ds = (start - (int64_t) blocked_at) / 1000000, de = (end - (int64_t) woke_at) / 1000000;
+    CHECK(ds >= -5 && ds <= 5);
+    CHECK(de >= -5 && de <= 5);
+    if (ds < -5 || ds > 5 || de < -5 || de > 5) fprintf(stderr, "  idle run off by %lld ms (start), %lld ms (end)\n", ds, de);
+    sqlite3_close(db);
+    ggprof_proc_sampler_free(s);
+    close(go[1]);
+    close(said[0]);
+}
+
 int main(void) {
     int failures = 0;
     RUN(back_off);
+    RUN(edges);
     return failures ? 1 : 0;
 }
