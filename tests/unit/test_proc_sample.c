@@ -2,7 +2,7 @@
  * state, and comes back to the base period when one does (a child blocks on a pipe, then spins; the sampler is
  * driven with made-up times, its intervals, over the child's real /proc files); and a blocked stretch's edges are
  * where the thread blocked and woke, not where the samples around them fell (real times, samples 150 and 160 ms
- * apart, the edges within a few ms). */
+ * apart, the edges within a few ms of the child's own clock readings). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -88,7 +88,7 @@ static void back_off(void) {
 
 /* A child spins 40 ms, says when it blocks, blocks on a pipe until the parent writes, says when it woke, spins:
  * sampled before, 150 ms later (blocked by then) and 160 ms after that (running again), its one idle run starts
- * where it blocked and ends where it woke, to within 5 ms, though no sample fell near either. */
+ * where it blocked and ends where it woke, though no sample fell near either. */
 static void edges(void) {
     int go[2], said[2];
     CHECK(pipe(go) == 0 && pipe(said) == 0);
@@ -116,6 +116,7 @@ static void edges(void) {
     ggprof_proc_sampler_tick(s, mono_ns());
     CHECK(read(said[0], &blocked_at, sizeof(blocked_at)) == sizeof(blocked_at));
     sleep_ms(100);
+    uint64_t woken_at = mono_ns(); /* from here the child is runnable; it notes woke_at once it runs */
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(read(said[0], &woke_at, sizeof(woke_at)) == sizeof(woke_at));
     sleep_ms(60);
@@ -139,10 +140,16 @@ static void edges(void) {
     }
     sqlite3_finalize(q);
     CHECK_EQ_INT(n, 1);
-    long long ds = (start - (int64_t) blocked_at) / 1000000, de = (end - (int64_t) woke_at) / 1000000;
-    CHECK(ds >= -5 && ds <= 5);
-    CHECK(de >= -5 && de <= 5);
-    if (ds < -5 || ds > 5 || de < -5 || de > 5) fprintf(stderr, "  idle run off by %lld ms (start), %lld ms (end)\n", ds, de);
+    /* The block: after the child noted blocked_at (10 ms for a preemption before its read). The wake: once the
+     * parent wrote, by the time the child ran (time in the run queue is not blocked). 2 ms for the clocks' reads,
+     * 10 more for a running thread's CPU time in schedstat, which the kernel brings up to date at its ticks. */
+    double ds = (double) (start - (int64_t) blocked_at) / 1e6, de0 = (double) (end - (int64_t) woken_at) / 1e6;
+    double de1 = (double) (end - (int64_t) woke_at) / 1e6;
+    CHECK(ds >= -2 && ds <= 22);
+    CHECK(de0 >= -2 && de1 <= 12);
+    if (!(ds >= -2 && ds <= 22 && de0 >= -2 && de1 <= 12)) {
+        fprintf(stderr, "  idle run: starts %.1f ms after the block, ends %.1f ms after the write, %.1f ms after the wake\n", ds, de0, de1);
+    }
     sqlite3_close(db);
     ggprof_proc_sampler_free(s);
     close(go[1]);
