@@ -6,8 +6,8 @@
  * (tests/bench/overhead_parts.sh measures the sampler's cost). A stretch's edges do not depend on the period: the
  * schedstat counters say how long the thread was neither on a CPU nor waiting for one between two samples, and a
  * thread that blocked (or woke) once in an interval did so that long before its end (after its start). Its children
- * (forked) are found in /proc/PID/task/TID/children, their fork and exit to the listing's period, their counters
- * from /proc/PID/stat and status. */
+ * (forked) are found in /proc/PID/task/TID/children, their fork and exit to the sample period, their counters from
+ * /proc/PID/stat and status. No file is opened at a sample, only read again (see thread_kids). */
 #include "proc_sample.h"
 
 #include <dirent.h>
