@@ -623,7 +623,8 @@ static int record_start_child(record_run *r) {
 /* While the command runs, a slot is only drained once it is a quarter full: a short run is not touched at all, a
  * long one every second or so (the ring lives in shared memory: a command that crashes or is killed leaves it
  * whole, and it is read to the end here). The sleep ends early when a thread of the command ends (its slot is
- * freed for the next one) and when the command does (SIGCHLD pokes the ring). The spill file (record_prepare)
+ * freed for the next one), when a slot passes half full (the engine pokes the ring) and when the command does
+ * (SIGCHLD pokes the ring). The spill file (record_prepare)
  * sits beside the output: if the collector itself dies, what it had drained is there. */
 static void *builder_main(void *arg) {
     record_run     *r = arg;
@@ -707,7 +708,7 @@ static int record_drain(record_run *r) {
         long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
         if (snap >= 0 && (due < 0 || snap < due)) due = snap;
         /* --metrics: every wake-up drains, at least 4 a second, so that a scrape is at most that late */
-        if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 200, &ms)) {
+        if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 1000, &ms)) {
             ggprof_spill_drain(&r->spill, &r->ring);
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
             builder_push(r);

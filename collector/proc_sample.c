@@ -2,7 +2,8 @@
  * exit, wait4's rusage, the CPUs the workload may use (affinity, cgroup v2 cpu.max), and each thread's state
  * sampled from /proc, blocked stretches merged into runs. The collector reads /proc at nice 19, but on a machine
  * with no CPU to spare each wake-up still preempts a ggml thread, and a thread preempted in a graph holds the
- * others at the next barrier: the period backs off while no thread changes, from 5 to 100 ms
+ * others at the next barrier: the period backs off while no thread blocks or wakes, from 5 ms to 1 s while a
+ * thread runs (to 100 ms while all are blocked)
  * (tests/bench/overhead_parts.sh measures the sampler's cost). A stretch's edges do not depend on the period: the
  * schedstat counters say how long the thread was neither on a CPU nor waiting for one between two samples, and a
  * thread that blocked (or woke) once in an interval did so that long before its end (after its start). Its children
@@ -26,7 +27,11 @@
 #define RESCAN_NS   1000000000ull /* the threads are listed again when the process's thread count changes, and at
                                      * the first sample a second after the last listing (one thread replaced by
                                      * another); the cgroup's quota is read again then */
-#define BACK_OFF    20          /* while no thread changes, the period doubles up to this many base periods */
+#define BACK_OFF    200         /* while no thread blocks or wakes, the period doubles up to this many base periods
+                                 * while a thread runs (a wake-up then preempts one: the workload's cost), ... */
+#define BACK_OFF_ALL_BLOCKED 20 /* ... and up to this many while all are blocked (a wake-up costs the workload
+                                 * nothing; one that wakes, runs and blocks again within a period moves the runs'
+                                 * edges to the period's ends) */
 
 typedef struct {
     uint64_t start, end;
@@ -271,13 +276,13 @@ static void thread_kids(ggprof_proc_sampler *s, proc *p, thr *t, uint64_t now) {
  * two samples (blocked) lies at the end of the interval in which it went from running to blocked, at the start of
  * the one in which it woke, exact when it did so once there. An interval in which it woke, ran a tenth of it or
  * more, and blocked again ends the run at the interval's start and begins another at its end. Returns whether a
- * run of at least min_idle_ns began (once it is that long) or ended, or the thread ended. */
+ * run of at least min_idle_ns began (once it is that long) or ended. */
 static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
     char st[512], sc[128];
     ssize_t a = pread(t->fd_stat, st, sizeof(st) - 1, 0), b = pread(t->fd_sched, sc, sizeof(sc) - 1, 0);
     if (a <= 0 || b <= 0) {
         thr_gone(t, s->min_idle_ns);
-        return true;
+        return false;
     }
     st[a] = 0, sc[b] = 0;
     const char *l = strchr(st, '('), *r = strrchr(st, ')');
@@ -293,7 +298,7 @@ static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
     t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices, t->last_ns = now;
     if (state == 'Z' || state == 'X') {
         thr_gone(t, s->min_idle_ns);
-        return true;
+        return false;
     }
     bool asleep = state != 'R', changed = false;
     if (sampled && dt > 0) {
@@ -327,29 +332,29 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now) {
     if (!s) return -1;
     if (now >= s->next_ns) {
-        bool due = now >= s->next_scan_ns, changed = false;
+        bool due = now >= s->next_scan_ns, changed = false, running = false;
         for (size_t i = 0; i < s->n_p; i++) {
             proc *p = &s->p[i];
             if (p->gone) continue;
             long n_threads = p->n_threads;
             if (!read_proc_stat(p) && !p->waited) {
                 /* a sampled child ended (or was reaped) since the last sample */
-                p->gone = true, p->exit_ns = now, changed = true;
+                p->gone = true, p->exit_ns = now;
                 for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], s->min_idle_ns);
                 continue;
             }
-            size_t n_t = p->n_t, n_procs = s->n_p;
             if (due || p->n_t == 0 || p->n_threads != n_threads) rescan(p, now);
             for (size_t k = 0; k < p->n_t; k++) {
                 if (p->t[k].fd_stat >= 0) changed |= sample_thread(s, &p->t[k], now);
-                if (p->t[k].fd_stat >= 0) thread_kids(s, p, &p->t[k], now);
+                if (p->t[k].fd_stat >= 0) thread_kids(s, p, &p->t[k], now), running |= p->t[k].state == 'R';
             }
-            changed |= p->n_t != n_t || s->n_p != n_procs;
         }
         if (due) s->next_scan_ns = now + RESCAN_NS;
-        /* Every thread as it was: the next sample may wait longer (the wake-ups are what the workload feels of
-         * the sampler); a change brings the base period back. */
-        s->cur_ns  = changed ? s->period_ns : s->cur_ns * 2 > BACK_OFF * s->period_ns ? BACK_OFF * s->period_ns : s->cur_ns * 2;
+        /* No thread blocked or woke: the next sample may wait longer (the wake-ups are what the workload feels of
+         * the sampler); one that did brings the base period back. Threads and processes that start or end do not:
+         * a new one is sampled from the sample that finds it, and its runs' edges do not depend on the period. */
+        uint64_t most = (running ? BACK_OFF : BACK_OFF_ALL_BLOCKED) * s->period_ns;
+        s->cur_ns     = changed ? s->period_ns : s->cur_ns * 2 > most ? most : s->cur_ns * 2;
         s->next_ns = now + s->cur_ns;
     }
     return (long) ((s->next_ns - now + 999999) / 1000000);

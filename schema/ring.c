@@ -238,6 +238,10 @@ int ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_
     }
     memcpy(data + pos, msg, size);
     atomic_store_explicit(&s->head, head + pad + size, memory_order_release);
+    /* The watermark: the message that fills the slot past half wakes the collector, which may be asleep for up to
+     * a second (it sleeps long so as not to preempt the workload's threads; a burst after a quiet stretch would
+     * otherwise fill the slot first). Once a drain, at most: the next crossing needs the tail to move. */
+    if (head - tail < cap / 2 && head + pad + size - tail >= cap / 2 && r->file) ggprof_ring_poke(r);
     return 0;
 }
 

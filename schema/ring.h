@@ -148,7 +148,8 @@ bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain
 /* Engine side. attach returns 0, or -1 with a reason in why (the ring is missing or of another version). */
 int  ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_len);
 ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid);
-/* Copies one message (size a multiple of 8, header filled) and publishes it; 0 if written, -1 if dropped. */
+/* Copies one message (size a multiple of 8, header filled) and publishes it; 0 if written, -1 if dropped. The
+ * message that fills the slot past half pokes the collector (ggprof_ring_poke: one system call a drain). */
 int  ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg);
 /* The same; on a drop, *lost and *graph_id say what the message carried (ggprof_msg_records). */
 int  ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,

@@ -1,5 +1,6 @@
-/* Unit tests of record's /proc sampler (collector/proc_sample.c): its period backs off while no thread changes
- * state, and comes back to the base period when one does (a child blocks on a pipe, then spins; the sampler is
+/* Unit tests of record's /proc sampler (collector/proc_sample.c): its period backs off while no thread blocks or
+ * wakes, to 100 ms while all are blocked and to 1 s while one runs, and comes back to the base period when one
+ * blocks or wakes (a child blocks on a pipe, then spins; the sampler is
  * driven with made-up times, its intervals, over the child's real /proc files); and a blocked stretch's edges are
  * where the thread blocked and woke, not where the samples around them fell (real times, samples 150 and 160 ms
  * apart, the edges within a few ms of the child's own clock readings). */
@@ -64,20 +65,28 @@ static void back_off(void) {
     uint64_t t = mono_ns();
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
     CHECK(s != NULL);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t), 5);             /* the thread found */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);   /* blocked, for less than 10 ms: no change yet */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 5);   /* blocked for 15 ms: a change */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t), 10);             /* the thread found: not a change */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 5);     /* not due yet: nothing sampled */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 5);     /* blocked for 10 ms: a change */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 20);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 40);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS), 80);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS), 100);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS), 100); /* at most 20 base periods */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS), 100); /* all blocked: at most 20 base periods */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS), 99);    /* not due yet: nothing sampled */
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS), 5); /* running again: the base period */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 20);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 40);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS), 80);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS), 160);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 160 * MS), 320);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 320 * MS), 640);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 640 * MS), 1000);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1000 * MS), 1000); /* a thread runs: at most 200 */
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
@@ -142,12 +151,13 @@ static void edges(void) {
     CHECK_EQ_INT(n, 1);
     /* The block: after the child noted blocked_at (10 ms for a preemption before its read). The wake: once the
      * parent wrote, by the time the child ran (time in the run queue is not blocked). 2 ms for the clocks' reads,
-     * 10 more for a running thread's CPU time in schedstat, which the kernel brings up to date at its ticks. */
+     * 18 more for a running thread's CPU time in schedstat, which the kernel brings up to date at its ticks (up to
+     * 13 ms late seen on a loaded machine). Samples 150 and 160 ms apart: an edge at a sample is far outside. */
     double ds = (double) (start - (int64_t) blocked_at) / 1e6, de0 = (double) (end - (int64_t) woken_at) / 1e6;
     double de1 = (double) (end - (int64_t) woke_at) / 1e6;
-    CHECK(ds >= -2 && ds <= 22);
-    CHECK(de0 >= -2 && de1 <= 12);
-    if (!(ds >= -2 && ds <= 22 && de0 >= -2 && de1 <= 12)) {
+    CHECK(ds >= -2 && ds <= 30);
+    CHECK(de0 >= -2 && de1 <= 20);
+    if (!(ds >= -2 && ds <= 30 && de0 >= -2 && de1 <= 20)) {
         fprintf(stderr, "  idle run: starts %.1f ms after the block, ends %.1f ms after the write, %.1f ms after the wake\n", ds, de0, de1);
     }
     sqlite3_close(db);
