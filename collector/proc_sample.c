@@ -212,6 +212,13 @@ static void thr_gone(thr *t, uint64_t min_ns) {
     t->fd_stat = t->fd_sched = t->fd_kids = -1;
 }
 
+/* A process no longer sampled (it ended, or the workload did): its descriptors closed, its threads' runs ended. */
+static void proc_gone(proc *p, uint64_t min_ns) {
+    if (p->fd_stat >= 0) close(p->fd_stat);
+    p->fd_stat = -1;
+    for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], min_ns);
+}
+
 static void add_thread(proc *p, pid_t tid, uint64_t now) {
     for (size_t i = 0; i < p->n_t; i++) {
         if (p->t[i].tid == tid && p->t[i].fd_stat >= 0) return;
@@ -340,13 +347,17 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now) {
             if (!read_proc_stat(p) && !p->waited) {
                 /* a sampled child ended (or was reaped) since the last sample */
                 p->gone = true, p->exit_ns = now;
-                for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], s->min_idle_ns);
+                proc_gone(p, s->min_idle_ns);
                 continue;
             }
             if (due || p->n_t == 0 || p->n_threads != n_threads) rescan(p, now);
             for (size_t k = 0; k < p->n_t; k++) {
-                if (p->t[k].fd_stat >= 0) changed |= sample_thread(s, &p->t[k], now);
-                if (p->t[k].fd_stat >= 0) thread_kids(s, p, &p->t[k], now), running |= p->t[k].state == 'R';
+                thr *t = &p->t[k];
+                if (t->fd_stat < 0) continue;
+                changed |= sample_thread(s, t, now);
+                if (t->fd_stat < 0) continue; /* it ended */
+                thread_kids(s, p, t, now);
+                running |= t->state == 'R';
             }
         }
         if (due) s->next_scan_ns = now + RESCAN_NS;
@@ -366,9 +377,7 @@ void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int stat
     p->exit_ns = exit_ns, p->gone = true;
     p->status  = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     if (ru) p->ru = *ru, p->has_ru = true;
-    for (size_t i = 0; i < s->n_p; i++) {
-        for (size_t k = 0; k < s->p[i].n_t; k++) thr_gone(&s->p[i].t[k], s->min_idle_ns);
-    }
+    for (size_t i = 0; i < s->n_p; i++) proc_gone(&s->p[i], s->min_idle_ns);
 }
 
 static int exec1(sqlite3 *db, sqlite3_stmt *st) {
@@ -495,11 +504,8 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
 void ggprof_proc_sampler_free(ggprof_proc_sampler *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n_p; i++) {
-        if (s->p[i].fd_stat >= 0) close(s->p[i].fd_stat);
-        for (size_t k = 0; k < s->p[i].n_t; k++) {
-            thr_gone(&s->p[i].t[k], s->min_idle_ns);
-            free(s->p[i].t[k].idle);
-        }
+        proc_gone(&s->p[i], s->min_idle_ns);
+        for (size_t k = 0; k < s->p[i].n_t; k++) free(s->p[i].t[k].idle);
         free(s->p[i].t);
     }
     free(s->p);
