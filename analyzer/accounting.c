@@ -726,6 +726,50 @@ static int thread_slices_add(sqlite3 *db, ggprof_thread_slices *s, const char *s
     return rc;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+/* The sampler places an idle run's edges within a few milliseconds (docs/how-it-works.md); the engine times a call's
+ * edges exactly, and at each the thread ran. An idle span with such an edge strictly inside it was really blocked on
+ * one side of it: it keeps the widest piece between the edges, where nearly all of it lay, and so nests with the
+ * thread's calls. The slices of [a, b) are those of one thread, sorted. Returns 0, or -1 out of memory. */
+static int idle_clip_thread(ggprof_thread_slice *v, size_t a, size_t b) {
+    size_t n = 0;
+    for (size_t i = a; i < b; i++) n += v[i].what != GGPROF_TS_IDLE ? 2 : 0;
+    if (n == 0 || n == 2 * (b - a)) return 0;
+    int64_t *e = malloc(n * sizeof(*e));
+    if (!e) return -1;
+    n = 0;
+    for (size_t i = a; i < b; i++) {
+        if (v[i].what == GGPROF_TS_IDLE) continue;
+        e[n++] = v[i].start_ns, e[n++] = v[i].start_ns + v[i].dur_ns;
+    }
+    qsort(e, n, sizeof(*e), cmp_i64);
+    for (size_t i = a; i < b; i++) {
+        ggprof_thread_slice *t = &v[i];
+        if (t->what != GGPROF_TS_IDLE) continue;
+        int64_t s = t->start_ns, end = s + t->dur_ns;
+        size_t  lo = 0, hi = n; /* the first edge after s */
+        while (lo < hi) {
+            size_t m = lo + (hi - lo) / 2;
+            if (e[m] <= s) lo = m + 1;
+            else hi = m;
+        }
+        int64_t best_s = s, best_e = end, from = s;
+        for (size_t j = lo; j < n && e[j] < end; j++) {
+            if (j == lo) best_e = e[j]; /* the first piece, [s, e[lo]) */
+            else if (e[j] - from > best_e - best_s) best_s = from, best_e = e[j];
+            from = e[j];
+        }
+        if (lo < n && e[lo] < end && end - from > best_e - best_s) best_s = from, best_e = end;
+        t->start_ns = best_s, t->dur_ns = best_e - best_s;
+    }
+    free(e);
+    return 0;
+}
+
 int ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s) {
     memset(s, 0, sizeof(*s));
     int rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, duration_ns, name, depth FROM regions", GGPROF_TS_REGION, 1);
@@ -736,6 +780,15 @@ int ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s) {
     if (rc == 0) {
         rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, end_ns - start_ns, NULL FROM thread_idle"
                                       " WHERE end_ns >= start_ns", GGPROF_TS_IDLE, 0);
+    }
+    if (rc != 0) {
+        ggprof_thread_slices_free(s);
+        return -1;
+    }
+    ggprof_sort(s->v, s->n, sizeof(*s->v), cmp_thread_slice);
+    for (size_t a = 0, b; a < s->n && rc == 0; a = b) {
+        for (b = a + 1; b < s->n && s->v[b].pid == s->v[a].pid && s->v[b].tid == s->v[a].tid; b++) {}
+        rc = idle_clip_thread(s->v, a, b);
     }
     if (rc != 0) {
         ggprof_thread_slices_free(s);
