@@ -19,6 +19,18 @@ typedef struct {
     int  numeric; /* val is a number (JSON writes it bare) */
 } ggprof_evidence;
 
+/* The one change of the recorded command that a finding's advice amounts to, as llama.cpp's options (what `ggprof
+ * try` applies and measures): n options, each set to its value (the long or short spelling of the same option in
+ * the command is replaced). n 0: the advice is no single change of options (free cores, a newer ggml). */
+#define GGPROF_CHANGE_MAX 2
+typedef struct {
+    int n;
+    struct {
+        char flag[16];  /* llama.cpp's short spelling: "-t", "-ub", "-b", "-ngl" */
+        char value[32]; /* "2", "512" */
+    } opt[GGPROF_CHANGE_MAX];
+} ggprof_change;
+
 typedef struct {
     const char     *rule;        /* the rule's name: "thread_imbalance" */
     int64_t         at_stake_ns; /* the rule's estimate of the time a fix would save (0: memory, not time) */
@@ -26,6 +38,7 @@ typedef struct {
     ggprof_evidence ev[GGPROF_FINDING_MAX_EV];
     int             n_ev;
     char            advice[320];
+    ggprof_change   change; /* what the advice changes in the command (try); n 0 when it is no one change */
 } ggprof_finding;
 
 /* What every rule reads: the trace, its accounting (accounting.h) and the roofs given (below_roof). */
