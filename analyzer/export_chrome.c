@@ -221,12 +221,53 @@ static void put_i64(FILE *f, int64_t v) {
     put_u64(f, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v);
 }
 
-/* Microseconds with the nanoseconds kept: "1234.567". */
-static void put_us(FILE *f, uint64_t ns) {
-    put_u64(f, ns / 1000);
-    unsigned r = (unsigned) (ns % 1000);
-    char t[4] = { '.', (char) ('0' + r / 100), (char) ('0' + r / 10 % 10), (char) ('0' + r % 10) };
-    fwrite_unlocked(t, 1, 4, f);
+/* Times are written on a binary grid: microseconds plus a multiple of 2^-bits of one (bits at most 20, about a
+ * millionth of a nanosecond), the instant's nearest grid point. Every such number below 2^53 grid points is a
+ * double exactly, so whatever a viewer computes from them (ts + dur, ts - the first ts, a sort) is exact too: a
+ * slice that ends where the next begins ends on the very double the next begins on, and a slice nested in
+ * another stays inside it. Decimal nanoseconds ("1999.614") are not doubles: speedscope's ts + dur overshot the
+ * next slice's ts by an ulp and misnested. Rounding to the grid is monotonic, so rows that nest in nanoseconds
+ * nest on the grid, and each number is within half a grid step of its nanoseconds: ts * 1000 rounds back to them. */
+typedef struct {
+    uint64_t us;   /* whole microseconds */
+    uint32_t frac; /* and frac / 2^bits of one */
+} grid_t;
+
+/* The finest grid, at most 2^-20 us, on which the latest instant `max_us` microseconds from t0 is below 2^53. */
+static int grid_bits(uint64_t max_us) {
+    int bits = 20;
+    while (bits > 0 && max_us >= ((uint64_t) 1 << (53 - bits))) bits--;
+    return bits;
+}
+
+static grid_t grid_of(uint64_t ns, int bits) {
+    grid_t g = { ns / 1000, (uint32_t) ((((ns % 1000) << bits) + 500) / 1000) };
+    if (g.frac >> bits) { /* rounded up to the next microsecond */
+        g.us++;
+        g.frac = 0;
+    }
+    return g;
+}
+
+static grid_t grid_sub(grid_t a, grid_t b, int bits) { /* a - b, a >= b */
+    if (a.frac >= b.frac) return (grid_t) { a.us - b.us, a.frac - b.frac };
+    return (grid_t) { a.us - b.us - 1, (uint32_t) (a.frac + ((uint32_t) 1 << bits) - b.frac) };
+}
+
+/* A grid time in decimal, exactly: "1999.61399841308594" (a fraction of 2^-bits has at most bits decimals). */
+static void put_grid(FILE *f, grid_t g, int bits) {
+    put_u64(f, g.us);
+    if (!g.frac) return;
+    char     d[24];
+    size_t   n    = 0;
+    uint64_t x    = g.frac, mask = ((uint64_t) 1 << bits) - 1;
+    d[n++]        = '.';
+    while (x && n < sizeof(d)) {
+        x *= 10;
+        d[n++] = (char) ('0' + (x >> bits));
+        x &= mask;
+    }
+    fwrite_unlocked(d, 1, n, f);
 }
 
 static void put_ints(FILE *f, const int64_t *v, int n) {
@@ -242,7 +283,11 @@ typedef struct {
     FILE    *f;
     uint64_t t0;
     int      n_events;
+    int      bits; /* the time grid: 2^-bits us */
 } out_t;
+
+/* An instant, ns on CLOCK_MONOTONIC, as the file's time (never before t0). */
+static void put_ts(out_t *o, uint64_t ns) { put_grid(o->f, grid_of(ns > o->t0 ? ns - o->t0 : 0, o->bits), o->bits); }
 
 static void begin_x(out_t *o, const char *name, const char *cat, const track *k, uint64_t start, uint64_t dur) {
     put_raw(o->f, o->n_events++ ? ",\n{\"ph\":\"X\",\"name\":" : "\n{\"ph\":\"X\",\"name\":");
@@ -253,10 +298,12 @@ static void begin_x(out_t *o, const char *name, const char *cat, const track *k,
     put_i64(o->f, k->pid);
     put_raw(o->f, ",\"tid\":");
     put_i64(o->f, k->tid);
+    /* the end on the grid, as the next slice's start will be; dur is what lies between (exact on the grid) */
+    grid_t a = grid_of(start - o->t0, o->bits), b = grid_of(start + dur - o->t0, o->bits);
     put_raw(o->f, ",\"ts\":");
-    put_us(o->f, start - o->t0);
+    put_grid(o->f, a, o->bits);
     put_raw(o->f, ",\"dur\":");
-    put_us(o->f, dur);
+    put_grid(o->f, grid_sub(b, a, o->bits), o->bits);
     put_raw(o->f, ",\"args\":{");
 }
 
@@ -469,11 +516,11 @@ static int write_flows(out_t *o, const copies *cp) {
         n++;
         fprintf(o->f, ",\n{\"ph\":\"s\",\"name\":\"copy\",\"cat\":\"copy\",\"id\":%d,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
                 n, r->pid, r->tid);
-        put_us(o->f, r->start + (r->end - r->start) / 2 - o->t0);
+        put_ts(o, r->start + (r->end - r->start) / 2);
         fprintf(o->f, "}");
         fprintf(o->f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"copy\",\"cat\":\"copy\",\"id\":%d,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
                 n, r->pid, r->op_tid);
-        put_us(o->f, r->op_start + (r->op_end - r->op_start) / 2 - o->t0);
+        put_ts(o, r->op_start + (r->op_end - r->op_start) / 2);
         fprintf(o->f, "}");
     }
     return n;
@@ -509,7 +556,7 @@ static int write_memory(sqlite3 *db, out_t *o) {
         put_raw(o->f, ",\"cat\":\"memory\",\"pid\":");
         put_i64(o->f, e->buf->pid);
         put_raw(o->f, ",\"tid\":0,\"ts\":");
-        put_us(o->f, (uint64_t) e->t_ns > o->t0 ? (uint64_t) e->t_ns - o->t0 : 0);
+        put_ts(o, (uint64_t) e->t_ns);
         put_raw(o->f, ",\"args\":{");
         for (int k = 0; k < GGPROF_MEM_KINDS; k++) {
             arg_key(o, ggprof_mem_kind_names[k], k == 0);
@@ -556,6 +603,22 @@ static uint64_t run_t0(const run_data *r, uint64_t t0) {
         if ((uint64_t) r->th.v[i].start_ns < t0) t0 = (uint64_t) r->th.v[i].start_ns;
     }
     return t0;
+}
+
+/* The latest instant the file's slices show (ns): it chooses the time grid. */
+static uint64_t run_t_end(const run_data *r, const ggprof_model *l) {
+    int64_t end = 0;
+#define LATEST(v) \
+    do { \
+        if ((v) > end) end = (v); \
+    } while (0)
+    for (size_t i = 0; i < l->n_rec; i++) LATEST(l->rec[i].start_ns + l->rec[i].duration_ns);
+    for (size_t i = 0; i < l->n_splits; i++) LATEST(l->splits[i].start_ns + l->splits[i].duration_ns);
+    for (size_t i = 0; i < l->n_graphs; i++) LATEST(l->graphs[i].start_ns + l->graphs[i].duration_ns);
+    for (size_t i = 0; i < r->acc.n_procs; i++) LATEST(r->acc.procs[i].start_ns + r->acc.procs[i].wall_ns);
+    for (size_t i = 0; i < r->th.n; i++) LATEST(r->th.v[i].start_ns + r->th.v[i].dur_ns);
+#undef LATEST
+    return (uint64_t) end;
 }
 
 /* Each process's row "ggprof: where the time went": the accounting's categories laid on its wall time, tiling it. */
@@ -699,8 +762,10 @@ int ggprof_export_chrome(sqlite3 *db, const char *path, const ggprof_export_opts
     }
     static char buf[1 << 20];
     setvbuf(f, buf, _IOFBF, sizeof(buf));
-    out_t o = { f, run_t0(&run, (uint64_t) ggprof_model_t0(&l)), 0 };
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"t0_ns\":", f);
+    out_t    o   = { f, run_t0(&run, (uint64_t) ggprof_model_t0(&l)), 0, 0 };
+    uint64_t end = run_t_end(&run, &l);
+    o.bits       = grid_bits(end > o.t0 ? (end - o.t0) / 1000 + 1 : 1);
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"ggprof\",\"time_grid_bits\":%d,\"t0_ns\":", o.bits);
     if (sample.every > 1) {
         fprintf(f, "%" PRIu64 ",\"sampled\":{\"records\":%" PRId64 ",\"records_shown\":%" PRId64 ",\"one_graph_in\":%" PRId64
                    ",\"note\":\"the ops of one graph in every one_graph_in; every graph and split is shown\"}",
