@@ -607,18 +607,20 @@ static uint64_t run_t0(const run_data *r, uint64_t t0) {
 
 /* The latest instant the file's slices show (ns): it chooses the time grid. */
 static uint64_t run_t_end(const run_data *r, const ggprof_model *l) {
-    int64_t end = 0;
-#define LATEST(v) \
+    uint64_t end = 0;
+    /* unsigned: a hostile trace's times may overflow int64 when summed */
+#define LATEST(a, d) \
     do { \
-        if ((v) > end) end = (v); \
+        uint64_t e_ = (uint64_t) (a) + (uint64_t) (d); \
+        if (e_ > end) end = e_; \
     } while (0)
-    for (size_t i = 0; i < l->n_rec; i++) LATEST(l->rec[i].start_ns + l->rec[i].duration_ns);
-    for (size_t i = 0; i < l->n_splits; i++) LATEST(l->splits[i].start_ns + l->splits[i].duration_ns);
-    for (size_t i = 0; i < l->n_graphs; i++) LATEST(l->graphs[i].start_ns + l->graphs[i].duration_ns);
-    for (size_t i = 0; i < r->acc.n_procs; i++) LATEST(r->acc.procs[i].start_ns + r->acc.procs[i].wall_ns);
-    for (size_t i = 0; i < r->th.n; i++) LATEST(r->th.v[i].start_ns + r->th.v[i].dur_ns);
+    for (size_t i = 0; i < l->n_rec; i++) LATEST(l->rec[i].start_ns, l->rec[i].duration_ns);
+    for (size_t i = 0; i < l->n_splits; i++) LATEST(l->splits[i].start_ns, l->splits[i].duration_ns);
+    for (size_t i = 0; i < l->n_graphs; i++) LATEST(l->graphs[i].start_ns, l->graphs[i].duration_ns);
+    for (size_t i = 0; i < r->acc.n_procs; i++) LATEST(r->acc.procs[i].start_ns, r->acc.procs[i].wall_ns);
+    for (size_t i = 0; i < r->th.n; i++) LATEST(r->th.v[i].start_ns, r->th.v[i].dur_ns);
 #undef LATEST
-    return (uint64_t) end;
+    return end;
 }
 
 /* Each process's row "ggprof: where the time went": the accounting's categories laid on its wall time, tiling it. */
