@@ -275,6 +275,17 @@ if ! nm_dir=$(bash "$BR/install.sh" 2> "$OUT/install.log"); then
     not_ok "browser: install chromium and playwright-core" "$(tail -n 3 "$OUT/install.log" | tr '\n' ' ')"
     exit 0
 fi
+# The Chrome files in speedscope (tests/browser/speedscope_check.js; tests/e2e/speedscope.sh has the demo's): each
+# row's slices nest in its double arithmetic too, the copies and overlap rows among them.
+for t in dense rpc flows; do
+    json="$OUT/$t.trace.json"
+    load_kv "$json.check"
+    want="${KV[tracks]:-}/${KV[x_events]:-}/0/0"
+    NODE_PATH="$nm_dir" node "$BR/speedscope_check.js" "$json" "$OUT" > "$json.speedscope" 2> "$json.speedscope.err"
+    load_kv "$json.speedscope"
+    expect "$t: speedscope: a profile per row, a slice per X event, none misnested or left open" \
+        "${KV[profiles]:-}/${KV[slices]:-}/${KV[misnested]:-}/${KV[closed_at_end]:-}" "$want"
+done
 browse() { # HTML LABEL
     NODE_PATH="$nm_dir" node "$BR/viewer_check.js" "$1" "$OUT" > "$1.browser" 2> "$1.browser.err"
     expect "$2: browser run exits 0" "$?" 0
