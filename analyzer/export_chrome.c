@@ -221,8 +221,8 @@ static void put_i64(FILE *f, int64_t v) {
     put_u64(f, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v);
 }
 
-/* Times are written on a binary grid: microseconds plus a multiple of 2^-bits of one (bits at most 20, about a
- * millionth of a nanosecond), the instant's nearest grid point. Every such number below 2^53 grid points is a
+/* Times are written on a binary grid: microseconds plus a multiple of 2^-bits of one (bits at most 20: a step of
+ * about a thousandth of a nanosecond), the instant's nearest grid point. Every such number below 2^53 grid points is a
  * double exactly, so whatever a viewer computes from them (ts + dur, ts - the first ts, a sort) is exact too: a
  * slice that ends where the next begins ends on the very double the next begins on, and a slice nested in
  * another stays inside it. Decimal nanoseconds ("1999.614") are not doubles: speedscope's ts + dur overshot the
@@ -254,7 +254,7 @@ static grid_t grid_sub(grid_t a, grid_t b, int bits) { /* a - b, a >= b */
     return (grid_t) { a.us - b.us - 1, (uint32_t) (a.frac + ((uint32_t) 1 << bits) - b.frac) };
 }
 
-/* A grid time in decimal, exactly: "1999.61399841308594" (a fraction of 2^-bits has at most bits decimals). */
+/* A grid time in decimal, exactly: "1999.6140003204345703125" (a fraction of 2^-bits has at most bits decimals). */
 static void put_grid(FILE *f, grid_t g, int bits) {
     put_u64(f, g.us);
     if (!g.frac) return;
