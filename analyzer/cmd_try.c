@@ -997,8 +997,8 @@ int ggprof_cmd_try(int argc, char **argv) {
     size_t n = 0;
     strv base = { NULL, 0 };
     rc = load_cmd(db, o.trace, &x.cmd);
-    if (!rc) rc = check_program(&x.cmd);
     if (!rc) rc = check_gone(&x.cmd, o.trace);
+    if (!rc) rc = check_program(&x.cmd);
     if (!rc && ggprof_findings_run(db, NULL, NULL, &f, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "'%s': %s", o.trace, why);
     if (!rc && !(picked = calloc(f.n + 1, sizeof(*picked)))) rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "out of memory");
     if (!rc) rc = pick(&o, &f, picked, &n);
