@@ -518,8 +518,9 @@ static int measure(const char *db_path, const char *part, int64_t *part_ns, int6
         }
     }
     if (strcmp(part, "wall") == 0) *part_ns = *wall_ns;
+    size_t n_procs = a.n_procs;
     ggprof_accounting_free(&a);
-    if (a.n_procs == 0) {
+    if (n_procs == 0) {
         snprintf(why, len, "no ggml process in the run's trace");
         return -1;
     }
@@ -685,8 +686,9 @@ static void trial_categories(FILE *f, const char *a, const char *b, int json) {
                         seen = strcmp(acc[k].procs[q].cats[d].name, name) == 0;
                     }
                 }
-                for (size_t q = 0; k == 1 && q < acc[0].n_procs && !seen; q++) seen = ggprof_accounting_cat(&acc[0].procs[q], name) != 0 ||
-                    strcmp(name, "other") == 0;
+                for (size_t q = 0; k == 1 && q < acc[0].n_procs && !seen; q++) {
+                    for (size_t d = 0; d < acc[0].procs[q].n_cats && !seen; d++) seen = strcmp(acc[0].procs[q].cats[d].name, name) == 0;
+                }
                 if (seen) continue;
                 int64_t v[2] = { 0, 0 };
                 for (int s = 0; s < 2; s++) {
@@ -717,7 +719,7 @@ static void copy_file(FILE *f, const char *path, const char *indent) {
     char line[4096];
     int bol = 1;
     while (in && fgets(line, sizeof(line), in)) {
-        if (bol && indent) fputs(indent, f);
+        if (bol && indent && *line != '\n') fputs(indent, f);
         fputs(line, f);
         bol = line[strlen(line) - 1] == '\n';
     }
@@ -926,7 +928,8 @@ static int try_main(try_ctx *x, try_trial *t, size_t n, const strv *base) {
     const try_opts *o = x->o;
     FILE *f = stdout;
     int   rc = 0, first = 1;
-    ggprof_progress_start(&x->prog, x->what, (uint64_t) (1 + 2 * (size_t) o->pairs * n));
+    uint64_t total = (uint64_t) (1 + 2 * (size_t) o->pairs * n); /* runs at most: a trial that stops early skips some */
+    ggprof_progress_start(&x->prog, x->what, total);
     /* The warm-up: caches filled, and a command that no longer runs said before any trial. */
     snprintf(x->what, sizeof(x->what), "try: a first baseline run (warm-up)");
     char why[400];
@@ -972,6 +975,8 @@ static int try_main(try_ctx *x, try_trial *t, size_t n, const strv *base) {
         first = 0;
         fflush(f);
         rm_tree(tr->dir);
+        x->done = 1 + 2 * (uint64_t) o->pairs * (i + 1);
+        ggprof_progress_start(&x->prog, x->what, total); /* the line again for the next trial, after the report */
         if (r) {
             ggprof_err("%s: %s", tr->f->rule, tr->error);
             break; /* the command fails now: the other trials would fail alike */
