@@ -8,6 +8,7 @@
 D=$OUT
 mark=try_safety_$$ # in every stand-in's arguments: pgrep finds what is left of them
 mkdir -p "$D/bin" "$D/tmp" "$D/work"
+rm -f "$D/ran" # the runs the stand-in made, this time only
 # The stand-in: writes its working directory, GGML_TRY_TEST and -t into $D/ran (the runs it made), then by its
 # prompt: exits 3 (fail), runs 30 s then writes "finished" there (slow), or ends at once.
 cat > "$D/bin/llama-completion" <<EOF
