@@ -88,6 +88,7 @@ typedef struct {
     int                   n;      /* pairs done */
     char                  dir[PATH_MAX];
     char                  error[512];
+    int                   failed_side; /* with error: 0 the baseline failed (every trial would), 1 the changed */
     double                mean, lo, hi, wmean, wlo, whi;
     const char           *verdict;
 } try_trial;
@@ -635,12 +636,14 @@ static int trial_run(try_ctx *x, try_trial *t, const strv *base) {
             if (rc == -2) return -2;
             if (rc) {
                 snprintf(t->error, sizeof(t->error), "the %s run of pair %d %s", side ? "changed" : "baseline", i + 1, why);
+                t->failed_side = side;
                 return 1;
             }
             char db[PATH_MAX + 80];
             snprintf(db, sizeof(db), "%s/%s.db", t->dir, name);
             if (measure(db, t->part, &t->part_ns[side][i], &t->wall_ns[side][i], why, sizeof(why)) != 0) {
                 snprintf(t->error, sizeof(t->error), "the %s run of pair %d: %s", side ? "changed" : "baseline", i + 1, why);
+                t->failed_side = side;
                 return 1;
             }
         }
@@ -737,7 +740,7 @@ static void trial_print(FILE *f, try_ctx *x, const try_trial *t, const char *dif
     if (t->error[0]) {
         char safe[600];
         fprintf(f, "  stopped: %s\n", ggprof_text_safe(t->error, safe, sizeof(safe)));
-        if (!t->n) return;
+        return;
     }
     double bm = 0, cm = 0, bw = 0, cw = 0;
     for (int i = 0; i < t->n; i++) {
@@ -773,7 +776,7 @@ static void trial_json(FILE *f, const try_trial *t, const char *diff_path, const
     fputs("], \"command\": ", f);
     put_json_argv(f, &t->argv);
     fprintf(f, ",\n     \"part\": \"%s\", \"pairs\": %d, \"at_stake_ns\": %" PRId64, t->part, t->n, t->f->at_stake_ns);
-    if (t->n) {
+    if (t->n && !t->error[0]) {
         double b0 = 0, c0 = 0, bw = 0, cw = 0;
         for (int i = 0; i < t->n; i++) {
             b0 += (double) t->part_ns[0][i], c0 += (double) t->part_ns[1][i];
@@ -979,7 +982,7 @@ static int try_main(try_ctx *x, try_trial *t, size_t n, const strv *base) {
         ggprof_progress_start(&x->prog, x->what, total); /* the line again for the next trial, after the report */
         if (r) {
             ggprof_err("%s: %s", tr->f->rule, tr->error);
-            break; /* the command fails now: the other trials would fail alike */
+            if (tr->failed_side == 0) break; /* the recorded command fails now: the other trials would fail alike */
         }
     }
     if (o->json) fputs("\n ]}\n", f);
