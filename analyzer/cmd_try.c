@@ -285,6 +285,8 @@ static int check_gone(const try_cmd *c, const char *trace) {
         const char *a = c->argv.v[i], *model = NULL;
         if ((strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) && i + 1 < c->argv.n) model = c->argv.v[i + 1];
         else if (strncmp(a, "--model=", 8) == 0) model = a + 8;
+        /* the input files: whisper-cli's audio, llama-completion's prompt file */
+        else if ((strcmp(a, "-f") == 0 || strcmp(a, "--file") == 0) && i + 1 < c->argv.n) model = c->argv.v[i + 1];
         /* llama-bench takes a comma list of models */
         while (model && *model) {
             size_t n = strcspn(model, ",");
@@ -292,8 +294,8 @@ static int check_gone(const try_cmd *c, const char *trace) {
             snprintf(one, sizeof(one), "%.*s", (int) n, model);
             at_cwd(c, one, path, sizeof(path));
             if (access(path, R_OK) != 0) {
-                return ggprof_fail(GGPROF_EXIT_USAGE, "the command of '%s' is gone: its model '%s' no longer exists",
-                                   trace, ggprof_text_safe(one, safe, sizeof(safe)));
+                return ggprof_fail(GGPROF_EXIT_USAGE, "the command of '%s' is gone: its %s '%s' no longer exists", trace,
+                                   a[1] == 'f' || a[2] == 'f' ? "input file" : "model", ggprof_text_safe(one, safe, sizeof(safe)));
             }
             model += n + (model[n] == ',');
         }

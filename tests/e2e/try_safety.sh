@@ -98,6 +98,8 @@ set_meta "$D/gone.db" argv '["../bin/llama-completion-gone", "-m", "model.gguf",
 refused "a command whose binary is gone" "is gone: '../bin/llama-completion-gone' no longer exists" "$D/gone.db" --yes
 set_meta "$D/gone.db" argv '["../bin/llama-completion", "-m", "gone.gguf", "-t", "4"]'
 refused "a command whose model is gone" "is gone: its model 'gone.gguf' no longer exists" "$D/gone.db" --dry-run
+set_meta "$D/gone.db" argv '["../bin/llama-completion", "-m", "model.gguf", "-f", "gone.wav"]'
+refused "a command whose input file is gone" "is gone: its input file 'gone.wav' no longer exists" "$D/gone.db" --yes
 set_meta "$D/gone.db" argv '["/bin/sh", "-c", "echo pwned > /tmp/pwned_'$mark'"]'
 refused "a program try does not know" "'sh' cannot be tried" "$D/gone.db" --yes
 set_meta "$D/gone.db" argv '["../bin/llama-server", "-m", "model.gguf"]'
