@@ -14,6 +14,7 @@ int ggprof_cmd_calibrate(int argc, char **argv);
 int ggprof_cmd_rollup(int argc, char **argv);
 int ggprof_cmd_diff(int argc, char **argv);
 int ggprof_cmd_replay(int argc, char **argv);
+int ggprof_cmd_try(int argc, char **argv);
 
 extern const char ggprof_usage_report[];
 extern const char ggprof_usage_query[];
@@ -26,5 +27,6 @@ extern const char ggprof_usage_calibrate[];
 extern const char ggprof_usage_rollup[];
 extern const char ggprof_usage_diff[];
 extern const char ggprof_usage_replay[];
+extern const char ggprof_usage_try[];
 
 #endif

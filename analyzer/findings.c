@@ -179,6 +179,10 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
         ev_int(out, "barrier_ns", waits);
         advise(out, "%" PRId64 " threads on %.3g CPUs: -t %d (threads beyond the CPUs make the others wait at every"
                     " barrier)", threads, usable, (int) floor(usable) > 0 ? (int) floor(usable) : 1);
+        out->change.n = 1;
+        snprintf(out->change.opt[0].flag, sizeof(out->change.opt[0].flag), "-t");
+        snprintf(out->change.opt[0].value, sizeof(out->change.opt[0].value), "%d",
+                 (int) floor(usable) > 0 ? (int) floor(usable) : 1);
         fired = 1;
     }
     sqlite3_finalize(st);

@@ -24,6 +24,7 @@
 #include "metrics_http.h"
 #include "outfile.h"
 #include "proc_sample.h"
+#include "rerun_env.h"
 #include "progress.h"
 #include "ring.h"
 #include "self_path.h"
@@ -766,6 +767,61 @@ static void record_disk_full(record_run *r, sqlite3 *db, ggprof_store_counts *c)
     sqlite3_finalize(st);
 }
 
+/* What `ggprof try` needs to run the command again as it ran here, and to tell whether the trace is the user's own
+ * (docs/try.md): argv as a JSON array (the command line `command` joins them with spaces and cannot be split back),
+ * the working directory, the environment variables a rerun needs (schema/rerun_env.h: never the whole environment)
+ * as a JSON object, and who recorded it where: uid, hostname and /etc/machine-id. */
+static void record_rerun_meta(record_run *r) {
+    char  *buf = NULL;
+    size_t len = 0;
+    FILE  *f   = open_memstream(&buf, &len);
+    if (f) {
+        fputc('[', f);
+        for (char **a = r->cmd; *a; a++) {
+            if (a != r->cmd) fputs(", ", f);
+            ggprof_json_put(f, *a, 0);
+        }
+        fputc(']', f);
+        if (fclose(f) == 0) ggprof_store_meta(r->store, "argv", buf);
+        free(buf);
+    }
+    buf = NULL;
+    if ((f = open_memstream(&buf, &len))) {
+        extern char **environ;
+        int n = 0;
+        fputc('{', f);
+        for (char **e = environ; *e; e++) {
+            const char *eq = strchr(*e, '=');
+            if (!eq || !ggprof_rerun_env_kept(*e, (size_t) (eq - *e))) continue;
+            char name[256];
+            snprintf(name, sizeof(name), "%.*s", (int) (eq - *e), *e);
+            fputs(n++ ? ", " : "", f);
+            ggprof_json_put(f, name, 0);
+            fputs(": ", f);
+            ggprof_json_put(f, eq + 1, 0);
+        }
+        fputc('}', f);
+        if (fclose(f) == 0) ggprof_store_meta(r->store, "env", buf);
+        free(buf);
+    }
+    char path[PATH_MAX];
+    if (getcwd(path, sizeof(path))) ggprof_store_meta(r->store, "cwd", path);
+    snprintf(path, sizeof(path), "%u", (unsigned) getuid());
+    ggprof_store_meta(r->store, "uid", path);
+    if (gethostname(path, sizeof(path) - 1) == 0) {
+        path[sizeof(path) - 1] = '\0';
+        ggprof_store_meta(r->store, "hostname", path);
+    }
+    FILE *mid = fopen("/etc/machine-id", "r");
+    if (mid) {
+        if (fgets(path, 64, mid)) {
+            path[strcspn(path, "\n")] = '\0';
+            if (*path) ggprof_store_meta(r->store, "machine_id", path);
+        }
+        fclose(mid);
+    }
+}
+
 /* The trace's metadata, the database, the JSON, and what record says of the run. */
 static int record_finish(record_run *r) {
     uint64_t dropped    = ggprof_ring_dropped_records(&r->ring);
@@ -779,6 +835,7 @@ static int record_finish(record_run *r) {
         cmdlen += (size_t) snprintf(cmdline + cmdlen, sizeof(cmdline) - cmdlen, "%s%s", a == r->cmd ? "" : " ", *a);
     }
     ggprof_store_meta(r->store, "command", cmdline);
+    record_rerun_meta(r);
     ggprof_store_meta(r->store, "level", level_name(r->level));
     snprintf(buf, sizeof(buf), "%d", r->exit_code);
     ggprof_store_meta(r->store, "exit_status", buf);

@@ -59,6 +59,8 @@ static const ggprof_cmd k_cmds[] = {
     { "diff", ggprof_cmd_diff, "compare two traces op by op, beyond noise; gate CI with --fail-above", ggprof_usage_diff },
     { "replay", ggprof_cmd_replay, "run the trace's op cases alone in test-backend-ops, beside their in-situ time",
       ggprof_usage_replay },
+    { "try", ggprof_cmd_try, "rerun a trace's command with each finding's change and measure what it saves",
+      ggprof_usage_try },
     { "version", cmd_version, "ggprof's version, and its ring's and trace database's (also: --version)",
       k_usage_version },
 };
