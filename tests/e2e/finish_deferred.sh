@@ -23,6 +23,8 @@ held=$(flock -n "$db.lock" true 2> /dev/null && echo free || echo held)
 old=$([ -e "$db" ] && echo there || echo gone)
 "$GGPROF" report "$db" > "$OUT/report.txt" 2> "$OUT/report.err" &
 reader=$!
+"$GGPROF" top-ops "$json" > "$OUT/top.txt" 2> "$OUT/top.err" & # the JSON's reader waits too
+json_reader=$!
 line=$(grep -c "^ggprof: record: finishing the trace in the background (pid [0-9]*): '$db' and '$json' are complete when it exits" "$OUT/err")
 expect "record says it in one line" "$line" 1
 expect "and nothing else (the rest goes to OUT.log)" "$(wc -l < "$OUT/err")" 1
@@ -53,6 +55,11 @@ wait "$reader"
 expect "report waited and succeeded" "$?" 0
 expect "report said it waited, once" "$(grep -c "^ggprof: report: waiting for '$db' to be finished by record (pid $pid)\$" \
     "$OUT/report.err")" 1
+wait "$json_reader"
+expect "top-ops on the JSON waited and succeeded" "$?" 0
+expect "top-ops said it waited, once" "$(grep -c "^ggprof: top-ops: waiting for '$json' to be finished by record (pid $pid)\$" \
+    "$OUT/top.err")" 1
+expect "top-ops read the whole JSON" "$(grep -c "SCALE" "$OUT/top.txt")" 1
 expect "report read the new trace" "$(grep -c "OP  ] backend 0 SCALE .* count=$((n_ops * n_graphs)) " "$OUT/report.txt")" 1
 expect "every OP record offered is in the database" "$(q "$db" "SELECT count(*) FROM events WHERE type = 0")" \
     $((n_ops * n_graphs))
