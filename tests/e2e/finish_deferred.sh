@@ -32,6 +32,7 @@ pid=$(sed -n 's/.*in the background (pid \([0-9]*\)).*/\1/p' "$OUT/err")
 expect "record exits before the trace is finished: OUT.lock is held" "$held" held
 expect "the old trace went as record deferred" "$old" gone
 expect "OUT.lock names the background process" "$(cat "$db.lock" 2> /dev/null)" "$pid"
+expect "OUT.lock and OUT.log are private (mode 0600)" "$(stat -c %a "$db.lock" "$db.log" 2> /dev/null | tr '\n' ' ')" "600 600 "
 # While it builds: the hidden database beside OUT (schema/outfile.c) is valid whenever it is read (each batch a
 # transaction; the reader waits out a commit), and OUT is absent or whole.
 reads=0
