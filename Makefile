@@ -43,7 +43,7 @@ ENGINE_SRC += kernels/opencl/cl_trace.c kernels/cuda/cuda_hook.c
 # Vulkan dispatch timing: the hook that enables ggprof's Vulkan layer (below) when a program is recorded.
 ENGINE_SRC += kernels/vulkan/vk_hook.c
 GGPROF_SRC := $(wildcard collector/*.c) $(wildcard analyzer/*.c) $(SCHEMA_ENGINE_SRC) schema/trace_db.c schema/store.c
-GGPROF_SRC += schema/cli.c schema/progress.c schema/requests.c schema/outfile.c
+GGPROF_SRC += schema/cli.c schema/progress.c schema/requests.c schema/outfile.c schema/trace_lock.c
 
 LIB     := $(BUILD)/lib/libggprof.so
 BIN     := $(BUILD)/bin/ggprof

@@ -18,6 +18,10 @@ int ggprof_json_v3_export(sqlite3 *db, const char *path, char *why, size_t why_l
 typedef struct ggprof_json_v3_stream ggprof_json_v3_stream;
 ggprof_json_v3_stream *ggprof_json_v3_stream_open(const char *path);
 int  ggprof_json_v3_stream_add(ggprof_json_v3_stream *s, sqlite3 *db);
+/* Writes out the records added so far and ends the stream's compressing threads (a fork may follow: record's finish
+ * in the background); the export writes every record after them. 0, or -1 when they could not be written (the
+ * export then writes them all again). */
+int  ggprof_json_v3_stream_pause(ggprof_json_v3_stream *s);
 /* ggprof_json_v3_export with what s wrote (s NULL: all of it); the same bytes, uncompressed, either way. */
 int  ggprof_json_v3_export_stream(sqlite3 *db, const char *path, ggprof_json_v3_stream *s, char *why, size_t why_len);
 /* Removes PATH.records and frees s (NULL: nothing). */

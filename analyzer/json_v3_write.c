@@ -231,7 +231,7 @@ ggprof_json_v3_stream *ggprof_json_v3_stream_open(const char *path) {
 }
 
 int ggprof_json_v3_stream_add(ggprof_json_v3_stream *s, sqlite3 *db) {
-    if (!s || s->failed) return -1;
+    if (!s || s->failed || !s->o) return -1;
     int64_t mark = nodes_mark(db);
     if (mark != s->nodes_mark) { /* a node described since: its part, for the records that name it */
         parts_free(&s->parts);
@@ -240,6 +240,13 @@ int ggprof_json_v3_stream_add(ggprof_json_v3_stream *s, sqlite3 *db) {
     }
     ggprof_progress quiet = { 0 }; /* inactive: nothing is shown while the workload runs */
     if (!s->failed && write_records(db, s->o, &s->parts, &s->d, &quiet) != 0) s->failed = true;
+    return s->failed ? -1 : 0;
+}
+
+int ggprof_json_v3_stream_pause(ggprof_json_v3_stream *s) {
+    if (!s || !s->o) return s ? -1 : 0;
+    if (ggprof_gzout_close(s->o) != 0) s->failed = true;
+    s->o = NULL;
     return s->failed ? -1 : 0;
 }
 
@@ -263,7 +270,7 @@ int ggprof_json_v3_export_stream(sqlite3 *db, const char *path, ggprof_json_v3_s
     records_done d = { 0, 0, 0, false };
     FILE *body = NULL;
     if (s) {
-        int body_rc = ggprof_gzout_close(s->o);
+        int body_rc = s->o ? ggprof_gzout_close(s->o) : 0; /* none: paused, its records written whole */
         s->o = NULL;
         if (!s->failed && body_rc == 0 && !s->d.device && s->d.rows && (body = fopen(s->body, "rb"))) d = s->d;
     }

@@ -12,9 +12,13 @@
 #include "cli.h"
 #include "json_v3.h"
 #include "trace_db.h"
+#include "trace_lock.h"
 #include "views.h"
 
+/* Every reader of a trace comes through here first: a trace that record is finishing in the background (its
+ * OUT.lock held) is waited for, with one line. */
 ggprof_trace_kind ggprof_trace_kind_of(const char *path) {
+    ggprof_trace_wait(path);
     FILE *f = fopen(path, "rb");
     if (!f) return GGPROF_TRACE_OTHER;
     unsigned char head[16] = { 0 };
@@ -28,6 +32,7 @@ ggprof_trace_kind ggprof_trace_kind_of(const char *path) {
 }
 
 int ggprof_trace_open(const char *path, sqlite3 **db, char *why, size_t why_len) {
+    ggprof_trace_wait(path);
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(why, why_len, "cannot open '%s': %s", path, strerror(errno));

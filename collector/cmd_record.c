@@ -30,6 +30,7 @@
 #include "self_path.h"
 #include "spill.h"
 #include "store.h"
+#include "trace_lock.h"
 #include "trace_db.h"
 #include "v3_format.h"
 
@@ -110,6 +111,9 @@ static void json_path_for(const char *db, char *out, size_t len) {
     snprintf(out, len, "%.*s.json.gz", (int) n, db);
 }
 
+/* OUT.log: what a background finish says (record's end lines, its errors). */
+static void log_path_for(const char *db, char *out, size_t len) { snprintf(out, len, "%s.log", db); }
+
 /* One line per process of what was recorded: the levels that produced records, the CPU splits timed op by op and
  * with which tick model, then the engine's notes (what it turned off, and why). */
 static void print_processes(sqlite3 *db, int level) {
@@ -173,12 +177,14 @@ typedef struct {
     uint64_t        rounds[MAX_ROUNDS], pushed;
     int             n_rounds;
     bool            started, off, stop, failed;
+    atomic_bool     cut;      /* the workload ended: the round being stored ends at its next frame */
+    uint64_t        bytes_ns[2]; /* spill bytes stored and the ns it took, rounds' JSON included: the build's rate */
 } record_builder;
 
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
 typedef struct {
     const char *out, *level_str;
-    int         level, quiet, serialize, alternate, start_paused, threads;
+    int         level, quiet, serialize, alternate, start_paused, threads, wait;
     bool        no_builder, no_sampler; /* GGPROF_RECORD_BUILDER=0, GGPROF_RECORD_SAMPLER=0: the A/B of their cost */
     long        ring_kib, sample, max_mb;
     const char *snapshot_str, *metrics_str;
@@ -213,6 +219,8 @@ typedef struct {
     int64_t       clock_real, clock_mono; /* CLOCK_REALTIME and CLOCK_MONOTONIC read together at the start */
     ggprof_proc_sampler *sampler; /* the whole run: fork to exit, rusage, threads' blocked time (proc_sample.c) */
     struct rusage ru;
+    double        defer_s;  /* the end's work, in seconds, beyond which it is finished in the background */
+    int           lock_fd;  /* OUT.lock, held while the trace is finished in the background; -1: none */
 } record_run;
 
 /* OUT.db -> OUT.snapshot.db; any other name gets .snapshot.db appended. */
@@ -363,7 +371,7 @@ static void snapshot_write(record_run *r) {
     close(fd);
     if (ggprof_store_create(&st, of.tmp, why, sizeof(why)) != 0) _exit(ggprof_outfile_end(&of, 0) + 1);
     ggprof_progress_quiet = true;
-    r->spill.built = 0; /* a new store: every frame, those the parent's database holds already too */
+    r->spill.built = r->spill.desc_built = 0; /* a new store: every frame, those the parent's database holds too */
     ggprof_spill_replay(&r->spill, st, false);
     ggprof_store_meta(st, "snapshot", "1");
     sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
@@ -450,6 +458,11 @@ static int record_parse(record_run *r, int argc, char **argv) {
         { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL, "[HOST:]PORT",
           "while CMD runs, serve live totals at http://HOST:PORT/metrics for Prometheus and 'ggprof top' (HOST "
           "defaults to 127.0.0.1; PORT 0 picks a free port, printed on stderr; docs/metrics.md)" },
+        { "--wait", NULL, GGPROF_OPT_FLAG, &r->wait, NULL, NULL,
+          "finish OUT and its JSON before exiting, however long that takes (also GGPROF_RECORD_WAIT=1): for scripts "
+          "that read them with other tools at once. Without it, when what is left to store as CMD ends would take "
+          "more than about a second (GGPROF_RECORD_DEFER_S), record exits with CMD's status and a background process "
+          "finishes them, holding OUT.lock until both are whole (ggprof commands wait for it; its lines in OUT.log)" },
         { "--quiet", "-q", GGPROF_OPT_FLAG, &r->quiet, NULL, NULL, "print nothing but errors" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), NULL, 0, 0, NULL, 1, 0, NULL };
@@ -478,6 +491,10 @@ static int record_parse(record_run *r, int argc, char **argv) {
     r->cmd = argv + a.next;
     r->no_builder = env_off("GGPROF_RECORD_BUILDER");
     r->no_sampler = env_off("GGPROF_RECORD_SAMPLER");
+    const char *w = getenv("GGPROF_RECORD_WAIT"), *d = getenv("GGPROF_RECORD_DEFER_S");
+    if (w && strcmp(w, "1") == 0) r->wait = 1;
+    r->defer_s = 1;
+    if (d && *d && parse_seconds("GGPROF_RECORD_DEFER_S", d, &r->defer_s)) return GGPROF_EXIT_USAGE;
     return 0;
 }
 
@@ -503,6 +520,7 @@ static int record_prepare(record_run *r) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot find the engine '%s' (set GGPROF_LIB or run 'make')", r->engine);
     }
     json_path_for(r->out, r->json, sizeof(r->json));
+    ggprof_trace_wait(r->out); /* a background finish of the same output first */
     /* The spill beside the output, locked first: a second record writing the same output stops here, before it
      * touches anything of the first's. */
     snprintf(r->spill_path, sizeof(r->spill_path), "%s.spill", r->out);
@@ -511,6 +529,12 @@ static int record_prepare(record_run *r) {
     if (sp == -3) return ggprof_fail(GGPROF_EXIT_USAGE, "'%s' belongs to another user; choose another -o", r->spill_path);
     if (sp != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s': %s", r->spill_path, strerror(errno));
     r->spill_open = true;
+    /* ours now: a lock or a log left by a background finish that died says nothing of this trace */
+    char left[PATH_MAX + 8];
+    snprintf(left, sizeof(left), "%s.lock", r->out);
+    unlink(left);
+    log_path_for(r->out, left, sizeof(left));
+    unlink(left);
     if (r->max_mb > 0 && ggprof_spill_bound(&r->spill, r->spill_path, (uint64_t) r->max_mb << 20) != 0) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "cannot write '%s.0': %s", r->spill_path, strerror(errno));
     }
@@ -637,8 +661,14 @@ static void *builder_main(void *arg) {
         uint64_t end = b->rounds[0];
         pthread_mutex_unlock(&b->mu);
         pthread_mutex_lock(&b->busy);
-        int rc = ggprof_spill_build(&r->spill, r->store, end);
-        if (rc == 0 && r->json_stream) ggprof_json_v3_stream_add(r->json_stream, ggprof_store_db(r->store));
+        uint64_t t0 = ggprof_now_ns(), from = r->spill.built;
+        int rc = ggprof_spill_build(&r->spill, r->store, end, &b->cut);
+        /* a round cut short leaves its JSON to the end, which writes every record after the last one written */
+        if (rc == 0 && r->json_stream && !atomic_load(&b->cut)) {
+            ggprof_json_v3_stream_add(r->json_stream, ggprof_store_db(r->store));
+        }
+        b->bytes_ns[0] += r->spill.built - from;
+        b->bytes_ns[1] += ggprof_now_ns() - t0;
         pthread_mutex_unlock(&b->busy);
         pthread_mutex_lock(&b->mu);
         memmove(b->rounds, b->rounds + 1, (size_t) --b->n_rounds * sizeof(b->rounds[0]));
@@ -679,10 +709,11 @@ static void builder_push(record_run *r) {
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Stops the builder after the round it is storing, if any. */
+/* Stops the builder at the next frame of the round it is storing, if any: the end goes on from there. */
 static void builder_stop(record_run *r) {
     record_builder *b = &r->b;
     if (!b->started) return;
+    atomic_store(&b->cut, true);
     pthread_mutex_lock(&b->mu);
     b->stop = true;
     pthread_cond_signal(&b->cv);
@@ -734,8 +765,86 @@ static int record_drain(record_run *r) {
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
     while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
     if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 1);
-    if (ggprof_spill_replay(&r->spill, r->store, true) != 0) ggprof_err("internal: cannot read back '%s'", r->spill_path);
     r->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
+    return 0;
+}
+
+/* The end's rate when the builder measured none (it stored under 50 ms of rounds: a short run, a burst, --max-mb):
+ * spill bytes a second, storing and the JSON: about 430k records of 25 bytes (llama-bench at level op, 2-CPU VM). */
+#define DEFAULT_BUILD_RATE (10.0 * (1 << 20))
+
+/* The workload has ended and the ring is in the spill. What the builder had not stored is stored here when that
+ * takes about defer_s (1 s) or less at the builder's rate; else by a background process, a grandchild in a session
+ * of its own (the terminal's ^C and hang-up do not reach it), its stderr in OUT.log, that holds OUT.lock until OUT
+ * and its JSON are whole: readers wait on it (ggprof_trace_wait). The old OUT and JSON go first, so that no reader
+ * takes them for the new ones. Returns 1 in the process that is to exit now, 0 to go on (nothing deferred, or the
+ * background process). */
+static int record_defer(record_run *r) {
+    if (r->wait || !r->store) return 0;
+    const record_builder *b = &r->b;
+    double rate = b->bytes_ns[1] > 50000000 && b->bytes_ns[0] ? b->bytes_ns[0] / (b->bytes_ns[1] / 1e9) : DEFAULT_BUILD_RATE;
+    double left = (double) ggprof_spill_unbuilt(&r->spill) / rate;
+    if (left <= r->defer_s) return 0;
+    char log[PATH_MAX + 8];
+    log_path_for(r->out, log, sizeof(log));
+    ggprof_metrics_stop(r->metrics); /* its threads would not be in the child */
+    r->metrics   = NULL;
+    r->spill.tap = NULL;
+    ggprof_store_commit(r->store); /* no SQLite lock held across the fork (a full disk is said at the end) */
+    ggprof_json_v3_stream_pause(r->json_stream); /* nor a compressing thread */
+    int pfd[2] = { -1, -1 }, log_fd = -1;
+    if ((r->lock_fd = ggprof_trace_lock_take(r->out)) < 0 || (log_fd = ggprof_private_create(log, O_WRONLY)) < 0 ||
+        pipe2(pfd, O_CLOEXEC) != 0) {
+        goto here;
+    }
+    fflush(NULL); /* nothing buffered is written twice */
+    pid_t mid = fork();
+    if (mid == 0) {
+        pid_t bg = setsid() < 0 ? -1 : fork();
+        if (bg != 0) _exit(bg < 0);
+        pid_t self = getpid();
+        ggprof_trace_lock_owner(r->lock_fd, self);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) dup2(null, 0), dup2(null, 1);
+        dup2(log_fd, 2);
+        if (write(pfd[1], &self, sizeof(self)) != (ssize_t) sizeof(self)) _exit(1);
+        close(pfd[1]);
+        int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+        for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) signal(sigs[k], SIG_DFL); /* no child to forward to */
+        signal(SIGUSR1, SIG_IGN), signal(SIGUSR2, SIG_IGN);
+        ggprof_progress_quiet = true;
+        return 0;
+    }
+    close(pfd[1]);
+    pfd[1] = -1;
+    pid_t bg = 0;
+    bool  ok = mid > 0 && waitpid(mid, NULL, 0) == mid && read(pfd[0], &bg, sizeof(bg)) == (ssize_t) sizeof(bg);
+    close(pfd[0]);
+    if (!ok) goto here;
+    close(log_fd);
+    unlink(r->out);
+    unlink(r->json);
+    if (!r->quiet) {
+        char o[1024], j[1024], l[1024];
+        ggprof_err("finishing the trace in the background (pid %d): '%s' and '%s' are complete when it exits, in "
+                   "about %.0f s (its lines in '%s'); ggprof commands wait for it", (int) bg,
+                   ggprof_text_safe(r->out, o, sizeof(o)), ggprof_text_safe(r->json, j, sizeof(j)), left < 1 ? 1 : left,
+                   ggprof_text_safe(log, l, sizeof(l)));
+    }
+    return 1;
+here: /* cannot defer: finished here, as with --wait */
+    for (int i = 0; i < 2; i++) {
+        if (pfd[i] >= 0) close(pfd[i]);
+    }
+    if (log_fd >= 0) close(log_fd), unlink(log);
+    ggprof_trace_lock_drop(r->lock_fd, r->out);
+    r->lock_fd = -1;
+    return 0;
+}
+
+/* What the builder had not stored when the workload ended (here, or in the background process). */
+static int record_build(record_run *r) {
+    if (ggprof_spill_replay(&r->spill, r->store, true) != 0) ggprof_err("internal: cannot read back '%s'", r->spill_path);
     return 0;
 }
 
@@ -939,11 +1048,17 @@ int ggprof_cmd_record(int argc, char **argv) {
     r.out       = "ggprof.db";
     r.level_str = "op";
     r.ring_kib  = 4096;
+    r.lock_fd   = -1;
     int rc = record_parse(&r, argc, argv);
     if (!rc) rc = record_prepare(&r);
     if (!rc) rc = record_start_child(&r);
     if (!rc) rc = record_drain(&r);
+    /* Deferred: the background process finishes the trace; this one exits with the workload's status and undoes
+     * nothing of what is now the other's (the spill, the ring, the hidden database), nor runs exit handlers. */
+    if (!rc && record_defer(&r)) _exit(r.exit_code);
+    if (!rc) rc = record_build(&r);
     if (!rc) rc = record_finish(&r);
     record_cleanup(&r);
+    ggprof_trace_lock_drop(r.lock_fd, r.out); /* OUT and its JSON are whole (or will not be): readers go on */
     return rc ? rc : r.exit_code;
 }

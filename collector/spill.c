@@ -5,6 +5,7 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +219,9 @@ struct replay {
     uint64_t      n;
     int           pass;
     bool          committed; /* a batch was committed since the last frame began */
+    const atomic_bool *stop; /* set: the records' pass ends at the next frame, at stopped */
+    bool          stopped;
+    uint64_t      stopped_at;
 };
 
 
@@ -261,6 +265,11 @@ static int replay_pass(ggprof_spill *s, int fd, uint64_t from, uint64_t good_end
                        char **buf, size_t *cap, bool release, ggprof_progress *prog, uint64_t base) {
     uint64_t off = from, released = 0;
     while (off + sizeof(frame) <= good_end) {
+        if (r->pass == 1 && r->stop && atomic_load(r->stop)) {
+            r->stopped    = true;
+            r->stopped_at = off;
+            return 0;
+        }
         ggprof_progress_update(prog, base + off - from);
         if (!read_at(fd, mem, off, &r->fr, sizeof(r->fr)) || off + sizeof(frame) + r->fr.n > good_end) return -1;
         if (r->fr.n > *cap) {
@@ -316,8 +325,13 @@ static char *take_into_memory(ggprof_spill *s, char **block) {
     return mem ? mem - s->built : NULL;
 }
 
+/* Where a pass over the file starts: the descriptions' pass after those a stopped build stored already. */
+static uint64_t pass_from(const ggprof_spill *s, int pass) {
+    return pass == 0 && s->desc_built > s->built ? s->desc_built : s->built;
+}
+
 int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
-    struct replay r = { store, { 0 }, 0, 0, false };
+    struct replay r = { store, { 0 }, 0, 0, false, NULL, false, 0 };
     ggprof_store_counts c = ggprof_store_get_counts(store);
     r.n = c.events + c.nodes + c.graphs + c.splits + c.kernels;
     /* A flight recorder's spill is bounded: it stays on disk, its segments read in order after the file. */
@@ -332,8 +346,8 @@ int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
     ggprof_progress_start(&prog, "building the trace database", 2 * n + segs);
     for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
         uint64_t base = (uint64_t) r.pass * n;
-        rc = replay_pass(s, s->fd, s->built, s->good_end, mem, &r, &buf, &cap, release && r.pass == 1 && !s->keep_max,
-                         &prog, base);
+        rc = replay_pass(s, s->fd, pass_from(s, r.pass), s->good_end, mem, &r, &buf, &cap,
+                         release && r.pass == 1 && !s->keep_max, &prog, base);
         for (int i = 0; r.pass == 1 && i < s->n_segs && rc == 0; i++) {
             ggprof_spill_seg *g = seg_at(s, i);
             rc = replay_pass(s, g->fd, 0, g->good_end, NULL, &r, &buf, &cap, false, &prog, 2 * n);
@@ -348,8 +362,8 @@ int ggprof_spill_replay(ggprof_spill *s, ggprof_store *store, bool release) {
 
 bool ggprof_spill_can_build(ggprof_spill *s) { return !s->keep_max && !disk_tight(s); }
 
-int ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end) {
-    struct replay r = { store, { 0 }, 0, 0, false };
+int ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end, const atomic_bool *stop) {
+    struct replay r = { store, { 0 }, 0, 0, false, stop, false, 0 };
     ggprof_store_counts c = ggprof_store_get_counts(store);
     r.n = c.events + c.nodes + c.graphs + c.splits + c.kernels;
     char  *buf = NULL;
@@ -357,12 +371,23 @@ int ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end) {
     int    rc  = 0;
     ggprof_progress quiet = { 0 }; /* inactive: the workload's terminal is not ours while it runs */
     for (r.pass = 0; r.pass < 2 && rc == 0; r.pass++) {
-        rc = replay_pass(s, s->fd, s->built, end, NULL, &r, &buf, &cap, false, &quiet, 0);
+        rc = replay_pass(s, s->fd, pass_from(s, r.pass), end, NULL, &r, &buf, &cap, false, &quiet, 0);
         ggprof_store_commit(store);
     }
     free(buf);
-    if (rc == 0) s->built = end;
+    if (rc == 0 && r.stopped) { /* the descriptions to end are stored, the records to stopped_at */
+        s->desc_built = end;
+        s->built      = r.stopped_at;
+    } else if (rc == 0) {
+        s->built = end;
+    }
     return rc;
+}
+
+uint64_t ggprof_spill_unbuilt(const ggprof_spill *s) {
+    uint64_t n = s->good_end - s->built;
+    for (int i = 0; i < s->n_segs; i++) n += s->seg[(s->first + i) % GGPROF_SPILL_MAX_SEGS].good_end;
+    return n;
 }
 
 void ggprof_spill_close(ggprof_spill *s) {

@@ -2,6 +2,7 @@
 #ifndef GGPROF_SPILL_H
 #define GGPROF_SPILL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,8 +35,9 @@ typedef struct {
     ggprof_spill_seg seg[GGPROF_SPILL_MAX_SEGS]; /* seg[first..first+n_segs), ring indices */
     int              first, n_segs, next_name, rotate;
     uint64_t         dropped_bytes, dropped_segs, dropped_graphs;
-    /* record's database, built while the workload runs: the file's frames before built are in the store */
-    uint64_t built;
+    /* record's database, built while the workload runs: the file's frames before built are in the store, and the
+     * descriptions of those before desc_built (a build stopped in its records' pass) */
+    uint64_t built, desc_built;
     /* record --metrics: each drained run of messages is also shown to tap (the live aggregates, live.h) */
     void (*tap)(int32_t pid, const void *bytes, size_t n, void *user);
     void *tap_user;
@@ -55,8 +57,12 @@ void   ggprof_spill_chunk(ggprof_spill *s, const ggprof_ring_slot *slot, const v
 bool   ggprof_spill_can_build(ggprof_spill *s);
 /* Stores the frames from built to end (a drain's end: a record's description is drained in the same drain or an
  * earlier one, so their descriptions then their records store as the whole file's two passes would), committed.
- * It only reads the file: another thread may append to it meanwhile. Returns 0, or -1 when it cannot be read. */
-int    ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end);
+ * It only reads the file: another thread may append to it meanwhile. stop (NULL: none) set by another thread ends
+ * the records' pass at the next frame: built moves there, the next build or replay goes on from it (record's end
+ * need not wait for a round of the builder). Returns 0, or -1 when it cannot be read. */
+int    ggprof_spill_build(ggprof_spill *s, ggprof_store *store, uint64_t end, const atomic_bool *stop);
+/* The bytes of frames not stored yet (a flight recorder's segments included): what the end's replay has to do. */
+uint64_t ggprof_spill_unbuilt(const ggprof_spill *s);
 /* Replays the spill file's frames not built yet into the store, in the order the messages were drained. With release, the file's space is
  * given back to the file system behind each committed batch (record's last replay: on a full disk the database
  * grows into it). Returns 0, or -1 when the file could not be read back. */

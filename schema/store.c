@@ -86,6 +86,9 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
     /* synchronous=OFF: a killed collector still leaves every committed batch (the OS has the pages); only
      * a power cut could lose them, which a profile can afford. */
     exec(s->db, "PRAGMA synchronous=OFF");
+    /* A reader of the file being written (sqlite3 on it, as record finishes in the background) delays a commit, and
+     * never fails it: a commit that fails stops the storing, as a full disk does. */
+    sqlite3_busy_timeout(s->db, 60000);
     if (ggprof_db_create_schema(s->db, &err) != SQLITE_OK) {
         snprintf(why, why_len, "cannot create '%s': %s", *path ? path : "temporary trace", err ? err : "?");
         sqlite3_free(err);

@@ -20,6 +20,11 @@ expect_ge() {
 
 q() { "$GGPROF" query "$@"; }
 
+# record finishes every trace before it exits (--wait): the tests read its lines and its files at once. A trace
+# finished in the background (what record does when the end has more than about a second to store) is
+# e2e/finish_deferred.sh's, which unsets it.
+export GGPROF_RECORD_WAIT=${GGPROF_RECORD_WAIT:-1}
+
 # What a test preloads by hand (GGML_PROFILE without the collector): libggprof.so, and in a sanitized build (make
 # test SAN=...) the sanitizer's runtime ahead of it, with leak checking off in the profiled program (its leaks and
 # ggml's are not ggprof's). Use as: LD_PRELOAD=$GGPROF_PRELOAD ASAN_OPTIONS=$WORKLOAD_ASAN CMD...
