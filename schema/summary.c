@@ -221,7 +221,7 @@ void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
     static const char *const type_str[3] = { "OP", "COPY", "SYNC" };
     for (size_t i = 0; i < s->n; i++) {
         const ggprof_op_stat *o = &s->v[i];
-        char bw[32], sh[3][64], tensors[256] = "";
+        char bw[32], sh[3][64], tensors[256] = "", safe[256];
         ggprof_fmt_bandwidth(bw, sizeof(bw), o->bytes, o->total_ns);
         size_t p = 0;
         for (int k = 0; k < 3; k++) {
@@ -230,7 +230,7 @@ void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
             if (p >= sizeof(tensors)) break;
         }
         fprintf(fp, "%-5s %4d  %-28s  %6.1f%%  %6" PRId64 "  %10.2f  %10.2f  %10.2f  %10.2f  %12s  %s\n",
-                type_str[o->type < 3 ? o->type : 0], o->backend_id, o->name,
+                type_str[o->type < 3 ? o->type : 0], o->backend_id, ggprof_text_safe(o->name, safe, sizeof(safe)),
                 s->grand_total_ns ? 100.0 * (double) o->total_ns / (double) s->grand_total_ns : 0.0, o->count,
                 (double) o->total_ns / 1e6, (double) o->total_ns / (double) o->count / 1e3, (double) o->min_ns / 1e3,
                 (double) o->max_ns / 1e3, bw, tensors);
