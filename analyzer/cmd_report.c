@@ -396,11 +396,14 @@ static void json_record_traffic(void *user, ggprof_op_stat *g, int type, const c
 }
 
 /* The stat of (type, backend, name) in s, or NULL. */
+static int stat_is(const ggprof_op_stat *o, int type, int backend, const char *name) {
+    return o->type == type && o->backend_id == backend && strcmp(o->name, name) == 0;
+}
+
 static ggprof_op_stat *stat_find(ggprof_op_stats *s, int type, int backend, const char *name, size_t *hint) {
-    if (*hint < s->n && s->v[*hint].type == type && s->v[*hint].backend_id == backend && strcmp(s->v[*hint].name, name) == 0)
-        return &s->v[*hint];
+    if (*hint < s->n && stat_is(&s->v[*hint], type, backend, name)) return &s->v[*hint];
     for (size_t i = 0; i < s->n; i++) {
-        if (s->v[i].type == type && s->v[i].backend_id == backend && strcmp(s->v[i].name, name) == 0) return &s->v[*hint = i];
+        if (stat_is(&s->v[i], type, backend, name)) return &s->v[*hint = i];
     }
     return NULL;
 }

@@ -902,7 +902,9 @@ static void stats_record(void *user, v3_rec *r) {
         for (int i = 0; i < nsrc; i++) memcpy(g->rep_ne_src[i], r->m.ne_src[i], sizeof(g->rep_ne_src[i]));
     }
     /* the group the record went to, new or not (its last; none when out of memory, which counts no record) */
-    if (t->each && t->st->n_records > counted) t->each(t->user, &t->st->v[t->st->last], r->e.type, r->name, r->extra, &r->m);
+    if (t->each && t->st->n_records > counted) {
+        t->each(t->user, &t->st->v[t->st->last], r->e.type, r->name, r->extra, &r->m);
+    }
 }
 
 static void stats_backend(void *user, const v3_backend *b) {

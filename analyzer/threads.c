@@ -195,7 +195,8 @@ static void print_proc(FILE *f, const ggprof_threads_summary_t *s, const char *l
     char cpus[64] = "unknown", quota[48] = "none", used[32] = "unknown";
     char list_safe[64];
     if (s->cpus_allowed > 0) {
-        snprintf(cpus, sizeof(cpus), "%d (%.40s)", s->cpus_allowed, list ? ggprof_text_safe(list, list_safe, sizeof(list_safe)) : "");
+        const char *l = list ? ggprof_text_safe(list, list_safe, sizeof(list_safe)) : "";
+        snprintf(cpus, sizeof(cpus), "%d (%.40s)", s->cpus_allowed, l);
     }
     if (s->cpu_quota > 0) snprintf(quota, sizeof(quota), "%.2f CPUs", s->cpu_quota);
     if (s->threads_used > 0) snprintf(used, sizeof(used), "%d", s->threads_used);
