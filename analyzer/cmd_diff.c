@@ -885,12 +885,13 @@ static void diff_memory(FILE *f, const diff_run *d, ggprof_format fmt) {
                     const ggprof_mpeak *pa = mem_peak(&m[0], name, nth), *pb = mem_peak(&m[1], name, nth);
                     if (!pa && !pb) break;
                     if (fmt != GGPROF_FMT_TABLE) continue;
-                    char e1[160], e2[160];
+                    char e[5][160];
                     fprintf(f, "  %s compute peak: A %s%.2f MiB at %s %s, B %.2f MiB at %s %s\n",
-                            ggprof_text_safe(name, e1, sizeof(e1)), "", pa ? GGPROF_MIB(pa->extent) : 0.0,
-                            pa ? pa->step_op : "-", pa ? ggprof_text_safe(pa->step_tensor, e2, sizeof(e2)) : "",
-                            pb ? GGPROF_MIB(pb->extent) : 0.0, pb ? pb->step_op : "-",
-                            pb ? ggprof_text_safe(pb->step_tensor, e1, sizeof(e1)) : "");
+                            ggprof_text_safe(name, e[0], sizeof(e[0])), "", pa ? GGPROF_MIB(pa->extent) : 0.0,
+                            pa ? ggprof_text_safe(pa->step_op, e[1], sizeof(e[1])) : "-",
+                            pa ? ggprof_text_safe(pa->step_tensor, e[2], sizeof(e[2])) : "",
+                            pb ? GGPROF_MIB(pb->extent) : 0.0, pb ? ggprof_text_safe(pb->step_op, e[3], sizeof(e[3])) : "-",
+                            pb ? ggprof_text_safe(pb->step_tensor, e[4], sizeof(e[4])) : "");
                 }
             }
         }

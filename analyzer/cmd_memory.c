@@ -196,7 +196,9 @@ int ggprof_cmd_memory(int argc, char **argv) {
         if (peak) {
             for (size_t i = 0; i < m.n_peaks; i++) {
                 const ggprof_mpeak *p = &m.peaks[i];
-                printf("%s (buffer %" PRId64 "): %zu tensors, %.3f MiB at node %d; buffer %.3f MiB\n", p->buf->name,
+                char safe[160];
+                printf("%s (buffer %" PRId64 "): %zu tensors, %.3f MiB at node %d; buffer %.3f MiB\n",
+                       ggprof_text_safe(p->buf->name, safe, sizeof(safe)),
                        p->buf->id, p->n_live, GGPROF_MIB(p->live_bytes), p->step, GGPROF_MIB(p->buf->size));
             }
         } else if (!layers && !timeline) {

@@ -5,15 +5,17 @@
 #include "cli.h"
 #include "analyzer_commands.h"
 #include "trace.h"
+#include "v3_format.h"
 
 const char ggprof_usage_query[] =
     "usage: ggprof query " GGPROF_HELP_SYNOPSIS "TRACE \"SQL\"\n"
     "\n"
     "Runs SQL on the trace database and prints each row with its columns separated by '|' (as the sqlite3\n"
-    "shell does by default; NULL prints as nothing). Views for scripts: backends, graphs, splits, records,\n"
-    "kernels (docs/trace-database.md), and the roll-ups op_layers, layer_time, layer_op_time, block_time,\n"
-    "block_op_time, graph_phase, phase_time (docs/queries.md). A JSON profile given as TRACE is read into a\n"
-    "temporary database first.\n";
+    "shell does by default; NULL prints as nothing). A control character other than a newline or a tab, and a\n"
+    "byte that is not UTF-8, is written out (\\x1b): a value never reaches the terminal as a control. Views for\n"
+    "scripts: backends, graphs, splits, records, kernels (docs/trace-database.md), and the roll-ups op_layers,\n"
+    "layer_time, layer_op_time, block_time, block_op_time, graph_phase, phase_time (docs/queries.md). A JSON\n"
+    "profile given as TRACE is read into a temporary database first.\n";
 
 int ggprof_cmd_query(int argc, char **argv) {
     /* No option: the table ends at TRACE, so that the SQL is taken as it is, even one that starts with "--". */
@@ -42,7 +44,7 @@ int ggprof_cmd_query(int argc, char **argv) {
             for (int i = 0; i < n; i++) {
                 const unsigned char *v = sqlite3_column_text(st, i);
                 if (i) putchar('|');
-                if (v) fwrite(v, 1, (size_t) sqlite3_column_bytes(st, i), stdout);
+                if (v) ggprof_text_write(stdout, (const char *) v, (size_t) sqlite3_column_bytes(st, i), 1);
             }
             putchar('\n');
         }

@@ -18,6 +18,7 @@
 #include "testcases.h"
 #include "trace.h"
 #include "trace_db.h"
+#include "v3_format.h"
 
 const char ggprof_usage_replay[] =
     "usage: ggprof replay TRACE " GGPROF_HELP_SYNOPSIS "\n"
@@ -336,7 +337,9 @@ int ggprof_cmd_replay(int argc, char **argv) {
         replay_store(db, o.trace, &c, res, o.backend);
         rc = replay_print(&c, res, o.backend, o.format);
         for (size_t i = 0; i < c.n_skip; i++) {
-            fprintf(stderr, "# skipped %s (%s): %lld runs, %.1f%%\n", c.skip[i].what, c.skip[i].why,
+            char safe[256];
+            fprintf(stderr, "# skipped %s (%s): %lld runs, %.1f%%\n", ggprof_text_safe(c.skip[i].what, safe, sizeof(safe)),
+                    c.skip[i].why,
                     (long long) c.skip[i].count, c.skip[i].share);
         }
     }

@@ -13,6 +13,7 @@
 #include "output.h"
 #include "roofline.h"
 #include "placement.h"
+#include "sql.h"
 #include "store.h"
 #include "threads.h"
 #include "trace.h"
@@ -23,12 +24,15 @@ const char ggprof_usage_report[] =
     "\n"
     "Opens with the findings: what the trace says to try, each from one rule (docs/findings.md), the five with\n"
     "the most time at stake. Then prints, for each op, copy and sync kind on each backend: % of recorded time,\n"
-    "count, total, average, minimum and maximum duration, bandwidth (bytes / time) and a representative shape (the\n"
-    "upstream profiler's console summary); then time per backend; for a backend timed on its device (Vulkan, CUDA,\n"
-    "OpenCL), its device time: busy, idle gaps while its splits were in flight, how much of the host's waiting for\n"
-    "it the device was busy, the share of kernel time joined to a graph node; then the trace's health: graphs,\n"
-    "splits whose CPU ticks matched, records dropped; where each node ran and why (Placement). TRACE is a database written by 'ggprof record' or a version-3\n"
-    "JSON profile (.json or .json.gz), ggprof's or the upstream profiler's.\n";
+    "count, total, average, minimum and maximum duration, traffic (the bytes an op reads and writes under the\n"
+    "roofline model, over its time: top-ops' and the HTML page's GB/s; none for copies, syncs and ops the model\n"
+    "cannot size) and a representative shape (the upstream profiler's console summary, whose bandwidth, the\n"
+    "output's bytes over the time, GGML_PROFILE and export --text keep); then time per backend; for a backend\n"
+    "timed on its device (Vulkan, CUDA, OpenCL), its device time: busy, idle gaps while its splits were in\n"
+    "flight, how much of the host's waiting for it the device was busy, the share of kernel time joined to a\n"
+    "graph node; then the trace's health: graphs, splits whose CPU ticks matched, records dropped; where each\n"
+    "node ran and why (Placement). TRACE is a database written by 'ggprof record' or a version-3 JSON profile\n"
+    "(.json or .json.gz), ggprof's or the upstream profiler's.\n";
 
 
 static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt) {
@@ -365,6 +369,64 @@ static int write_findings_csv(const ggprof_findings *f) {
 
 static const char *const k_rec_type[] = { "op", "copy", "sync" };
 
+/* ---------------------------------------------------------------- traffic: the roofline model's bytes */
+
+/* One OP record's bytes read and written, as the roofline model costs its node (roofline.c: what the HTML page's
+ * GB/s and top-ops divide by the time), added to its group; a record the model cannot size, or one that is no
+ * op, leaves its group's traffic unknown (< 0). */
+static void add_traffic(ggprof_op_stat *g, int is_op, const ggprof_rl_cost *c) {
+    if (g->traffic < 0) return;
+    g->traffic = is_op && c && c->bytes_known ? g->traffic + c->bytes_read + c->bytes_written : -1;
+}
+
+typedef struct {
+    ggprof_rl_types types; /* a JSON profile's: the built-in ids, as its import would have */
+} json_traffic;
+
+static void json_record_traffic(void *user, ggprof_op_stat *g, int type, const char *name, const char *extra,
+                                const ggprof_msg_node *m) {
+    json_traffic *t = user;
+    ggprof_rl_node n;
+    ggprof_rl_cost c;
+    if (type == 0) {
+        ggprof_rl_node_from_msg(&n, name, extra, m);
+        ggprof_rl_cost_of(&n, &t->types, &c);
+    }
+    add_traffic(g, type == 0, type == 0 ? &c : NULL);
+}
+
+/* The stat of (type, backend, name) in s, or NULL. */
+static int stat_is(const ggprof_op_stat *o, int type, int backend, const char *name) {
+    return o->type == type && o->backend_id == backend && strcmp(o->name, name) == 0;
+}
+
+static ggprof_op_stat *stat_find(ggprof_op_stats *s, int type, int backend, const char *name, size_t *hint) {
+    if (*hint < s->n && stat_is(&s->v[*hint], type, backend, name)) return &s->v[*hint];
+    for (size_t i = 0; i < s->n; i++) {
+        if (stat_is(&s->v[i], type, backend, name)) return &s->v[*hint = i];
+    }
+    return NULL;
+}
+
+/* Each record of a trace database costed by the group the roofline groups put it in, the HTML page's rule. */
+static int db_traffic(sqlite3 *db, ggprof_op_stats *s, char *why, size_t why_len) {
+    ggprof_rl_groups g;
+    if (ggprof_rl_groups_load_records(db, &g, why, why_len) != 0) return -1;
+    sqlite3_stmt *st = NULL;
+    int rc = ggprof_sql_prepare(db, "SELECT rowid, type, backend_id, name FROM events ORDER BY rowid", &st, why, why_len);
+    size_t hint = 0;
+    while (rc == GGPROF_SQL_OK && sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *) sqlite3_column_text(st, 3);
+        int type = sqlite3_column_int(st, 1);
+        ggprof_op_stat *o = stat_find(s, type, sqlite3_column_int(st, 2), name ? name : "unknown", &hint);
+        const ggprof_rl_group *x = type == 0 ? ggprof_rl_group_of(&g, sqlite3_column_int64(st, 0)) : NULL;
+        if (o) add_traffic(o, x != NULL, x ? &x->cost : NULL);
+    }
+    sqlite3_finalize(st);
+    ggprof_rl_groups_free(&g);
+    return rc == GGPROF_SQL_ERROR ? -1 : 0;
+}
+
 /* --format json: the accounting, the findings, the op statistics and the trace's health, one object. */
 static void write_json(sqlite3 *db, const ggprof_accounting *acc, const ggprof_findings *f, const ggprof_op_stats *s) {
     printf("{\n  \"accounting\": ");
@@ -381,7 +443,9 @@ static void write_json(sqlite3 *db, const ggprof_accounting *acc, const ggprof_f
         printf(", \"backend\": ");
         ggprof_json_put(stdout, o->backend, 0);
         printf(", \"count\": %" PRId64 ", \"total_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
-               ", \"bytes\": %" PRIu64 "}", o->count, o->total_ns, o->min_ns, o->max_ns, o->bytes);
+               ", \"bytes\": %" PRIu64, o->count, o->total_ns, o->min_ns, o->max_ns, o->bytes);
+        if (o->traffic < 0) printf(", \"traffic_bytes\": null}");
+        else printf(", \"traffic_bytes\": %.0f}", o->traffic);
     }
     printf("%s],\n  \"trace\": {\"processes\": %" PRId64 ", \"graphs\": %" PRId64 ", \"splits\": %" PRId64
            ", \"records\": %" PRId64 ", \"dropped_records\": %" PRId64 "}\n}\n", s->n ? "\n  " : "",
@@ -417,7 +481,11 @@ int ggprof_cmd_report(int argc, char **argv) {
     if (fast_json) {
         /* A JSON profile is read once, straight into the statistics: no database is built. What the health
          * section reads (processes, graphs, splits, notes) a version-3 JSON does not carry: an empty trace. */
-        if (ggprof_json_v3_op_stats(trace, &s, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        json_traffic jt;
+        ggprof_rl_types_builtin(&jt.types);
+        if (ggprof_json_v3_op_stats(trace, &s, json_record_traffic, &jt, why, sizeof(why)) != 0) {
+            return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+        }
         ggprof_store *empty;
         if (ggprof_store_create(&empty, "", why, sizeof(why)) != 0 || !(db = ggprof_store_finish(empty, why, sizeof(why)))) {
             ggprof_op_stats_free(&s);
@@ -427,6 +495,11 @@ int ggprof_cmd_report(int argc, char **argv) {
         return ggprof_fail(rc, "%s", why);
     } else if (ggprof_op_stats_load(db, &s) != 0) {
         rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return rc;
+    } else if (db_traffic(db, &s, why, sizeof(why)) != 0) {
+        rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "reading '%s': %s", trace, why);
+        ggprof_op_stats_free(&s);
         sqlite3_close(db);
         return rc;
     }
@@ -470,8 +543,7 @@ int ggprof_cmd_report(int argc, char **argv) {
                    procs ? " (ggml was loaded, but no graph was computed)" : ": no process called ggml");
         }
     } else {
-        ggprof_print_summary(stdout, &s);
-        ggprof_print_backends(stdout, &s);
+        ggprof_print_report_summary(stdout, &s);
     }
     print_devices(db);
     print_memory(db);

@@ -538,13 +538,13 @@ void ggprof_findings_print(FILE *out, const ggprof_findings *f, size_t max) {
     if (!f->n) fprintf(out, "  No rule fired: nothing stands out in this trace.\n");
     for (size_t i = 0; i < f->n && i < max; i++) {
         const ggprof_finding *x = &f->v[i];
-        char safe[160];
+        char safe[160], advice[1024];
         fprintf(out, "  %zu. %s: %.3f ms at stake (pid %d)\n", i + 1, x->rule, (double) x->at_stake_ns / 1e6, x->pid);
         fprintf(out, "     ");
         for (int k = 0; k < x->n_ev; k++) {
             fprintf(out, "%s%s=%s", k ? ", " : "", x->ev[k].key, ggprof_text_safe(x->ev[k].val, safe, sizeof(safe)));
         }
-        fprintf(out, "\n     try: %s\n", x->advice);
+        fprintf(out, "\n     try: %s\n", ggprof_text_safe(x->advice, advice, sizeof(advice)));
     }
     if (f->n > max) fprintf(out, "  ... and %zu more ('report --format json' lists them all)\n", f->n - max);
     fprintf(out, "\n");

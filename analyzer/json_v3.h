@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "summary.h"
+#include "wire.h"
 
 /* Writes the records of db in the upstream profiler's layout (keys and order of ggml_backend_sched_write_profiling_json,
  * one record per line), then ggprof's own keys after the upstream profiler's. Gzip when path ends in ".gz".
@@ -33,7 +34,12 @@ void ggprof_json_v3_stream_free(ggprof_json_v3_stream *s);
 sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len);
 
 /* The per-op statistics of a version-3 profile, read in one pass without a database: the same as
- * ggprof_op_stats_load on what ggprof_json_v3_import returns. Returns 0, or -1 with a reason as above. */
-int ggprof_json_v3_op_stats(const char *path, ggprof_op_stats *out, char *why, size_t why_len);
+ * ggprof_op_stats_load on what ggprof_json_v3_import returns. each (may be NULL) is called with every record as
+ * it is added to its group g (the record's name, its extra, the node it describes): what a caller adds to the
+ * statistics of its own (report's traffic). Returns 0, or -1 with a reason as above. */
+typedef void (*ggprof_json_v3_each)(void *user, ggprof_op_stat *g, int type, const char *name, const char *extra,
+                                    const ggprof_msg_node *m);
+int ggprof_json_v3_op_stats(const char *path, ggprof_op_stats *out, ggprof_json_v3_each each, void *user, char *why,
+                            size_t why_len);
 
 #endif

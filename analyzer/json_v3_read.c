@@ -882,21 +882,28 @@ sqlite3 *ggprof_json_v3_import(const char *path, char *why, size_t why_len) {
  * would build (rows in file order, a group's shapes from its first record's first three sources, a backend's
  * name from its first scheduler's entry, the last entry of one repeated), without building it. */
 typedef struct {
-    ggprof_op_stats *st;
-    v3_backend      *be;
-    size_t           n_be, cap_be;
-    int              oom;
+    ggprof_op_stats    *st;
+    v3_backend         *be;
+    size_t              n_be, cap_be;
+    int                 oom;
+    ggprof_json_v3_each each;
+    void               *user;
 } stats_state;
 
 static void stats_record(void *user, v3_rec *r) {
     stats_state *t = user;
     int is_new = 0;
+    int64_t counted = t->st->n_records;
     ggprof_op_stat *g = ggprof_op_stats_add(t->st, r->e.type, r->e.backend_id, r->name ? r->name : "unknown",
                                             r->e.duration_ns, r->e.bytes, &is_new);
     if (is_new && g) {
         int nsrc = r->m.n_src < 0 ? 0 : r->m.n_src > 3 ? 3 : r->m.n_src;
         memset(g->rep_ne_src, 0, sizeof(g->rep_ne_src));
         for (int i = 0; i < nsrc; i++) memcpy(g->rep_ne_src[i], r->m.ne_src[i], sizeof(g->rep_ne_src[i]));
+    }
+    /* the group the record went to, new or not (its last; none when out of memory, which counts no record) */
+    if (t->each && t->st->n_records > counted) {
+        t->each(t->user, &t->st->v[t->st->last], r->e.type, r->name, r->extra, &r->m);
     }
 }
 
@@ -921,11 +928,12 @@ static void stats_backend(void *user, const v3_backend *b) {
     t->be[t->n_be++] = *b;
 }
 
-int ggprof_json_v3_op_stats(const char *path, ggprof_op_stats *out, char *why, size_t why_len) {
+int ggprof_json_v3_op_stats(const char *path, ggprof_op_stats *out, ggprof_json_v3_each each, void *user, char *why,
+                            size_t why_len) {
     memset(out, 0, sizeof(*out));
     import_ctx *x = open_v3(path, why, why_len);
     if (!x) return -1;
-    stats_state t = { out, NULL, 0, 0, 0 };
+    stats_state t = { out, NULL, 0, 0, 0, each, user };
     v3_sink sink = { stats_record, stats_backend, &t };
     int failed = scan_v3(x, &sink);
     close_v3(x);

@@ -461,6 +461,7 @@ void ggprof_mem_print_summary(FILE *out, const ggprof_mem *m, const char *indent
     for (size_t i = 0; i < m->n_devs; i++) {
         const ggprof_mdev *d = &m->devs[i];
         fprintf(out, "%sdevice %s (pid %" PRId32 "), %s: %.2f MiB free of %.2f MiB\n", indent,
-                ggprof_text_safe(d->device, s1, sizeof(s1)), d->pid, d->moment, GGPROF_MIB(d->free), GGPROF_MIB(d->total));
+                ggprof_text_safe(d->device, s1, sizeof(s1)), d->pid, ggprof_text_safe(d->moment, s2, sizeof(s2)),
+                GGPROF_MIB(d->free), GGPROF_MIB(d->total));
     }
 }

@@ -257,16 +257,31 @@ void ggprof_rl_cost_of(const ggprof_rl_node *n, const ggprof_rl_types *t, ggprof
 
 /* ---------------------------------------------------------------- a node from the trace's columns */
 
-void ggprof_rl_node_from_text(ggprof_rl_node *n, const char *op, const char *fused, const char *sub_op,
-                              int sub_op_id, const char *ne, int out_type, int n_src, const char *ne_src, const char *type_src,
-                              const char *op_params) {
+/* What both constructors share: the names, and the sub-op named from its id when the trace did not name it. */
+static void node_names(ggprof_rl_node *n, const char *op, const char *fused, const char *sub_op, int sub_op_id, int out_type,
+                       int n_src) {
     memset(n, 0, sizeof(*n));
     snprintf(n->op, sizeof(n->op), "%s", op ? op : "");
     snprintf(n->fused, sizeof(n->fused), "%s", fused ? fused : "");
     snprintf(n->sub_op, sizeof(n->sub_op), "%s", sub_op && *sub_op ? sub_op : sub_op_0_23(n->op, sub_op_id));
-    ggprof_db_ints(ne, n->ne, 4);
     n->out_type = out_type;
     n->n_src    = n_src < 0 ? 0 : n_src > GGPROF_RL_MAX_SRC ? GGPROF_RL_MAX_SRC : n_src;
+}
+
+void ggprof_rl_node_from_msg(ggprof_rl_node *n, const char *op, const char *fused, const ggprof_msg_node *m) {
+    node_names(n, op, fused, m->sub_op_name, m->sub_op, m->out_type, m->n_src);
+    _Static_assert(GGPROF_RL_MAX_SRC == GGPROF_MAX_SRC, "a node's sources: the wire's and the model's");
+    memcpy(n->ne, m->ne, sizeof(n->ne));
+    memcpy(n->ne_src, m->ne_src, sizeof(n->ne_src));
+    for (int i = 0; i < GGPROF_RL_MAX_SRC; i++) n->type_src[i] = m->type_src[i];
+    for (int i = 0; i < 16 && i < GGPROF_N_OP_PARAMS; i++) n->op_params[i] = m->op_params[i];
+}
+
+void ggprof_rl_node_from_text(ggprof_rl_node *n, const char *op, const char *fused, const char *sub_op,
+                              int sub_op_id, const char *ne, int out_type, int n_src, const char *ne_src, const char *type_src,
+                              const char *op_params) {
+    node_names(n, op, fused, sub_op, sub_op_id, out_type, n_src);
+    ggprof_db_ints(ne, n->ne, 4);
     ggprof_db_ints(ne_src, &n->ne_src[0][0], GGPROF_RL_MAX_SRC * 4);
     int64_t v[GGPROF_RL_MAX_SRC > 16 ? GGPROF_RL_MAX_SRC : 16];
     for (int i = 0; i < GGPROF_RL_MAX_SRC; i++) n->type_src[i] = -1;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "wire.h"
 
 #define GGPROF_RL_MAX_SRC   10 /* GGML_MAX_SRC */
 #define GGPROF_RL_MAX_TYPES 64
@@ -135,6 +136,9 @@ void ggprof_rl_groups_free(ggprof_rl_groups *g);
 void ggprof_rl_node_from_text(ggprof_rl_node *n, const char *op, const char *fused, const char *sub_op,
                               int sub_op_id, const char *ne, int out_type, int n_src, const char *ne_src, const char *type_src,
                               const char *op_params);
+/* The same from a node as the wire carries it, for a JSON profile read straight into report's statistics (no
+ * database): what ggprof_rl_node_from_text gives for the columns its import would store. */
+void ggprof_rl_node_from_msg(ggprof_rl_node *n, const char *op, const char *fused, const ggprof_msg_node *m);
 /* "q4_0[512,1408] f32[512,2]": the types and shapes of a node's first two sources (trailing 1s dropped). */
 void ggprof_rl_shape(char *buf, size_t len, const ggprof_rl_node *n, const ggprof_rl_types *t);
 

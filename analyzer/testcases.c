@@ -11,6 +11,7 @@
 
 #include "export.h"
 #include "outfile.h"
+#include "v3_format.h"
 
 /* Grouping on the stored JSON text of each field: the node table writes them one way, so equal values group. The
  * records are first summed per (process, node, fused node, scheduler, backend) on their integer columns, so that
@@ -210,7 +211,9 @@ int ggprof_export_test_file(sqlite3 *db, const char *path, const ggprof_export_o
     printf("# %s: %zu cases, %.1f%% of the trace's op time\n", path, c.n, share);
     for (size_t i = 0; i < c.n_skip; i++) {
         const ggprof_case_skip *s = &c.skip[i];
-        printf("# skipped %s (%s): %lld runs, %.3f ms, %.1f%%\n", s->what, s->why, (long long) s->count,
+        char safe[256];
+        printf("# skipped %s (%s): %lld runs, %.3f ms, %.1f%%\n", ggprof_text_safe(s->what, safe, sizeof(safe)), s->why,
+               (long long) s->count,
                s->total_ns / 1e6, s->share);
     }
     ggprof_cases_free(&c);

@@ -193,7 +193,11 @@ static void print_proc(FILE *f, const ggprof_threads_summary_t *s, const char *l
     int pid = s->pid;
     if (*first) fprintf(f, "\nThreads:\n"), *first = 0;
     char cpus[64] = "unknown", quota[48] = "none", used[32] = "unknown";
-    if (s->cpus_allowed > 0) snprintf(cpus, sizeof(cpus), "%d (%.40s)", s->cpus_allowed, list ? list : "");
+    char list_safe[64];
+    if (s->cpus_allowed > 0) {
+        const char *l = list ? ggprof_text_safe(list, list_safe, sizeof(list_safe)) : "";
+        snprintf(cpus, sizeof(cpus), "%d (%.40s)", s->cpus_allowed, l);
+    }
     if (s->cpu_quota > 0) snprintf(quota, sizeof(quota), "%.2f CPUs", s->cpu_quota);
     if (s->threads_used > 0) snprintf(used, sizeof(used), "%d", s->threads_used);
     fprintf(f, "  pid %d: ggml CPU threads %s, CPUs allowed %s, cgroup quota %s: %s\n", pid, used, cpus, quota,

@@ -9,6 +9,7 @@
 #include "device_api.h"
 #include "ring.h"
 #include "trace_db.h"
+#include "v3_format.h"
 
 /* ggprof's version is set in one place, the Makefile: GGPROF_VERSION, the release number, and GGPROF_GIT, what
  * git says of the checkout it was built from (`git describe --tags --always`, and -dirty for uncommitted changes;
@@ -101,7 +102,8 @@ int main(int argc, char **argv) {
     }
     const ggprof_cmd *c = find(strcmp(argv[1], "--version") == 0 ? "version" : argv[1]);
     if (!c) {
-        fprintf(stderr, "ggprof: unknown command '%s'; commands are:", argv[1]);
+        char safe[256];
+        fprintf(stderr, "ggprof: unknown command '%s'; commands are:", ggprof_text_safe(argv[1], safe, sizeof(safe)));
         for (size_t i = 0; i < N_CMDS; i++) fprintf(stderr, " %s", k_cmds[i].name);
         fputc('\n', stderr);
         return GGPROF_EXIT_USAGE;

@@ -1,6 +1,8 @@
 /* Error reporting and output checks shared by the subcommands. */
 #include "cli.h"
 
+#include "v3_format.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -8,10 +10,16 @@
 
 const char *ggprof_cmd_name = "ggprof";
 
+/* Every error and note of a command goes out here, escaped whole (ggprof_text_safe): a message quotes names from a
+ * trace, paths and the user's values, none of which may send a control character to the terminal. */
 static void vreport(const char *fmt, va_list ap) {
-    fprintf(stderr, "ggprof: %s: ", ggprof_cmd_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    size_t len = msg ? 4 * strlen(msg) + 1 : 0;
+    char *safe = msg ? malloc(len) : NULL;
+    fprintf(stderr, "ggprof: %s: %s\n", ggprof_cmd_name, safe ? ggprof_text_safe(msg, safe, len) : "(out of memory)");
+    free(safe);
+    free(msg);
 }
 
 void ggprof_err(const char *fmt, ...) {

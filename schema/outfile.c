@@ -34,6 +34,19 @@ int ggprof_private_create(const char *path, int acc) {
     return fd;
 }
 
+/* The descriptor path names when it is one of this process's own (/dev/stdout, /dev/stderr, /dev/fd/N,
+ * /proc/self/fd/N), else -1. Those are the system's links: a rename over one (a root's `export --text /dev/stdout >
+ * out.txt`, stdout a regular file) replaced /dev/stdout for every process of the machine. */
+static int own_fd(const char *path) {
+    if (strcmp(path, "/dev/stdout") == 0) return 1;
+    if (strcmp(path, "/dev/stderr") == 0) return 2;
+    const char *p = strncmp(path, "/dev/fd/", 8) == 0 ? path + 8 : strncmp(path, "/proc/self/fd/", 14) == 0 ? path + 14 : NULL;
+    if (!p || *p < '0' || *p > '9') return -1;
+    char *end;
+    long n = strtol(p, &end, 10);
+    return *end || n > 1 << 20 ? -1 : (int) n;
+}
+
 /* A device, a FIFO or a socket at path (/dev/null, /dev/stdout, a named pipe), reached directly or through a link
  * of this user's or root's (not one another user planted): written in place, never replaced. */
 static bool stream_target(const char *path) {
@@ -46,9 +59,9 @@ static bool stream_target(const char *path) {
 int ggprof_outfile_begin(ggprof_outfile *o, const char *path) {
     /* A database is a file: replacing a device with one (a root's `record -o /dev/null`) would break the system. */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (own_fd(path) >= 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode))) {
         o->tmp[0] = 0;
-        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        errno = own_fd(path) < 0 && S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         return -1;
     }
     const char *slash = strrchr(path, '/');
@@ -86,10 +99,11 @@ int ggprof_outfile_end(ggprof_outfile *o, int ok) {
 }
 
 FILE *ggprof_outfile_open(ggprof_outfile *o, const char *path) {
-    if (stream_target(path)) { /* written where it is, nothing renamed at the end */
+    int own = own_fd(path);
+    if (own >= 0 || stream_target(path)) { /* written where it is, nothing renamed at the end */
         o->tmp[0] = 0;
         snprintf(o->path, sizeof(o->path), "%s", path);
-        int sfd = open(path, O_WRONLY | O_CLOEXEC);
+        int sfd = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 3) : open(path, O_WRONLY | O_CLOEXEC);
         FILE *sf = sfd >= 0 ? fdopen(sfd, "w") : NULL;
         if (!sf && sfd >= 0) close(sfd);
         return sf;

@@ -93,7 +93,15 @@ void ggprof_fmt_bandwidth(char *buf, size_t len, uint64_t bytes, uint64_t ns) {
 
 static const char *const k_type3[] = { "OP  ", "COPY", "SYNC" };
 
-void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s) {
+/* "traffic 6.80 GB/s" for bytes read and written in ns; "" when unknown (bytes < 0) or either is 0. */
+static void fmt_traffic(char *buf, size_t len, double bytes, uint64_t ns) {
+    buf[0] = '\0';
+    if (!(bytes > 0) || !ns) return;
+    double gbps = bytes / (double) ns;
+    snprintf(buf, len, gbps >= 1000.0 ? "traffic %.2f TB/s" : "traffic %.2f GB/s", gbps >= 1000.0 ? gbps / 1000.0 : gbps);
+}
+
+static void print_summary(FILE *fp, const ggprof_op_stats *s, int traffic) {
     fprintf(fp, "\n=== Profiling Summary ===\n");
     for (size_t i = 0; i < s->n; i++) {
         const ggprof_op_stat *o = &s->v[i];
@@ -103,10 +111,16 @@ void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s) {
                k_type3[o->type < 3 ? o->type : 0], o->backend_id, ggprof_text_safe(o->name, safe, sizeof(safe)), pct, o->count, (double) o->total_ns / 1e6,
                (double) o->total_ns / (double) o->count / 1e3, (double) o->min_ns / 1e3, (double) o->max_ns / 1e3);
         char bw[32];
-        ggprof_fmt_bandwidth(bw, sizeof(bw), o->bytes, o->total_ns);
-        if (bw[0]) fprintf(fp, "  %9s", bw);
         const int64_t *ne = o->rep_ne_src[0];
-        if (ne[0] > 0 || ne[1] > 0) {
+        int shape = ne[0] > 0 || ne[1] > 0;
+        if (traffic) {
+            fmt_traffic(bw, sizeof(bw), o->traffic, o->total_ns);
+            if (bw[0] || shape) fprintf(fp, "  %19s", bw); /* the shapes stay in one column */
+        } else {
+            ggprof_fmt_bandwidth(bw, sizeof(bw), o->bytes, o->total_ns);
+            if (bw[0]) fprintf(fp, "  %9s", bw);
+        }
+        if (shape) {
             fprintf(fp, "  [%" PRId64 " x %" PRId64, ne[0], ne[1]);
             if (ne[2] > 1) fprintf(fp, " x %" PRId64, ne[2]);
             if (ne[3] > 1) fprintf(fp, " x %" PRId64, ne[3]);
@@ -118,7 +132,7 @@ void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s) {
            s->n_records, s->n);
 }
 
-void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s) {
+static void print_backends(FILE *fp, const ggprof_op_stats *s, int traffic) {
     fprintf(fp, "=== Per-Backend Summary ===\n");
     int seen[64] = { 0 };
     for (size_t i = 0; i < s->n; i++) {
@@ -127,12 +141,14 @@ void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s) {
         seen[b + 1] = 1;
         uint64_t ns[3] = { 0 }, bytes[3] = { 0 };
         int64_t  count[3] = { 0 };
+        double   rw[3] = { 0 };
         for (size_t j = 0; j < s->n; j++) {
             const ggprof_op_stat *o = &s->v[j];
             if (o->backend_id != b || o->type > 2) continue;
             ns[o->type] += o->total_ns;
             bytes[o->type] += o->bytes;
             count[o->type] += o->count;
+            rw[o->type] = rw[o->type] < 0 || o->traffic < 0 ? -1 : rw[o->type] + o->traffic;
         }
         uint64_t total = ns[0] + ns[1] + ns[2];
         char safe[256];
@@ -143,12 +159,21 @@ void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s) {
         for (int t = 0; t < 3; t++) {
             if (!count[t]) continue;
             char bw[32];
-            ggprof_fmt_bandwidth(bw, sizeof(bw), bytes[t], ns[t]);
+            if (traffic) fmt_traffic(bw, sizeof(bw), rw[t], ns[t]);
+            else ggprof_fmt_bandwidth(bw, sizeof(bw), bytes[t], ns[t]);
             fprintf(fp, "    %s %" PRId64 " calls, %.2f ms%s%s\n", label[t], count[t], (double) ns[t] / 1e6, bw[0] ? ", " : "",
                    bw);
         }
     }
     fprintf(fp, "\n");
+}
+
+void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s) { print_summary(fp, s, 0); }
+void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s) { print_backends(fp, s, 0); }
+
+void ggprof_print_report_summary(FILE *fp, const ggprof_op_stats *s) {
+    print_summary(fp, s, 1);
+    print_backends(fp, s, 1);
 }
 
 void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
@@ -221,7 +246,7 @@ void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
     static const char *const type_str[3] = { "OP", "COPY", "SYNC" };
     for (size_t i = 0; i < s->n; i++) {
         const ggprof_op_stat *o = &s->v[i];
-        char bw[32], sh[3][64], tensors[256] = "";
+        char bw[32], sh[3][64], tensors[256] = "", safe[256];
         ggprof_fmt_bandwidth(bw, sizeof(bw), o->bytes, o->total_ns);
         size_t p = 0;
         for (int k = 0; k < 3; k++) {
@@ -230,7 +255,7 @@ void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s) {
             if (p >= sizeof(tensors)) break;
         }
         fprintf(fp, "%-5s %4d  %-28s  %6.1f%%  %6" PRId64 "  %10.2f  %10.2f  %10.2f  %10.2f  %12s  %s\n",
-                type_str[o->type < 3 ? o->type : 0], o->backend_id, o->name,
+                type_str[o->type < 3 ? o->type : 0], o->backend_id, ggprof_text_safe(o->name, safe, sizeof(safe)),
                 s->grand_total_ns ? 100.0 * (double) o->total_ns / (double) s->grand_total_ns : 0.0, o->count,
                 (double) o->total_ns / 1e6, (double) o->total_ns / (double) o->count / 1e3, (double) o->min_ns / 1e3,
                 (double) o->max_ns / 1e3, bw, tensors);

@@ -15,6 +15,9 @@ typedef struct {
     uint64_t total_ns, min_ns, max_ns, bytes;
     int64_t  count;
     int64_t  rep_ne_src[3][4]; /* shapes of the first record's first three sources */
+    double   traffic; /* report's GB/s: bytes read and written under the analyzer's roofline model, summed over the
+                       * OP records (what the HTML page and top-ops divide by the time); < 0 when one record's are
+                       * unknown or the group is no op; set by the analyzer, never printed in the upstream formats */
 } ggprof_op_stat;
 
 typedef struct {
@@ -36,9 +39,13 @@ void ggprof_fmt_ne(char *buf, size_t len, const int64_t ne[4]);
 /* "12.34 GB/s" or "1.23 TB/s" for bytes moved in ns; "" when either is 0. */
 void ggprof_fmt_bandwidth(char *buf, size_t len, uint64_t bytes, uint64_t ns);
 
-/* The upstream profiler's console summary, then time per backend (what `ggprof report` prints first). */
+/* The upstream profiler's console summary, then time per backend (GGML_PROFILE's console output, collect's): its
+ * bandwidth is the output's bytes over the time. */
 void ggprof_print_summary(FILE *fp, const ggprof_op_stats *s);
 void ggprof_print_backends(FILE *fp, const ggprof_op_stats *s);
+/* The same two sections as `ggprof report` prints them: the bandwidth column is "traffic", each group's traffic
+ * (bytes read and written) over its time, empty where traffic < 0. */
+void ggprof_print_report_summary(FILE *fp, const ggprof_op_stats *s);
 /* The upstream profiler's three-section text report. */
 void ggprof_write_text_report(FILE *fp, const ggprof_op_stats *s);
 

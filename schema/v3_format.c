@@ -18,7 +18,7 @@ static const unsigned char k_json_class[256] = {
     0, 0, J_BACKSLASH, 0, 0, 0, J_HTML, 0, J8(0),                                       /* 0x20: '"' '&' */
     J8(0), 0, 0, 0, 0, J_HTML, 0, J_HTML, 0,                                            /* 0x30: '<' '>' */
     J8(0), J8(0), J8(0), 0, 0, 0, 0, J_BACKSLASH, 0, 0, 0,                              /* 0x40: '\\' */
-    J8(0), J8(0), J8(0), J8(0),                                                         /* 0x60-0x7f */
+    J8(0), J8(0), J8(0), 0, 0, 0, 0, 0, 0, 0, J_CONTROL,                                /* 0x60-0x7f: DEL */
     J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH),
     J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH), J8(J_HIGH),
 };
@@ -61,6 +61,14 @@ size_t ggprof_json_escape(char *out, size_t cap, const char *s, size_t *used, un
         size_t m = 2;
         if (k == J_HIGH) {
             size_t u = utf8_len(p);
+            if (u == 2 && c == 0xc2 && p[1] < 0xa0) { /* a C1 control: \u0080-\u009f, as DEL and C0 (\u007f) */
+                if (6 > cap - o) break;
+                memcpy(out + o, "\\u00", 4);
+                out[o + 4] = hex[p[1] >> 4], out[o + 5] = hex[p[1] & 15];
+                o += 6;
+                p += 2;
+                continue;
+            }
             if (u) {
                 if (u > cap - o) break;
                 memcpy(out + o, p, u);
@@ -264,19 +272,54 @@ void ggprof_json_shapes(char *buf, size_t len, const int64_t (*v)[4], int n) {
     if (p < len) snprintf(buf + p, len - p, "]");
 }
 
+/* The length of the printable character at p, or 0 for a byte to write out: a C0 control or DEL, a C1 control
+ * (U+0080-U+009F: a terminal reading UTF-8 may act on U+009B as on ESC [), or a byte that is not UTF-8 (a terminal
+ * reading Latin-1 acts on 0x9b itself). */
+static size_t text_char(const unsigned char *p) {
+    if (*p >= 0x20 && *p < 0x7f) return 1;
+    if (*p < 0x80) return 0;
+    size_t u = utf8_len(p);
+    return u == 2 && p[0] == 0xc2 && p[1] < 0xa0 ? 0 : u;
+}
+
 const char *ggprof_text_safe(const char *s, char *buf, size_t len) {
     const unsigned char *p = (const unsigned char *) s;
-    while (*p && *p >= 0x20 && *p != 0x7f) p++;
+    size_t n;
+    while (*p && (n = text_char(p)) > 0) p += n;
     if (!*p || len == 0) return s;
     size_t o = 0;
-    for (p = (const unsigned char *) s; *p && o + 5 < len; p++) {
-        if (*p >= 0x20 && *p != 0x7f) {
-            buf[o++] = (char) *p;
-        } else {
+    for (p = (const unsigned char *) s; *p;) {
+        char e[8];
+        const char *w = (const char *) p;
+        n = text_char(p);
+        size_t m = n;
+        if (!n) {
             const char *esc = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\r' ? "\\r" : NULL;
-            o += esc ? (size_t) snprintf(buf + o, len - o, "%s", esc) : (size_t) snprintf(buf + o, len - o, "\\x%02x", *p);
+            if (!esc) snprintf(e, sizeof(e), "\\x%02x", *p);
+            w = esc ? esc : e;
+            m = strlen(w);
+            n = 1;
         }
+        if (o + m >= len) break; /* cut at a character's boundary, or before an escape */
+        memcpy(buf + o, w, m);
+        o += m;
+        p += n;
     }
     buf[o] = '\0';
     return buf;
+}
+
+void ggprof_text_write(FILE *f, const char *s, size_t n, int keep_lines) {
+    const unsigned char *p = (const unsigned char *) s, *end = p + n;
+    while (p < end) {
+        const unsigned char *run = p;
+        size_t c;
+        while (p < end && (c = text_char(p)) > 0 && c <= (size_t) (end - p)) p += c;
+        if (p > run) fwrite(run, 1, (size_t) (p - run), f);
+        if (p == end) break;
+        if (keep_lines && (*p == '\n' || *p == '\t')) putc(*p, f);
+        else if (*p == '\n' || *p == '\t' || *p == '\r') fprintf(f, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+        else fprintf(f, "\\x%02x", *p);
+        p++;
+    }
 }

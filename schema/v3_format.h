@@ -31,7 +31,8 @@ size_t ggprof_v3_record_node(char *buf, size_t len, const ggprof_v3_fields *f);
 size_t ggprof_v3_record_ggprof_keys(char *buf, size_t len, int has_graph, int64_t graph_id, int node_index, int pid,
                                     int tid, int sched_id, int timing, int64_t wait_ns);
 /* JSON strings: the one escaper every JSON writer of ggprof uses (the version-3 JSON, the exports, the HTML's data,
- * every --format json). '"' and '\\' are escaped, control characters too (\n \t \r \b \f, else \u00XX); valid
+ * every --format json). '"' and '\\' are escaped, control characters too (\n \t \r \b \f, else \u00XX, DEL and the C1
+ * controls U+0080-U+009F included: a JSON output shown on a terminal sends it no control either); valid
  * UTF-8 passes through as it is, and each byte that is not part of a valid UTF-8 sequence (a stray continuation
  * byte, an overlong form, a surrogate, a code point above U+10FFFF, a sequence cut short) becomes \ufffd: a tensor
  * name is whatever bytes the program gave ggml, which cuts names at 63 bytes, through a character or not, so the
@@ -49,10 +50,16 @@ void ggprof_json_put(FILE *f, const char *s, unsigned flags);
 /* s as a JSON string (without GGPROF_JSON_HTML), or null, NUL-terminated in buf: the length written. What does
  * not fit is cut at a character's boundary, and the string is still closed. */
 size_t ggprof_json_string(char *buf, size_t len, const char *s);
-/* A name as text for a terminal or a text report: s itself when it holds no control character, else a copy in
- * buf with each one written out ("\n", "\t", "\r", "\x1b"...), so that a name from a trace can neither break
- * a table's lines nor send escape sequences to a terminal. */
+/* A name as text for a terminal or a text report: s itself when it holds only printable characters, else a copy
+ * in buf with each other byte written out ("\n", "\t", "\r", "\x1b"...): C0 controls, DEL, the two bytes of a C1
+ * control (U+0080-U+009F: "\xc2\x9b") and each byte that is not UTF-8, so that a name from a trace can neither
+ * break a table's lines nor send escape sequences to a terminal. What does not fit in buf is cut at a character's
+ * boundary. The one escaper of every text output (tables, reports, errors, top's screen). */
 const char *ggprof_text_safe(const char *s, char *buf, size_t len);
+/* The n bytes at s (s[n] readable: a NUL-terminated string, or SQLite's text of a value) on f, written out as
+ * ggprof_text_safe does, whatever their length and NULs among them; with keep_lines, newlines and tabs stay as they
+ * are (query's values: a line break of the user's SQL is no terminal control). */
+void ggprof_text_write(FILE *f, const char *s, size_t n, int keep_lines);
 /* v in decimal at out (no terminator): the length. The writers of large files format numbers with it, not printf. */
 static inline size_t ggprof_fmt_u64(char out[24], uint64_t v) {
     char   d[24];

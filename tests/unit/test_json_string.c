@@ -1,6 +1,7 @@
 /* Unit tests of the one JSON string escaper (schema/v3_format.h): escapes, UTF-8 passed through, each byte that is
- * not part of a valid UTF-8 sequence as U+FFFD, cuts at a character's boundary, the FILE writer's chunks; against
- * the rule written out the long way (by code point), on every string of up to three bytes and on random ones. */
+ * not part of a valid UTF-8 sequence as U+FFFD, DEL and the C1 controls as \u00XX, cuts at a character's boundary,
+ * the FILE writer's chunks; against the rule written out the long way (by code point), on every string of up to
+ * three bytes and on random ones. And the text escaper beside it (ggprof_text_safe, ggprof_text_write). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,10 @@ static size_t ref_escape(char *out, const char *str, size_t n_in, unsigned flags
                 if (ok) cp = cp << 6 | (s[i] & 0x3f);
             }
             ok = ok && cp >= min_cp[n] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-            if (ok) {
+            if (ok && cp <= 0x9f) { /* a C1 control: escaped as C0 and DEL are */
+                o += (size_t) sprintf(out + o, "\\u%04x", (unsigned) cp);
+                s += n;
+            } else if (ok) {
                 memcpy(out + o, s, (size_t) n);
                 o += (size_t) n;
                 s += n;
@@ -39,7 +43,7 @@ static size_t ref_escape(char *out, const char *str, size_t n_in, unsigned flags
         const char *two = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
                         : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
         if (two) o += (size_t) sprintf(out + o, "%s", two);
-        else if (c < 0x20 || ((flags & GGPROF_JSON_HTML) && (c == '<' || c == '>' || c == '&')))
+        else if (c < 0x20 || c == 0x7f || ((flags & GGPROF_JSON_HTML) && (c == '<' || c == '>' || c == '&')))
             o += (size_t) sprintf(out + o, "\\u%04x", c);
         else out[o++] = (char) c;
         s++;
@@ -67,7 +71,8 @@ static int escapes_to(const char *s, unsigned flags, const char *want) {
 static void test_examples(void) {
     CHECK(escapes_to("MUL_MAT blk.3 (view)", 0, "MUL_MAT blk.3 (view)"));
     CHECK(escapes_to("q\"uote\\back", 0, "q\\\"uote\\\\back"));
-    CHECK(escapes_to("\n\t\r\b\f\x01\x1f\x7f", 0, "\\n\\t\\r\\b\\f\\u0001\\u001f\x7f"));
+    CHECK(escapes_to("\n\t\r\b\f\x01\x1f\x7f", 0, "\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f"));
+    CHECK(escapes_to("\xc2\x80\xc2\x9b\xc2\x9f\xc2\xa0", 0, "\\u0080\\u009b\\u009f\xc2\xa0")); /* C1, then NBSP */
     CHECK(escapes_to("</script>&", 0, "</script>&"));
     CHECK(escapes_to("</script>&", GGPROF_JSON_HTML, "\\u003c/script\\u003e\\u0026"));
     /* valid UTF-8 as it is: 2, 3 and 4 bytes, the last code point, U+FFFF, the last before the surrogates */
@@ -258,6 +263,25 @@ static void test_reads_only_what_fits(void) {
     munmap(m, 2 * pg);
 }
 
+/* ggprof_text_safe: printable UTF-8 kept, every other byte written out; cut at a character's boundary. */
+static void test_text_safe(void) {
+    char buf[64];
+    const char *plain = "blk.0.attn_q \xc3\xa9\xe2\x82\xac";
+    CHECK(ggprof_text_safe(plain, buf, sizeof(buf)) == plain);
+    CHECK(strcmp(ggprof_text_safe("a\x1b]0;t\x07\n\t\r\x7f", buf, sizeof(buf)), "a\\x1b]0;t\\x07\\n\\t\\r\\x7f") == 0);
+    CHECK(strcmp(ggprof_text_safe("\xc2\x9b" "1m\xc2\xa0", buf, sizeof(buf)), "\\xc2\\x9b1m\xc2\xa0") == 0); /* C1 CSI, NBSP */
+    CHECK(strcmp(ggprof_text_safe("bad\xff\xfe-\xe2\x82", buf, sizeof(buf)), "bad\\xff\\xfe-\\xe2\\x82") == 0);
+    CHECK(strcmp(ggprof_text_safe("\x01\xe2\x82\xac", buf, 8), "\\x01\xe2\x82\xac") == 0);
+    CHECK(strcmp(ggprof_text_safe("\x01\xe2\x82\xac", buf, 7), "\\x01") == 0); /* the euro sign would not fit */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ggprof_text_write(f, "a\0b\nc\t\x1b\xc2\x9b", 9, 1);
+    fclose(f);
+    CHECK(text && strcmp(text, "a\\x00b\nc\t\\x1b\\xc2\\x9b") == 0);
+    free(text);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_examples);
@@ -267,5 +291,6 @@ int main(void) {
     RUN(test_put_long);
     RUN(test_put_huge);
     RUN(test_reads_only_what_fits);
+    RUN(test_text_safe);
     return failures ? 1 : 0;
 }
