@@ -282,10 +282,10 @@ static int account(sqlite3 *db, ggprof_acc_proc *p) {
     cat_take(p, &left, "context_setup", p->context_ns);
     sqlite3_stmt *st = NULL;
     const char *sql = scalar_pid(db, "SELECT count(*) FROM split_list WHERE pid = ?1", pid, 0, NULL)
-        ? "SELECT COALESCE(NULLIF(b.name, ''), 'backend ' || s.backend_id), CAST(total(s.duration_ns) AS INTEGER)"
+        ? "SELECT ggprof_backend_label(b.name, s.backend_id), CAST(total(s.duration_ns) AS INTEGER)"
           " FROM split_list s LEFT JOIN backend_list b ON b.pid = s.pid AND b.sched_id = s.sched_id"
           " AND b.id = s.backend_id WHERE s.pid = ?1 AND s.duration_ns > 0 GROUP BY 1 ORDER BY 2 DESC, 1"
-        : "SELECT COALESCE(NULLIF(b.name, ''), 'backend ' || e.backend_id), CAST(total(e.duration_ns) AS INTEGER)"
+        : "SELECT ggprof_backend_label(b.name, e.backend_id), CAST(total(e.duration_ns) AS INTEGER)"
           " FROM events e LEFT JOIN backend_list b ON b.pid = e.pid AND b.sched_id = e.sched_id"
           " AND b.id = e.backend_id WHERE e.pid = ?1 AND e.type IN (0, 2) AND e.duration_ns > 0 GROUP BY 1"
           " ORDER BY 2 DESC, 1";

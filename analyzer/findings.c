@@ -11,6 +11,7 @@
 
 #include "layer_rule.h"
 #include "memory.h"
+#include "model.h"
 #include "sort.h"
 #include "v3_format.h"
 
@@ -80,14 +81,16 @@ static sqlite3_stmt *prep_pid(const ggprof_findings_ctx *c, const char *sql, int
     return st;
 }
 
-/* A backend's name in the trace's list, else "backend N". */
+/* A backend's label: its name in the trace's list, else ggprof_backend_label's fallback (model.h). */
 static void backend_name(const ggprof_findings_ctx *c, int32_t pid, int64_t sched, int64_t id, char *buf, size_t len) {
-    snprintf(buf, len, "backend %" PRId64, id);
-    sqlite3_stmt *st = prep(c, "SELECT name FROM backend_list WHERE pid = ?1 AND sched_id = ?2 AND id = ?3 AND name != ''");
-    if (!st) return;
-    sqlite3_bind_int(st, 1, pid), sqlite3_bind_int64(st, 2, sched), sqlite3_bind_int64(st, 3, id);
-    if (sqlite3_step(st) == SQLITE_ROW && col_text(st, 0)) snprintf(buf, len, "%s", col_text(st, 0));
-    sqlite3_finalize(st);
+    char          name[256] = "", fb[48];
+    sqlite3_stmt *st        = prep(c, "SELECT name FROM backend_list WHERE pid = ?1 AND sched_id = ?2 AND id = ?3");
+    if (st) {
+        sqlite3_bind_int(st, 1, pid), sqlite3_bind_int64(st, 2, sched), sqlite3_bind_int64(st, 3, id);
+        if (sqlite3_step(st) == SQLITE_ROW && col_text(st, 0)) snprintf(name, sizeof(name), "%s", col_text(st, 0));
+        sqlite3_finalize(st);
+    }
+    snprintf(buf, len, "%s", ggprof_backend_label(name, id, fb, sizeof(fb)));
 }
 
 static double share(int64_t part, int64_t whole) { return whole > 0 ? (double) part / (double) whole : 0.0; }

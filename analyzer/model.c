@@ -262,20 +262,58 @@ const char *ggprof_model_backend_name(const ggprof_model *l, int32_t pid, int64_
     return NULL;
 }
 
-const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len) {
-    const char *name = id >= INT32_MIN && id <= INT32_MAX ? ggprof_model_backend_name(l, pid, sched_id, (int32_t) id) : NULL;
+const char *ggprof_backend_label(const char *name, int64_t id, char *buf, size_t len) {
     if (name && *name) return name;
     snprintf(buf, len, id < 0 ? "no backend" : "backend %" PRId64, id);
     return buf;
 }
 
-const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len) {
-    for (size_t i = 0; i < l->n_types; i++)
-        if (l->types[i].pid == pid && l->types[i].type == type) return l->types[i].name;
-    for (size_t i = 0; i < l->n_types; i++)
-        if (l->types[i].type == type) return l->types[i].name;
+const char *ggprof_type_label(const char *name, int64_t type, char *buf, size_t len) {
+    if (name && *name) return name;
     snprintf(buf, len, "type %" PRId64, type);
     return buf;
+}
+
+const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len) {
+    const char *name = id >= INT32_MIN && id <= INT32_MAX ? ggprof_model_backend_name(l, pid, sched_id, (int32_t) id) : NULL;
+    return ggprof_backend_label(name, id, buf, len);
+}
+
+const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len) {
+    for (size_t i = 0; i < l->n_types; i++)
+        if (l->types[i].pid == pid && l->types[i].type == type) return ggprof_type_label(l->types[i].name, type, buf, len);
+    for (size_t i = 0; i < l->n_types; i++)
+        if (l->types[i].type == type) return ggprof_type_label(l->types[i].name, type, buf, len);
+    return ggprof_type_label(NULL, type, buf, len);
+}
+
+/* The SQL side of the two labels: NULL when the id is NULL and the name missing (as 'backend ' || NULL was). */
+static void sql_label(sqlite3_context *ctx, sqlite3_value **argv,
+                      const char *(*label)(const char *, int64_t, char *, size_t)) {
+    const char *name = (const char *) sqlite3_value_text(argv[0]);
+    if (!(name && *name) && sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    char buf[48];
+    sqlite3_result_text(ctx, label(name, sqlite3_value_int64(argv[1]), buf, sizeof(buf)), -1, SQLITE_TRANSIENT);
+}
+
+static void fn_backend_label(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void) argc;
+    sql_label(ctx, argv, ggprof_backend_label);
+}
+
+static void fn_type_label(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void) argc;
+    sql_label(ctx, argv, ggprof_type_label);
+}
+
+int ggprof_labels_register(sqlite3 *db) {
+    int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+    int rc    = sqlite3_create_function(db, "ggprof_backend_label", 2, flags, NULL, fn_backend_label, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "ggprof_type_label", 2, flags, NULL, fn_type_label, NULL, NULL);
+    return rc;
 }
 
 /* ------------------------------------------------------------ records */

@@ -138,13 +138,22 @@ size_t ggprof_model_scheds(const ggprof_model *l, int32_t pid);
 /* The earliest start of a record, a split or a graph; 0 for an empty trace. */
 int64_t ggprof_model_t0(const ggprof_model *l);
 
+/* The labels of a backend and of a ggml type, defined here only: the name when it is not NULL or empty, else
+ * "backend N" ("no backend" for a negative id), "type N", in buf. Every view, rule and export labels through these,
+ * in C or in SQL: ggprof_labels_register makes them the SQL functions ggprof_backend_label(name, id) and
+ * ggprof_type_label(name, type) (NULL when the name is missing and the id NULL), on every trace the analyzer opens
+ * (views.c), so that a query's label and a C caller's cannot differ. */
+const char *ggprof_backend_label(const char *name, int64_t id, char *buf, size_t len);
+const char *ggprof_type_label(const char *name, int64_t type, char *buf, size_t len);
+int         ggprof_labels_register(sqlite3 *db); /* SQLITE_OK or an SQLite error code */
+
 /* The name of backend id of scheduler sched in process pid (the trace's backend_list), NULL when the trace has none. */
 const char *ggprof_model_backend_name(const ggprof_model *l, int32_t pid, int64_t sched_id, int32_t id);
-/* The same for a label: the name when it is not empty, else "backend N" ("no backend" for a negative id) in buf. */
+/* The same for a label: ggprof_backend_label of that name. */
 const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len);
 
-/* The name of ggml type id type in process pid (else of another process of the trace), else "type N" in buf: the
- * one fallback for a trace without ggml_types (a JSON import). Needs GGPROF_MODEL_EXPORT. */
+/* The name of ggml type id type in process pid (else of another process of the trace), else ggprof_type_label's
+ * "type N" in buf (a trace without ggml_types: a JSON import). Needs GGPROF_MODEL_EXPORT. */
 const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len);
 
 #endif
