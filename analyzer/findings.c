@@ -257,7 +257,7 @@ static const ggprof_acc_proc *acc_max(const ggprof_findings_ctx *c, acc_get get)
 static int64_t get_host_gaps(const ggprof_acc_proc *p) { return p->host_gaps_ns; }
 static int64_t get_graph_build(const ggprof_acc_proc *p) { return p->graph_build_ns; }
 static int64_t get_copies(const ggprof_acc_proc *p) { return p->copies_ns; }
-static int64_t get_startup(const ggprof_acc_proc *p) { return p->startup_ns; }
+static int64_t get_startup(const ggprof_acc_proc *p) { return p->before_first_graph_ns; }
 
 /* host_gap: host time between graphs outside llama_decode above 10% of the process's wall time. */
 static int rule_host_gap(const ggprof_findings_ctx *c, ggprof_finding *out) {
@@ -327,7 +327,7 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
  * the advice follows its largest part: the process's own start, the model's loading, or the context's set-up. */
 static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_startup);
-    if (!p || !p->n_graphs || share(p->startup_ns, p->wall_ns) < 0.5) return 0;
+    if (!p || !p->n_graphs || share(p->before_first_graph_ns, p->wall_ns) < 0.5) return 0;
     sqlite3_stmt *st = prep_pid(c, "SELECT count(*), CAST(total(size) AS INTEGER) FROM buffers WHERE pid = ?1"
                                    " AND kind = 'weights'", p->pid);
     int64_t n_bufs = 0, weights = 0;
@@ -339,19 +339,19 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     /* Its advice is about a model's weights: a program that loads none to speak of (a sample whose start is a
      * device's set-up) has no loading to cut. */
     if (n_bufs && weights < (1 << 20)) return 0;
-    out->pid = p->pid, out->at_stake_ns = p->startup_ns;
-    ev_int(out, "before_first_graph_ns", p->startup_ns);
+    out->pid = p->pid, out->at_stake_ns = p->before_first_graph_ns;
+    ev_int(out, "before_first_graph_ns", p->before_first_graph_ns);
     ev_int(out, "wall_ns", p->wall_ns);
-    ev_int(out, "startup_ns", p->start_up_ns);
+    ev_int(out, "startup_ns", p->before_setup_ns);
     ev_int(out, "loading_ns", p->loading_ns);
     ev_int(out, "context_setup_ns", p->context_ns);
     if (n_bufs) ev_real(out, "weights_mib", GGPROF_MIB(weights));
     const char *keep = "keep one process running for many requests (llama-server, whisper-server)";
-    if (p->loading_ns >= p->start_up_ns && p->loading_ns >= p->context_ns) {
+    if (p->loading_ns >= p->before_setup_ns && p->loading_ns >= p->context_ns) {
         ev_text(out, "largest", "loading");
         advise(out, "loading the model dominates this run: %s; --no-mmap (or mmap from the page cache) for a faster"
                     " load; a smaller quantization", keep);
-    } else if (p->start_up_ns >= p->context_ns) {
+    } else if (p->before_setup_ns >= p->context_ns) {
         ev_text(out, "largest", "startup");
         advise(out, "the process's start (before ggml is first used: its libraries loaded and initialized, the"
                     " program's own set-up) dominates this run: %s", keep);
