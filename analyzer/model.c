@@ -77,8 +77,8 @@ static int unnamed(const char *s) {
 
 static int load_nodes(sqlite3 *db, ggprof_model *l, ggprof_index *m) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type"
-                               " FROM nodes",
+    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type,"
+                               " n_src, nb_src, op_params FROM nodes",
                            -1, &st, NULL) != SQLITE_OK) {
         return -1;
     }
@@ -106,6 +106,9 @@ static int load_nodes(sqlite3 *db, ggprof_model *l, ggprof_index *m) {
         n->op          = dup_col(st, 8);
         n->ne          = dup_col(st, 5);
         n->out_type    = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+        n->n_src       = sqlite3_column_int64(st, 10);
+        n->nb_src      = dup_col(st, 11);
+        n->op_params   = dup_col(st, 12);
         l->n_nodes++;
         n->own_layer = ggprof_layer_of(n->tensor_name);
         n->anchor    = n->tensor_name && *n->tensor_name && !unnamed(n->tensor_name);
@@ -663,6 +666,19 @@ static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
     return rc;
 }
 
+int ggprof_model_nodes_load(sqlite3 *db, ggprof_model *l, char *why, size_t why_len) {
+    memset(l, 0, sizeof(*l));
+    ggprof_index nodes = { 0 };
+    int          rc    = load_nodes(db, l, &nodes);
+    ggprof_index_free(&nodes);
+    if (rc) {
+        const char *e = sqlite3_errcode(db) == SQLITE_OK || sqlite3_errcode(db) >= SQLITE_ROW ? "out of memory" : sqlite3_errmsg(db);
+        snprintf(why, why_len, "reading the nodes: %s", e);
+        ggprof_model_free(l);
+    }
+    return rc;
+}
+
 int ggprof_model_each(sqlite3 *db, ggprof_model *l, int what, const char *progress, ggprof_model_fn fn, void *ctx,
                        char *why, size_t why_len) {
     memset(l, 0, sizeof(*l));
@@ -769,6 +785,8 @@ void ggprof_model_free(ggprof_model *l) {
         free(l->nodes[i].type_src);
         free(l->nodes[i].op);
         free(l->nodes[i].ne);
+        free(l->nodes[i].nb_src);
+        free(l->nodes[i].op_params);
     }
     for (size_t i = 1; i < l->n_names; i++) free(l->names[i]);
     for (size_t i = 0; i < l->n_backends; i++) free(l->backends[i].name);

@@ -19,7 +19,9 @@ typedef struct {
     int32_t pid;
     int64_t node_id;
     char   *tensor_name, *sub_op_name, *ne_src, *type_src, *op, *ne; /* NULL when NULL */
+    char   *nb_src, *op_params;                                      /* NULL when NULL (the JSON profile's) */
     int64_t sub_op, out_type;                                        /* -1 when NULL */
+    int64_t n_src;                                                   /* 0 when NULL */
     int     own_layer;                                     /* ggprof_layer_of(tensor_name); -1: none */
     int     anchor;       /* a named tensor: not empty, not ggml's "node_N" or "leaf_N" */
     int     has_rows;     /* ne[1] is a number: a GET_ROWS's rows, the tokens of llama.cpp's batch */
@@ -107,6 +109,9 @@ typedef int (*ggprof_model_fn)(void *ctx, const ggprof_model *l, const ggprof_mo
 int ggprof_model_each(sqlite3 *db, ggprof_model *l, int what, const char *progress, ggprof_model_fn fn, void *ctx,
                        char *why, size_t why_len);
 void ggprof_model_free(ggprof_model *l);
+/* The nodes alone, as ggprof_model_load reads them (the first row of a (pid, node_id), none of a NULL node_id), for
+ * a reader that needs no records (the JSON profile's writer). Returns 0, or -1 with a one-line reason. */
+int ggprof_model_nodes_load(sqlite3 *db, ggprof_model *l, char *why, size_t why_len);
 /* ggprof_model_load in bounded memory, for what shows records one by one (the exports): when the trace has more
  * than max_records records (0: no limit), only those of one graph in every k (k = ceil(records / max_records); the
  * first of each k in the pass's order) and of no graph; every graph, split and node stays. out says what was kept. */
