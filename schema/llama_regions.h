@@ -16,8 +16,8 @@
 #define GGPROF_LLAMA_PERF_RESET_CALLS(X) X(llama_perf_context_reset)
 #define GGPROF_LLAMA_PERF_CALLS(X)       X(llama_perf_context)
 
-/* The kinds, for a reader that wants the names as strings: GGPROF_LLAMA_NAMES(GGPROF_LLAMA_LOAD_CALLS) is
- * { "llama_model_load_from_file", ... }. */
+/* A list's names as a string array's initializer: GGPROF_LLAMA_NAMES(GGPROF_LLAMA_LOAD_CALLS) is
+ * { "llama_model_load_from_file", ... } (what the accounting builds its queries from). */
 #define GGPROF_LLAMA_NAME_(fn) #fn,
 #define GGPROF_LLAMA_NAMES(calls) { calls(GGPROF_LLAMA_NAME_) }
 
