@@ -351,9 +351,9 @@ static void cat_take(ggprof_acc_proc *p, int64_t *left, const char *name, int64_
  * add up to more (backends computing at once). */
 static int take_categories(acc_q *q, ggprof_acc_proc *p, const acc_work *w) {
     int64_t left = p->wall_ns;
-    cat_take(p, &left, "startup", p->before_setup_ns);
-    cat_take(p, &left, "loading", p->loading_ns);
-    cat_take(p, &left, "context_setup", p->context_ns);
+    cat_take(p, &left, GGPROF_ACC_STARTUP, p->before_setup_ns);
+    cat_take(p, &left, GGPROF_ACC_LOADING, p->loading_ns);
+    cat_take(p, &left, GGPROF_ACC_CONTEXT, p->context_ns);
     const char *sql = scalar_pid(q, "SELECT count(*) FROM split_list WHERE pid = ?1", 0, NULL)
         ? "SELECT ggprof_backend_label(b.name, s.backend_id), CAST(total(s.duration_ns) AS INTEGER)"
           " FROM split_list s LEFT JOIN backend_list b ON b.pid = s.pid AND b.sched_id = s.sched_id"
@@ -375,17 +375,17 @@ static int take_categories(acc_q *q, ggprof_acc_proc *p, const acc_work *w) {
             if (sum > in_graphs) ns = (int64_t) ((double) ns * ((double) in_graphs / (double) sum));
             char        name[72];
             const char *bn = (const char *) sqlite3_column_text(st, 0);
-            snprintf(name, sizeof(name), "compute.%.60s", bn ? bn : "?");
+            snprintf(name, sizeof(name), GGPROF_ACC_COMPUTE "%.60s", bn ? bn : "?");
             cat_take(p, &left, name, ns);
         }
         if (step == SQLITE_DONE) sqlite3_reset(st);
     }
     if (st) q_done(q, st, step, sql);
-    cat_take(p, &left, "copies", p->copies_ns);
-    cat_take(p, &left, "graph_build", p->graph_build_ns);
-    cat_take(p, &left, "host_gaps", p->host_gaps_ns);
-    cat_take(p, &left, "idle", p->idle_ns);
-    cat_take(p, &left, "other", left);
+    cat_take(p, &left, GGPROF_ACC_COPIES, p->copies_ns);
+    cat_take(p, &left, GGPROF_ACC_GRAPH_BUILD, p->graph_build_ns);
+    cat_take(p, &left, GGPROF_ACC_HOST_GAPS, p->host_gaps_ns);
+    cat_take(p, &left, GGPROF_ACC_IDLE, p->idle_ns);
+    cat_take(p, &left, GGPROF_ACC_OTHER, left);
     return q->failed ? -1 : 0;
 }
 

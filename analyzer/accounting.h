@@ -13,9 +13,19 @@
 
 #define GGPROF_ACC_MAX_CATS 24
 
+/* The categories' names, in the order the accounting takes them: the keys of JSON "categories", the slices' names. */
+#define GGPROF_ACC_STARTUP     "startup"
+#define GGPROF_ACC_LOADING     "loading"
+#define GGPROF_ACC_CONTEXT     "context_setup"
+#define GGPROF_ACC_COMPUTE     "compute." /* then the backend's label: "compute.CPU" */
+#define GGPROF_ACC_COPIES      "copies"
+#define GGPROF_ACC_GRAPH_BUILD "graph_build"
+#define GGPROF_ACC_HOST_GAPS   "host_gaps"
+#define GGPROF_ACC_IDLE        "idle"
+#define GGPROF_ACC_OTHER       "other"
+
 typedef struct {
-    char    name[72]; /* "startup", "loading", "context_setup", "compute.CPU", "copies", "graph_build", "host_gaps",
-                       * "idle", "other" */
+    char    name[72]; /* one of GGPROF_ACC_STARTUP... */
     int64_t ns;
 } ggprof_acc_cat;
 

@@ -74,7 +74,7 @@ void ggprof_accounting_print(FILE *out, const ggprof_accounting *a) {
             char safe[96];
             fprintf(out, "    %-24s %12.3f ms %6.1f%%", ggprof_text_safe(p->cats[k].name, safe, sizeof(safe)),
                     ms(p->cats[k].ns), p->wall_ns ? 100.0 * (double) p->cats[k].ns / (double) p->wall_ns : 0.0);
-            if (strcmp(p->cats[k].name, "loading") == 0 && p->n_weights) {
+            if (strcmp(p->cats[k].name, GGPROF_ACC_LOADING) == 0 && p->n_weights) {
                 fprintf(out, "  (%" PRId64 " weights buffer%s, %.1f MiB, %.0f MB/s at least)", p->n_weights,
                         p->n_weights == 1 ? "" : "s", (double) p->weights_bytes / (1 << 20),
                         (double) p->weights_bytes / 1e6 / ((double) p->cats[k].ns / 1e9));

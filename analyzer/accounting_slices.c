@@ -10,12 +10,15 @@ enum { K_STARTUP, K_LOADING, K_CONTEXT, K_HOST, K_GRAPH, K_BUILD, K_IDLE, K_OTHE
 
 /* The stretch each category is cut from (account(), accounting.c): compute per backend and copies share the graphs. */
 static int kind_of(const char *name) {
-    static const char *const names[K_N] = { "startup", "loading", "context_setup", "host_gaps", NULL, "graph_build",
-                                            "idle", "other" };
+    static const char *const names[K_N] = { GGPROF_ACC_STARTUP,   GGPROF_ACC_LOADING, GGPROF_ACC_CONTEXT,
+                                            GGPROF_ACC_HOST_GAPS, NULL,               GGPROF_ACC_GRAPH_BUILD,
+                                            GGPROF_ACC_IDLE,      GGPROF_ACC_OTHER };
     for (int k = 0; k < K_N; k++) {
         if (names[k] && strcmp(name, names[k]) == 0) return k;
     }
-    return strncmp(name, "compute.", 8) == 0 || strcmp(name, "copies") == 0 ? K_GRAPH : -1;
+    return strncmp(name, GGPROF_ACC_COMPUTE, strlen(GGPROF_ACC_COMPUTE)) == 0 || strcmp(name, GGPROF_ACC_COPIES) == 0
+               ? K_GRAPH
+               : -1;
 }
 
 /* t inside one of the merged list m's intervals. */
@@ -184,7 +187,7 @@ int ggprof_accounting_slices(const ggprof_acc_proc *p, ggprof_acc_slice **out, s
             while (c < p->n_cats && ((int) c == other || rem[c] <= 0)) c++;
             int         k    = c < p->n_cats ? (int) c : other;
             int64_t     take = k >= 0 && rem[k] < b - a ? rem[k] : b - a;
-            const char *name = k >= 0 && rem[k] > 0 ? p->cats[k].name : "other";
+            const char *name = k >= 0 && rem[k] > 0 ? p->cats[k].name : GGPROF_ACC_OTHER;
             if (k >= 0 && rem[k] > 0) rem[k] -= take;
             else take = b - a;
             if (slice_push(&fin, a, a + take, name) != 0) goto fail;
