@@ -13,9 +13,19 @@
 
 #define GGPROF_ACC_MAX_CATS 24
 
+/* The categories' names, in the order the accounting takes them: the keys of JSON "categories", the slices' names. */
+#define GGPROF_ACC_STARTUP     "startup"
+#define GGPROF_ACC_LOADING     "loading"
+#define GGPROF_ACC_CONTEXT     "context_setup"
+#define GGPROF_ACC_COMPUTE     "compute." /* then the backend's label: "compute.CPU" */
+#define GGPROF_ACC_COPIES      "copies"
+#define GGPROF_ACC_GRAPH_BUILD "graph_build"
+#define GGPROF_ACC_HOST_GAPS   "host_gaps"
+#define GGPROF_ACC_IDLE        "idle"
+#define GGPROF_ACC_OTHER       "other"
+
 typedef struct {
-    char    name[72]; /* "startup", "loading", "context_setup", "compute.CPU", "copies", "graph_build", "host_gaps",
-                       * "idle", "other" */
+    char    name[72]; /* one of GGPROF_ACC_STARTUP... */
     int64_t ns;
 } ggprof_acc_cat;
 
@@ -24,7 +34,7 @@ typedef struct {
     int64_t ns, compute_ns, graph_build_ns, host_ns, idle_ns;
 } ggprof_acc_span;
 
-struct ggprof_acc_ivls; /* the intervals the categories were cut from (accounting.c), kept for the slices */
+struct ggprof_acc_ivls; /* the intervals the categories were cut from (accounting_ivls.h), kept for the slices */
 
 typedef struct {
     int32_t        pid;
@@ -37,8 +47,10 @@ typedef struct {
     int64_t        first_use_ns;              /* ggml first used: the first buffer, record, graph or batch */
     int64_t        first_graph_ns, last_graph_end_ns; /* 0 when no graph */
     int64_t        graphs_ns, n_graphs, copies_ns, graph_build_ns, host_gaps_ns, idle_ns;
-    int64_t        startup_ns;                /* the start to the first graph (the loading rule's figure) */
-    int64_t        start_up_ns, loading_ns, context_ns; /* the categories startup, loading, context_setup */
+    int64_t        before_first_graph_ns;     /* the start to the first graph (the loading rule's figure) */
+    int64_t        before_setup_ns;           /* the start to the set-up (llama.cpp's first set-up call, else ggml's
+                                                 first use): the category startup, JSON "startup_ns" */
+    int64_t        loading_ns, context_ns;    /* the categories loading, context_setup */
     int            setup_measured;            /* loading and context_setup are llama.cpp's set-up calls, timed */
     int64_t        llama_load_ns, llama_total_ns; /* llama.cpp's "load time" and "total time" as it computes them;
                                                      -1: not known */
@@ -62,10 +74,11 @@ typedef struct {
     size_t           n_procs;
 } ggprof_accounting;
 
-/* Computes every process's accounting. Returns 0, or -1 with a one-line reason. */
+/* Computes every process's accounting (accounting.c). A table or column the trace lacks counts as empty (an older
+ * trace); any other SQL error fails the load. Returns 0, or -1 with a one-line reason. */
 int  ggprof_accounting_load(sqlite3 *db, ggprof_accounting *a, char *why, size_t why_len);
 void ggprof_accounting_free(ggprof_accounting *a);
-/* The accounting as a JSON array, one object per process ({"pid", "wall_ns", "start_known", "categories",
+/* The accounting as a JSON array (accounting_print.c), one object per process ({"pid", "wall_ns", "start_known", "categories",
  * "phases", "ttft", "per_token", "requests"}), indented by indent; json_flags: ggprof_json_put's (GGPROF_JSON_HTML inside an HTML page). What
  * report --format json and the HTML page write. */
 void ggprof_accounting_json(FILE *out, const ggprof_accounting *a, const char *indent, unsigned json_flags);
@@ -79,7 +92,7 @@ typedef struct {
     const char *name;
 } ggprof_acc_slice;
 
-/* The categories of p laid on its wall time, from the intervals they were cut from (graphs, llama_decode calls,
+/* The categories of p laid on its wall time (accounting_slices.c), from the intervals they were cut from (graphs, llama_decode calls,
  * the thread's idle time, llama.cpp's set-up calls): slices in time order that tile [start_ns, end_ns) with no gap
  * and no overlap, adjacent slices of one category merged, each category's slices summing to its ns. Compute per
  * backend and copies share each graph's time in the proportions of their totals (the accounting has their sums,
@@ -87,28 +100,5 @@ typedef struct {
 int ggprof_accounting_slices(const ggprof_acc_proc *p, ggprof_acc_slice **out, size_t *n);
 /* The category's time in p, 0 when it has none. */
 int64_t ggprof_accounting_cat(const ggprof_acc_proc *p, const char *name);
-
-/* A slice on a thread of the program: a region (GGPROF_TS_REGION: the program's, include/ggprof.h, or at depth -1 a
- * call of llama.cpp the engine timed), a llama_decode call (GGPROF_TS_BATCH) or the thread blocked (GGPROF_TS_IDLE),
- * from the tables regions, batches and thread_idle. What export --chrome's thread rows and the HTML page's thread
- * lanes show. */
-enum { GGPROF_TS_REGION = 0, GGPROF_TS_BATCH = 1, GGPROF_TS_IDLE = 2 };
-typedef struct {
-    int64_t pid, tid, start_ns, dur_ns, order;
-    int     what;
-    int64_t v[5]; /* region: depth; batch: batch_id, n_tokens, n_seqs, n_outputs, status */
-    char   *name; /* region: its name; batch: the API called; NULL when none */
-} ggprof_thread_slice;
-
-typedef struct {
-    ggprof_thread_slice *v;
-    size_t               n, cap;
-} ggprof_thread_slices;
-
-/* Every thread slice of db (a table an older trace lacks: none; a slice whose times are negative or overflow: left
- * out), sorted by pid, tid, start, longest first (a parent before what it holds). Returns 0, or -1 out of memory
- * (s left empty). */
-int  ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s);
-void ggprof_thread_slices_free(ggprof_thread_slices *s);
 
 #endif

@@ -309,9 +309,8 @@ static int sig_groups(row_sig *s, const ggprof_model *l, group_map *map, int mat
     q[Q_TYPE_SRC] = n && n->type_src ? n->type_src : "[]";
     if (match_any) {
         q[Q_BACKEND] = "any";
-    } else if (!(q[Q_BACKEND] = ggprof_model_backend_name(l, s->pid, s->sched_id, s->backend_id))) {
-        snprintf(backend, sizeof(backend), "backend %d", s->backend_id);
-        q[Q_BACKEND] = backend;
+    } else {
+        q[Q_BACKEND] = ggprof_model_backend_label(l, s->pid, s->sched_id, s->backend_id, backend, sizeof(backend));
     }
     q[Q_TENSOR] = n && n->tensor_name && *n->tensor_name ? n->tensor_name : NULL;
     if (s->layer >= 0) {

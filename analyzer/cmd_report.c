@@ -18,6 +18,7 @@
 #include "threads.h"
 #include "trace.h"
 #include "v3_format.h"
+#include "views.h"
 
 const char ggprof_usage_report[] =
     "usage: ggprof report TRACE " GGPROF_HELP_SYNOPSIS "\n"
@@ -491,6 +492,7 @@ int ggprof_cmd_report(int argc, char **argv) {
             ggprof_op_stats_free(&s);
             return ggprof_fail(GGPROF_EXIT_INTERNAL, "%s", why);
         }
+        (void) ggprof_views_create(db); /* the functions the sections' queries call (ggprof_type_label...) */
     } else if ((rc = ggprof_trace_open_window(trace, &window, &db, why, sizeof(why))) != 0) {
         return ggprof_fail(rc, "%s", why);
     } else if (ggprof_op_stats_load(db, &s) != 0) {

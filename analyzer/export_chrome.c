@@ -12,6 +12,7 @@
 #include "model.h"
 #include "memory.h"
 #include "outfile.h"
+#include "threads.h"
 #include "trace_db.h"
 #include "v3_format.h"
 #include "wire.h"
@@ -585,8 +586,7 @@ static void run_free(run_data *r) {
 static int run_load(sqlite3 *db, run_data *r, char *why, size_t why_len) {
     memset(r, 0, sizeof(*r));
     if (ggprof_accounting_load(db, &r->acc, why, why_len) != 0) return -1;
-    if (ggprof_thread_slices_load(db, &r->th) != 0) {
-        snprintf(why, why_len, "out of memory");
+    if (ggprof_thread_slices_load(db, &r->th, why, why_len) != 0) {
         ggprof_accounting_free(&r->acc);
         return -1;
     }

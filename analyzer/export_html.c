@@ -15,6 +15,7 @@
 #include "outfile.h"
 #include "roofline.h"
 #include "sort.h"
+#include "threads.h"
 #include "trace.h"
 #include "wire.h"
 #include "hash.h"
@@ -658,8 +659,7 @@ static int put_threads(FILE *f, const model *m) {
  * m. */
 static int find_all(sqlite3 *db, model *m, const ggprof_roofs *roofs, char *why, size_t why_len) {
     if (ggprof_accounting_load(db, &m->acc, why, why_len) != 0) return -1;
-    if (ggprof_thread_slices_load(db, &m->th) != 0) {
-        snprintf(why, why_len, "out of memory");
+    if (ggprof_thread_slices_load(db, &m->th, why, why_len) != 0) {
         return -1;
     }
     return ggprof_findings_run(db, &m->acc, roofs, &m->found, why, why_len);

@@ -11,6 +11,7 @@
 
 #include "layer_rule.h"
 #include "memory.h"
+#include "model.h"
 #include "sort.h"
 #include "v3_format.h"
 
@@ -80,14 +81,16 @@ static sqlite3_stmt *prep_pid(const ggprof_findings_ctx *c, const char *sql, int
     return st;
 }
 
-/* A backend's name in the trace's list, else "backend N". */
+/* A backend's label: its name in the trace's list, else ggprof_backend_label's fallback (model.h). */
 static void backend_name(const ggprof_findings_ctx *c, int32_t pid, int64_t sched, int64_t id, char *buf, size_t len) {
-    snprintf(buf, len, "backend %" PRId64, id);
-    sqlite3_stmt *st = prep(c, "SELECT name FROM backend_list WHERE pid = ?1 AND sched_id = ?2 AND id = ?3 AND name != ''");
-    if (!st) return;
-    sqlite3_bind_int(st, 1, pid), sqlite3_bind_int64(st, 2, sched), sqlite3_bind_int64(st, 3, id);
-    if (sqlite3_step(st) == SQLITE_ROW && col_text(st, 0)) snprintf(buf, len, "%s", col_text(st, 0));
-    sqlite3_finalize(st);
+    char          name[256] = "", fb[48];
+    sqlite3_stmt *st        = prep(c, "SELECT name FROM backend_list WHERE pid = ?1 AND sched_id = ?2 AND id = ?3");
+    if (st) {
+        sqlite3_bind_int(st, 1, pid), sqlite3_bind_int64(st, 2, sched), sqlite3_bind_int64(st, 3, id);
+        if (sqlite3_step(st) == SQLITE_ROW && col_text(st, 0)) snprintf(name, sizeof(name), "%s", col_text(st, 0));
+        sqlite3_finalize(st);
+    }
+    snprintf(buf, len, "%s", ggprof_backend_label(name, id, fb, sizeof(fb)));
 }
 
 static double share(int64_t part, int64_t whole) { return whole > 0 ? (double) part / (double) whole : 0.0; }
@@ -258,7 +261,7 @@ static const ggprof_acc_proc *acc_max(const ggprof_findings_ctx *c, acc_get get)
 static int64_t get_host_gaps(const ggprof_acc_proc *p) { return p->host_gaps_ns; }
 static int64_t get_graph_build(const ggprof_acc_proc *p) { return p->graph_build_ns; }
 static int64_t get_copies(const ggprof_acc_proc *p) { return p->copies_ns; }
-static int64_t get_startup(const ggprof_acc_proc *p) { return p->startup_ns; }
+static int64_t get_startup(const ggprof_acc_proc *p) { return p->before_first_graph_ns; }
 
 /* host_gap: host time between graphs outside llama_decode above 10% of the process's wall time. */
 static int rule_host_gap(const ggprof_findings_ctx *c, ggprof_finding *out) {
@@ -328,7 +331,7 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
  * the advice follows its largest part: the process's own start, the model's loading, or the context's set-up. */
 static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_startup);
-    if (!p || !p->n_graphs || share(p->startup_ns, p->wall_ns) < 0.5) return 0;
+    if (!p || !p->n_graphs || share(p->before_first_graph_ns, p->wall_ns) < 0.5) return 0;
     sqlite3_stmt *st = prep_pid(c, "SELECT count(*), CAST(total(size) AS INTEGER) FROM buffers WHERE pid = ?1"
                                    " AND kind = 'weights'", p->pid);
     int64_t n_bufs = 0, weights = 0;
@@ -340,19 +343,19 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     /* Its advice is about a model's weights: a program that loads none to speak of (a sample whose start is a
      * device's set-up) has no loading to cut. */
     if (n_bufs && weights < (1 << 20)) return 0;
-    out->pid = p->pid, out->at_stake_ns = p->startup_ns;
-    ev_int(out, "before_first_graph_ns", p->startup_ns);
+    out->pid = p->pid, out->at_stake_ns = p->before_first_graph_ns;
+    ev_int(out, "before_first_graph_ns", p->before_first_graph_ns);
     ev_int(out, "wall_ns", p->wall_ns);
-    ev_int(out, "startup_ns", p->start_up_ns);
+    ev_int(out, "startup_ns", p->before_setup_ns);
     ev_int(out, "loading_ns", p->loading_ns);
     ev_int(out, "context_setup_ns", p->context_ns);
     if (n_bufs) ev_real(out, "weights_mib", GGPROF_MIB(weights));
     const char *keep = "keep one process running for many requests (llama-server, whisper-server)";
-    if (p->loading_ns >= p->start_up_ns && p->loading_ns >= p->context_ns) {
+    if (p->loading_ns >= p->before_setup_ns && p->loading_ns >= p->context_ns) {
         ev_text(out, "largest", "loading");
         advise(out, "loading the model dominates this run: %s; --no-mmap (or mmap from the page cache) for a faster"
                     " load; a smaller quantization", keep);
-    } else if (p->start_up_ns >= p->context_ns) {
+    } else if (p->before_setup_ns >= p->context_ns) {
         ev_text(out, "largest", "startup");
         advise(out, "the process's start (before ggml is first used: its libraries loaded and initialized, the"
                     " program's own set-up) dominates this run: %s", keep);

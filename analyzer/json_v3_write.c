@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gzout.h"
+#include "model.h"
 #include "progress.h"
 #include "trace_db.h"
 #include "v3_format.h"
@@ -70,42 +71,39 @@ static char *node_line(const char *tensor, const char *ne, int out_type, int n_s
 
 static const char k_no_ne[] = "[0, 0, 0, 0]", k_no_params[] = "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]";
 
+/* The nodes as the model reads them (model.c: the one loader of the nodes table), each made into its part with the
+ * records view's defaults for what a node lacks. */
 static int parts_load(sqlite3 *db, node_parts *t) {
     memset(t, 0, sizeof(*t));
     if (!(t->none = node_line(NULL, k_no_ne, -1, 0, "[]", "[]", "[]", k_no_params, -1))) return -1;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, NULLIF(tensor_name, ''), COALESCE(ne, '[0, 0, 0, 0]'),"
-                               " COALESCE(out_type, -1), COALESCE(n_src, 0), COALESCE(ne_src, '[]'), COALESCE(nb_src, '[]'),"
-                               " COALESCE(type_src, '[]'), COALESCE(op_params, '[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
-                               " 0, 0]'), COALESCE(sub_op, -1), op FROM nodes WHERE node_id IS NOT NULL",
-                           -1, &st, NULL) != SQLITE_OK) {
-        return -1;
-    }
-    size_t cap = 0;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        int32_t pid = sqlite3_column_int(st, 0);
-        int64_t id  = sqlite3_column_int64(st, 1);
-        if (ggprof_index_reserve(&t->index, 0, t->n, part_hash, t) != 0) break;
-        if (part_find(t, pid, id)) continue; /* the first, as a join would pick one */
-        if (t->n == cap) {
-            cap          = cap ? cap * 2 : 256;
-            node_part *v = realloc(t->v, cap * sizeof(*v));
-            if (!v) break;
-            t->v = v;
+    ggprof_model m;
+    char         why[256];
+    if (ggprof_model_nodes_load(db, &m, why, sizeof(why)) != 0) return -1;
+    int rc = 0;
+    if (m.n_nodes && !(t->v = calloc(m.n_nodes, sizeof(*t->v)))) rc = -1;
+    for (size_t i = 0; rc == 0 && i < m.n_nodes; i++) {
+        const ggprof_model_node *n = &m.nodes[i];
+        if (ggprof_index_reserve(&t->index, 0, t->n, part_hash, t) != 0) {
+            rc = -1;
+            break;
         }
-        node_part *x = &t->v[t->n];
-        x->pid = pid, x->node_id = id;
-        x->part = node_line((const char *) col_text(st, 2), (const char *) col_text(st, 3), sqlite3_column_int(st, 4),
-                            sqlite3_column_int(st, 5), (const char *) col_text(st, 6), (const char *) col_text(st, 7),
-                            (const char *) col_text(st, 8), (const char *) col_text(st, 9), sqlite3_column_int(st, 10));
-        x->op     = col_text(st, 11) ? strdup((const char *) col_text(st, 11)) : NULL;
-        x->tensor = col_text(st, 2) ? strdup((const char *) col_text(st, 2)) : NULL;
-        if (!x->part) break;
-        *ggprof_index_slot(&t->index, ggprof_fnv_pid_id(pid, id), same_part, t, x) = (uint32_t) ++t->n;
+        const char *tensor = n->tensor_name && *n->tensor_name ? n->tensor_name : NULL;
+        node_part  *x      = &t->v[t->n];
+        x->pid = n->pid, x->node_id = n->node_id;
+        x->part   = node_line(tensor, n->ne ? n->ne : k_no_ne, (int) n->out_type, (int) n->n_src,
+                              n->ne_src ? n->ne_src : "[]", n->nb_src ? n->nb_src : "[]", n->type_src ? n->type_src : "[]",
+                              n->op_params ? n->op_params : k_no_params, (int) n->sub_op);
+        x->op     = n->op ? strdup(n->op) : NULL;
+        x->tensor = tensor ? strdup(tensor) : NULL;
+        if (!x->part || (n->op && !x->op) || (tensor && !x->tensor)) {
+            free(x->part), free(x->op), free(x->tensor);
+            rc = -1;
+            break;
+        }
+        *ggprof_index_slot(&t->index, ggprof_fnv_pid_id(n->pid, n->node_id), same_part, t, x) = (uint32_t) ++t->n;
     }
-    sqlite3_finalize(st);
-    return step == SQLITE_DONE ? 0 : -1;
+    ggprof_model_free(&m);
+    return rc;
 }
 
 static void parts_free(node_parts *t) {

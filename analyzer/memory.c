@@ -294,7 +294,7 @@ static int load_layers(sqlite3 *db, ggprof_mem *m) {
     /* A tensor the graphs read or write where ggml-alloc did not put it, once per place in its buffer. */
     if (sqlite3_prepare_v2(db,
                            "SELECT p.pid, b.name, b.kind, COALESCE(n.tensor_name, ''),"
-                           " COALESCE(t.name, 'type ' || n.out_type, '?'), max(p.size) FROM placements p"
+                           " COALESCE(ggprof_type_label(t.name, n.out_type), '?'), max(p.size) FROM placements p"
                            " JOIN buffers b ON b.pid = p.pid AND b.buffer_id = p.buffer_id"
                            " LEFT JOIN nodes n ON n.pid = p.pid AND n.node_id = p.node_id"
                            " LEFT JOIN ggml_types t ON t.pid = p.pid AND t.type = n.out_type"

@@ -77,8 +77,8 @@ static int unnamed(const char *s) {
 
 static int load_nodes(sqlite3 *db, ggprof_model *l, ggprof_index *m) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type"
-                               " FROM nodes",
+    if (sqlite3_prepare_v2(db, "SELECT pid, node_id, tensor_name, sub_op, sub_op_name, ne, ne_src, type_src, op, out_type,"
+                               " n_src, nb_src, op_params FROM nodes",
                            -1, &st, NULL) != SQLITE_OK) {
         return -1;
     }
@@ -106,6 +106,9 @@ static int load_nodes(sqlite3 *db, ggprof_model *l, ggprof_index *m) {
         n->op          = dup_col(st, 8);
         n->ne          = dup_col(st, 5);
         n->out_type    = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+        n->n_src       = sqlite3_column_int64(st, 10);
+        n->nb_src      = dup_col(st, 11);
+        n->op_params   = dup_col(st, 12);
         l->n_nodes++;
         n->own_layer = ggprof_layer_of(n->tensor_name);
         n->anchor    = n->tensor_name && *n->tensor_name && !unnamed(n->tensor_name);
@@ -262,20 +265,58 @@ const char *ggprof_model_backend_name(const ggprof_model *l, int32_t pid, int64_
     return NULL;
 }
 
-const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len) {
-    const char *name = id >= INT32_MIN && id <= INT32_MAX ? ggprof_model_backend_name(l, pid, sched_id, (int32_t) id) : NULL;
+const char *ggprof_backend_label(const char *name, int64_t id, char *buf, size_t len) {
     if (name && *name) return name;
     snprintf(buf, len, id < 0 ? "no backend" : "backend %" PRId64, id);
     return buf;
 }
 
-const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len) {
-    for (size_t i = 0; i < l->n_types; i++)
-        if (l->types[i].pid == pid && l->types[i].type == type) return l->types[i].name;
-    for (size_t i = 0; i < l->n_types; i++)
-        if (l->types[i].type == type) return l->types[i].name;
+const char *ggprof_type_label(const char *name, int64_t type, char *buf, size_t len) {
+    if (name && *name) return name;
     snprintf(buf, len, "type %" PRId64, type);
     return buf;
+}
+
+const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len) {
+    const char *name = id >= INT32_MIN && id <= INT32_MAX ? ggprof_model_backend_name(l, pid, sched_id, (int32_t) id) : NULL;
+    return ggprof_backend_label(name, id, buf, len);
+}
+
+const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len) {
+    for (size_t i = 0; i < l->n_types; i++)
+        if (l->types[i].pid == pid && l->types[i].type == type) return ggprof_type_label(l->types[i].name, type, buf, len);
+    for (size_t i = 0; i < l->n_types; i++)
+        if (l->types[i].type == type) return ggprof_type_label(l->types[i].name, type, buf, len);
+    return ggprof_type_label(NULL, type, buf, len);
+}
+
+/* The SQL side of the two labels: NULL when the id is NULL and the name missing (as 'backend ' || NULL was). */
+static void sql_label(sqlite3_context *ctx, sqlite3_value **argv,
+                      const char *(*label)(const char *, int64_t, char *, size_t)) {
+    const char *name = (const char *) sqlite3_value_text(argv[0]);
+    if (!(name && *name) && sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    char buf[48];
+    sqlite3_result_text(ctx, label(name, sqlite3_value_int64(argv[1]), buf, sizeof(buf)), -1, SQLITE_TRANSIENT);
+}
+
+static void fn_backend_label(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void) argc;
+    sql_label(ctx, argv, ggprof_backend_label);
+}
+
+static void fn_type_label(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void) argc;
+    sql_label(ctx, argv, ggprof_type_label);
+}
+
+int ggprof_labels_register(sqlite3 *db) {
+    int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+    int rc    = sqlite3_create_function(db, "ggprof_backend_label", 2, flags, NULL, fn_backend_label, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "ggprof_type_label", 2, flags, NULL, fn_type_label, NULL, NULL);
+    return rc;
 }
 
 /* ------------------------------------------------------------ records */
@@ -625,6 +666,19 @@ static int stream_records(sqlite3 *db, stream *s, int what, const char *label) {
     return rc;
 }
 
+int ggprof_model_nodes_load(sqlite3 *db, ggprof_model *l, char *why, size_t why_len) {
+    memset(l, 0, sizeof(*l));
+    ggprof_index nodes = { 0 };
+    int          rc    = load_nodes(db, l, &nodes);
+    ggprof_index_free(&nodes);
+    if (rc) {
+        const char *e = sqlite3_errcode(db) == SQLITE_OK || sqlite3_errcode(db) >= SQLITE_ROW ? "out of memory" : sqlite3_errmsg(db);
+        snprintf(why, why_len, "reading the nodes: %s", e);
+        ggprof_model_free(l);
+    }
+    return rc;
+}
+
 int ggprof_model_each(sqlite3 *db, ggprof_model *l, int what, const char *progress, ggprof_model_fn fn, void *ctx,
                        char *why, size_t why_len) {
     memset(l, 0, sizeof(*l));
@@ -731,6 +785,8 @@ void ggprof_model_free(ggprof_model *l) {
         free(l->nodes[i].type_src);
         free(l->nodes[i].op);
         free(l->nodes[i].ne);
+        free(l->nodes[i].nb_src);
+        free(l->nodes[i].op_params);
     }
     for (size_t i = 1; i < l->n_names; i++) free(l->names[i]);
     for (size_t i = 0; i < l->n_backends; i++) free(l->backends[i].name);

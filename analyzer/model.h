@@ -19,7 +19,9 @@ typedef struct {
     int32_t pid;
     int64_t node_id;
     char   *tensor_name, *sub_op_name, *ne_src, *type_src, *op, *ne; /* NULL when NULL */
+    char   *nb_src, *op_params;                                      /* NULL when NULL (the JSON profile's) */
     int64_t sub_op, out_type;                                        /* -1 when NULL */
+    int64_t n_src;                                                   /* 0 when NULL */
     int     own_layer;                                     /* ggprof_layer_of(tensor_name); -1: none */
     int     anchor;       /* a named tensor: not empty, not ggml's "node_N" or "leaf_N" */
     int     has_rows;     /* ne[1] is a number: a GET_ROWS's rows, the tokens of llama.cpp's batch */
@@ -107,6 +109,9 @@ typedef int (*ggprof_model_fn)(void *ctx, const ggprof_model *l, const ggprof_mo
 int ggprof_model_each(sqlite3 *db, ggprof_model *l, int what, const char *progress, ggprof_model_fn fn, void *ctx,
                        char *why, size_t why_len);
 void ggprof_model_free(ggprof_model *l);
+/* The nodes alone, as ggprof_model_load reads them (the first row of a (pid, node_id), none of a NULL node_id), for
+ * a reader that needs no records (the JSON profile's writer). Returns 0, or -1 with a one-line reason. */
+int ggprof_model_nodes_load(sqlite3 *db, ggprof_model *l, char *why, size_t why_len);
 /* ggprof_model_load in bounded memory, for what shows records one by one (the exports): when the trace has more
  * than max_records records (0: no limit), only those of one graph in every k (k = ceil(records / max_records); the
  * first of each k in the pass's order) and of no graph; every graph, split and node stays. out says what was kept. */
@@ -138,13 +143,22 @@ size_t ggprof_model_scheds(const ggprof_model *l, int32_t pid);
 /* The earliest start of a record, a split or a graph; 0 for an empty trace. */
 int64_t ggprof_model_t0(const ggprof_model *l);
 
+/* The labels of a backend and of a ggml type, defined here only: the name when it is not NULL or empty, else
+ * "backend N" ("no backend" for a negative id), "type N", in buf. Every view, rule and export labels through these,
+ * in C or in SQL: ggprof_labels_register makes them the SQL functions ggprof_backend_label(name, id) and
+ * ggprof_type_label(name, type) (NULL when the name is missing and the id NULL), on every trace the analyzer opens
+ * (views.c), so that a query's label and a C caller's cannot differ. */
+const char *ggprof_backend_label(const char *name, int64_t id, char *buf, size_t len);
+const char *ggprof_type_label(const char *name, int64_t type, char *buf, size_t len);
+int         ggprof_labels_register(sqlite3 *db); /* SQLITE_OK or an SQLite error code */
+
 /* The name of backend id of scheduler sched in process pid (the trace's backend_list), NULL when the trace has none. */
 const char *ggprof_model_backend_name(const ggprof_model *l, int32_t pid, int64_t sched_id, int32_t id);
-/* The same for a label: the name when it is not empty, else "backend N" ("no backend" for a negative id) in buf. */
+/* The same for a label: ggprof_backend_label of that name. */
 const char *ggprof_model_backend_label(const ggprof_model *l, int32_t pid, int64_t sched_id, int64_t id, char *buf, size_t len);
 
-/* The name of ggml type id type in process pid (else of another process of the trace), else "type N" in buf: the
- * one fallback for a trace without ggml_types (a JSON import). Needs GGPROF_MODEL_EXPORT. */
+/* The name of ggml type id type in process pid (else of another process of the trace), else ggprof_type_label's
+ * "type N" in buf (a trace without ggml_types: a JSON import). Needs GGPROF_MODEL_EXPORT. */
 const char *ggprof_model_type_name(const ggprof_model *l, int32_t pid, int64_t type, char *buf, size_t len);
 
 #endif

@@ -71,7 +71,7 @@ int ggprof_placement_tables(sqlite3 *db, ggprof_table *backends, ggprof_table *f
     ggprof_table_init(fallbacks, k_fallback_cols, sizeof(k_fallback_cols) / sizeof(k_fallback_cols[0]));
     sqlite3_stmt *st = NULL;
     int           rc = 0;
-    if (sqlite3_prepare_v2(db, PL_WITH " SELECT COALESCE(b.name, 'backend ' || np.backend_id), np.pid,"
+    if (sqlite3_prepare_v2(db, PL_WITH " SELECT ggprof_backend_label(b.name, np.backend_id), np.pid,"
                                        " count(DISTINCT np.graph_id), count(*), sum(np.reason != 'preferred'), sum(ev.ns)"
                                        PL_JOIN " GROUP BY np.pid, np.sched_id, np.backend_id"
                                        " ORDER BY np.pid, np.sched_id, np.backend_id", -1, &st, NULL) != SQLITE_OK) {
@@ -85,8 +85,8 @@ int ggprof_placement_tables(sqlite3 *db, ggprof_table *backends, ggprof_table *f
     }
     sqlite3_finalize(st);
     st = NULL;
-    if (rc == 0 && sqlite3_prepare_v2(db, PL_WITH " SELECT np.op, np.reason, COALESCE(b.name, 'backend ' || np.backend_id),"
-                                                  " COALESCE(pb.name, 'backend ' || np.preferred_backend_id), count(*),"
+    if (rc == 0 && sqlite3_prepare_v2(db, PL_WITH " SELECT np.op, np.reason, ggprof_backend_label(b.name, np.backend_id),"
+                                                  " ggprof_backend_label(pb.name, np.preferred_backend_id), count(*),"
                                                   " sum(ev.ns), sum(cp.n), sum(cp.bytes)" PL_JOIN
                                                   " WHERE np.reason != 'preferred' GROUP BY 1, 2, 3, 4"
                                                   " ORDER BY COALESCE(sum(ev.ns), 0) DESC, count(*) DESC, 1, 2",

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sort.h"
+#include "sql.h"
 #include "v3_format.h"
 
 static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt) {
@@ -289,4 +290,135 @@ void ggprof_threads_json(FILE *f, sqlite3 *db) {
     fputc('[', f);
     each_process(f, db, json_proc);
     fputs("\n  ]", f);
+}
+
+/* ------------------------------------------------------------ the threads' slices (for the exports) */
+
+void ggprof_thread_slices_free(ggprof_thread_slices *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->v[i].name);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+static int cmp_thread_slice(const void *a, const void *b) {
+    const ggprof_thread_slice *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    if (x->dur_ns != y->dur_ns) return x->dur_ns > y->dur_ns ? -1 : 1;
+    if (x->what != y->what) return x->what < y->what ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The rows of one table (a table or column an older trace lacks: none): pid, tid, start, duration, name, then nv
+ * values. Returns 0, or -1 with a one-line reason. */
+static int thread_slices_add(sqlite3 *db, ggprof_thread_slices *s, const char *sql, int what, int nv, char *why,
+                             size_t why_len) {
+    sqlite3_stmt *st = NULL;
+    char          msg[256];
+    ggprof_sql_rc pr = ggprof_sql_prepare(db, sql, &st, msg, sizeof(msg));
+    if (pr != GGPROF_SQL_OK) {
+        if (pr == GGPROF_SQL_ERROR) snprintf(why, why_len, "thread slices: %s", msg);
+        return pr == GGPROF_SQL_ABSENT ? 0 : -1;
+    }
+    int rc = 0, step = SQLITE_DONE;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t start = sqlite3_column_int64(st, 2), dur = sqlite3_column_int64(st, 3);
+        if (start < 0 || dur < 0 || start > INT64_MAX - dur) continue;
+        if (s->n == s->cap) {
+            size_t               cap = s->cap ? 2 * s->cap : 256;
+            ggprof_thread_slice *v   = realloc(s->v, cap * sizeof(*v));
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            s->v = v, s->cap = cap;
+        }
+        ggprof_thread_slice *t = &s->v[s->n];
+        memset(t, 0, sizeof(*t));
+        t->pid = sqlite3_column_int64(st, 0), t->tid = sqlite3_column_int64(st, 1);
+        t->start_ns = start, t->dur_ns = dur, t->what = what, t->order = (int64_t) s->n;
+        for (int k = 0; k < nv; k++) t->v[k] = sqlite3_column_int64(st, 5 + k);
+        const char *name = (const char *) sqlite3_column_text(st, 4);
+        if (name && name[0] && !(t->name = strdup(name))) rc = -1;
+        s->n++;
+    }
+    if (rc != 0) snprintf(why, why_len, "thread slices: out of memory");
+    else if (step != SQLITE_DONE) snprintf(why, why_len, "thread slices: %s", sqlite3_errmsg(db)), rc = -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+/* The sampler places an idle run's edges within a few milliseconds (docs/how-it-works.md); the engine times a call's
+ * edges exactly, and at each the thread ran. An idle span with such an edge strictly inside it was really blocked on
+ * one side of it: it keeps the widest piece between the edges, where nearly all of it lay, and so nests with the
+ * thread's calls. The slices of [a, b) are those of one thread, sorted. Returns 0, or -1 out of memory. */
+static int idle_clip_thread(ggprof_thread_slice *v, size_t a, size_t b) {
+    size_t n = 0;
+    for (size_t i = a; i < b; i++) n += v[i].what != GGPROF_TS_IDLE ? 2 : 0;
+    if (n == 0 || n == 2 * (b - a)) return 0;
+    int64_t *e = malloc(n * sizeof(*e));
+    if (!e) return -1;
+    n = 0;
+    for (size_t i = a; i < b; i++) {
+        if (v[i].what == GGPROF_TS_IDLE) continue;
+        e[n++] = v[i].start_ns, e[n++] = v[i].start_ns + v[i].dur_ns;
+    }
+    qsort(e, n, sizeof(*e), cmp_i64);
+    for (size_t i = a; i < b; i++) {
+        ggprof_thread_slice *t = &v[i];
+        if (t->what != GGPROF_TS_IDLE) continue;
+        int64_t s = t->start_ns, end = s + t->dur_ns;
+        size_t  lo = 0, hi = n; /* the first edge after s */
+        while (lo < hi) {
+            size_t m = lo + (hi - lo) / 2;
+            if (e[m] <= s) lo = m + 1;
+            else hi = m;
+        }
+        int64_t best_s = s, best_e = end, from = s;
+        for (size_t j = lo; j < n && e[j] < end; j++) {
+            if (j == lo) best_e = e[j]; /* the first piece, [s, e[lo]) */
+            else if (e[j] - from > best_e - best_s) best_s = from, best_e = e[j];
+            from = e[j];
+        }
+        if (lo < n && e[lo] < end && end - from > best_e - best_s) best_s = from, best_e = end;
+        t->start_ns = best_s, t->dur_ns = best_e - best_s;
+    }
+    free(e);
+    return 0;
+}
+
+int ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s, char *why, size_t why_len) {
+    memset(s, 0, sizeof(*s));
+    int rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, duration_ns, name, depth FROM regions",
+                               GGPROF_TS_REGION, 1, why, why_len);
+    if (rc == 0) {
+        rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, duration_ns, api, batch_id, n_tokens, n_seqs,"
+                                      " n_outputs, status FROM batches", GGPROF_TS_BATCH, 5, why, why_len);
+    }
+    if (rc == 0) {
+        rc = thread_slices_add(db, s, "SELECT pid, tid, start_ns, end_ns - start_ns, NULL FROM thread_idle"
+                                      " WHERE end_ns >= start_ns", GGPROF_TS_IDLE, 0, why, why_len);
+    }
+    if (rc != 0) {
+        ggprof_thread_slices_free(s);
+        return -1;
+    }
+    ggprof_sort(s->v, s->n, sizeof(*s->v), cmp_thread_slice);
+    for (size_t a = 0, b; a < s->n && rc == 0; a = b) {
+        for (b = a + 1; b < s->n && s->v[b].pid == s->v[a].pid && s->v[b].tid == s->v[a].tid; b++) {}
+        rc = idle_clip_thread(s->v, a, b);
+    }
+    if (rc != 0) {
+        snprintf(why, why_len, "thread slices: out of memory");
+        ggprof_thread_slices_free(s);
+        return -1;
+    }
+    ggprof_sort(s->v, s->n, sizeof(*s->v), cmp_thread_slice);
+    return 0;
 }

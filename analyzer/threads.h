@@ -1,10 +1,12 @@
 /* CPU threads: per op and thread busy and barrier wait and the imbalance between threads (record --threads's
  * op_threads; otherwise thread 0's busy time and its barrier waits, the slowest thread's lead over it), and per
- * process the threads ggml used against the CPUs it could use (docs/analysis.md, "Threads"). */
+ * process the threads ggml used against the CPUs it could use (docs/analysis.md, "Threads"); and each thread's
+ * slices (its regions, llama_decode calls and idle spans) that the exports draw. */
 #ifndef GGPROF_THREADS_H
 #define GGPROF_THREADS_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -53,5 +55,28 @@ void ggprof_threads_json(FILE *f, sqlite3 *db);
 
 /* report's "Threads" section, for each process record measured (nothing for a trace without processes_time). */
 void ggprof_threads_print(FILE *f, sqlite3 *db);
+
+/* A slice on a thread of the program: a region (GGPROF_TS_REGION: the program's, include/ggprof.h, or at depth
+ * GGPROF_LLAMA_REGION_DEPTH a call of llama.cpp the engine timed, schema/llama_regions.h), a llama_decode call
+ * (GGPROF_TS_BATCH) or the thread blocked (GGPROF_TS_IDLE), from the tables regions, batches and thread_idle. What export --chrome's thread rows and the HTML page's thread
+ * lanes show. */
+enum { GGPROF_TS_REGION = 0, GGPROF_TS_BATCH = 1, GGPROF_TS_IDLE = 2 };
+typedef struct {
+    int64_t pid, tid, start_ns, dur_ns, order;
+    int     what;
+    int64_t v[5]; /* region: depth; batch: batch_id, n_tokens, n_seqs, n_outputs, status */
+    char   *name; /* region: its name; batch: the API called; NULL when none */
+} ggprof_thread_slice;
+
+typedef struct {
+    ggprof_thread_slice *v;
+    size_t               n, cap;
+} ggprof_thread_slices;
+
+/* Every thread slice of db (a table or column an older trace lacks: none; a slice whose times are negative or
+ * overflow: left out), sorted by pid, tid, start, longest first (a parent before what it holds). Returns 0, or -1
+ * (s left empty) with a one-line reason: out of memory, or a query that failed otherwise. */
+int  ggprof_thread_slices_load(sqlite3 *db, ggprof_thread_slices *s, char *why, size_t why_len);
+void ggprof_thread_slices_free(ggprof_thread_slices *s);
 
 #endif

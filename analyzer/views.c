@@ -2,6 +2,7 @@
 #include "views.h"
 
 #include "layer_rule.h"
+#include "model.h"
 #include "model_vtab.h"
 
 #include <stdint.h>
@@ -86,6 +87,7 @@ int ggprof_views_create(sqlite3 *db) {
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
     int rc = sqlite3_create_function(db, "ggprof_layer", 1, flags, NULL, fn_layer, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "ggprof_block", 3, flags, NULL, fn_block, NULL, NULL);
+    if (rc == SQLITE_OK) rc = ggprof_labels_register(db);
     if (rc == SQLITE_OK) rc = ggprof_model_register(db);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, k_views, NULL, NULL, NULL);
     return rc;

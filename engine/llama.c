@@ -3,9 +3,10 @@
  * sequence in it, and the graphs computed inside name the call (ggprof_msg_graph.batch). `rollup --by request`
  * joins them into requests.
  * Its set-up and perf calls (the model's load, the context's creation, llama_perf_context_reset,
- * llama_perf_context): one REGION record per call, of depth GGPROF_LLAMA_SPAN (a program's own regions have depths
- * from 0), named by the function: what analyzer/accounting.c measures loading and context set-up by, and computes
- * llama.cpp's own "load time" and "total time" from. */
+ * llama_perf_context, listed in schema/llama_regions.h): one REGION record per call, of depth
+ * GGPROF_LLAMA_REGION_DEPTH (a program's own regions have depths from 0), named by the function: what the analyzer's
+ * accounting measures loading and context set-up by, and computes llama.cpp's own "load time" and "total time"
+ * from. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "engine.h"
 #include "internal.h"
+#include "llama_regions.h"
 #include "reach.h"
 #include "timing.h"
 
@@ -97,9 +99,9 @@ GGPROF_API int32_t llama_encode(struct llama_context *ctx, ggprof_llama_batch ba
     return traced(real_llama_encode, 1, ctx, batch);
 }
 
-/* ---- The set-up and perf calls: a span each (a REGION record of depth GGPROF_LLAMA_SPAN, named by the function),
- * the outermost only (llama_load_model_from_file calls llama_model_load_from_file through the PLT). */
-#define GGPROF_LLAMA_SPAN UINT32_MAX /* the regions table's depth -1 */
+/* ---- The set-up and perf calls: a span each (a REGION record of depth GGPROF_LLAMA_REGION_DEPTH, named by the
+ * function), the outermost only (llama_load_model_from_file calls llama_model_load_from_file through the PLT). */
+#define GGPROF_LLAMA_SPAN ((uint32_t) GGPROF_LLAMA_REGION_DEPTH) /* unsigned on the wire */
 static __thread int t_in_span;
 
 /* The span's start, or 0 when it is not recorded (no collector recording now, or inside another span). */
@@ -122,6 +124,9 @@ static void span_end(const char *name, uint64_t start) {
     ggprof_emit(&m.h);
 }
 
+/* A span's region name: its function's, as schema/llama_regions.h lists it. */
+#define SPAN_NAME(fn) #fn
+
 struct llama_model;
 static void *_Atomic slot_llama_perf_context_reset;
 
@@ -130,7 +135,7 @@ GGPROF_API void llama_perf_context_reset(struct llama_context *ctx) {
     REAL_FROM(slot_llama_perf_context_reset, llama_perf_context_reset);
     uint64_t t = span_begin();
     real_llama_perf_context_reset(ctx);
-    span_end("llama_perf_context_reset", t);
+    span_end(SPAN_NAME(llama_perf_context_reset), t);
 }
 GGPROF_SELF_ALIAS(llama_perf_context_reset)
 
@@ -168,7 +173,7 @@ static void *_Atomic slot_llama_model_load_from_file, *_Atomic slot_llama_load_m
     REAL_FROM(slot_##fn, fn);                                                                                          \
     uint64_t t = span_begin();                                                                                         \
     __typeof__(real_##fn(__VA_ARGS__)) r = real_##fn(__VA_ARGS__);                                                    \
-    span_end(#fn, t);                                                                                                  \
+    span_end(SPAN_NAME(fn), t);                                                                                        \
     return r
 
 GGPROF_API struct llama_model *llama_model_load_from_file(const char *path, ggprof_llama_params params) {
@@ -196,25 +201,24 @@ GGPROF_SELF_ALIAS(llama_model_load_from_splits)
 GGPROF_SELF_ALIAS(llama_init_from_model)
 GGPROF_SELF_ALIAS(llama_new_context_with_model)
 GGPROF_SELF_ALIAS(llama_perf_context)
-#define SPAN_ENTRY(fn, serves) { #fn, GGPROF_SELF(fn), &slot_##fn, serves },
+/* Generated from schema/llama_regions.h's lists: a call listed there without a wrapper here does not compile. */
+#define SPAN_ENTRY(fn, serves) { SPAN_NAME(fn), GGPROF_SELF(fn), &slot_##fn, serves },
+#define LOAD_ENTRY(fn)         SPAN_ENTRY(fn, "loading measured")
+#define CONTEXT_ENTRY(fn)      SPAN_ENTRY(fn, "context set-up measured")
+#define PERF_ENTRY(fn)         SPAN_ENTRY(fn, "llama.cpp's total time")
 #define SPAN_ENTRIES                                                                                                   \
-    SPAN_ENTRY(llama_model_load_from_file, "loading measured")                                                          \
-    SPAN_ENTRY(llama_load_model_from_file, "loading measured")                                                          \
-    SPAN_ENTRY(llama_model_load_from_splits, "loading measured")                                                        \
-    SPAN_ENTRY(llama_init_from_model, "context set-up measured")                                                        \
-    SPAN_ENTRY(llama_new_context_with_model, "context set-up measured")                                                 \
-    SPAN_ENTRY(llama_perf_context, "llama.cpp's total time")
+    GGPROF_LLAMA_LOAD_CALLS(LOAD_ENTRY) GGPROF_LLAMA_CONTEXT_CALLS(CONTEXT_ENTRY) GGPROF_LLAMA_PERF_CALLS(PERF_ENTRY)
 #else
 #define SPAN_ENTRIES
 #endif
 
 GGPROF_SELF_ALIAS(llama_decode)
 GGPROF_SELF_ALIAS(llama_encode)
+#define RESET_ENTRY(fn) { SPAN_NAME(fn), GGPROF_SELF(fn), &slot_##fn, "llama.cpp's load and total time" },
 static const ggprof_entry g_llama_entries[] = {
     { "llama_decode", GGPROF_SELF(llama_decode), &slot_llama_decode, "llama_decode batches (time per request)" },
     { "llama_encode", GGPROF_SELF(llama_encode), &slot_llama_encode, "llama_encode batches" },
-    { "llama_perf_context_reset", GGPROF_SELF(llama_perf_context_reset), &slot_llama_perf_context_reset,
-      "llama.cpp's load and total time" },
+    GGPROF_LLAMA_PERF_RESET_CALLS(RESET_ENTRY)
     SPAN_ENTRIES
 };
 
