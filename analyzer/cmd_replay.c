@@ -222,7 +222,8 @@ static void replay_store(sqlite3 *db, const char *trace, const ggprof_cases *c, 
     ggprof_db_harden(db, 0);
     sqlite3_stmt *st = NULL;
     sqlite3_exec(db, "BEGIN; " GGPROF_DB_REPLAY_DDL "DELETE FROM replay;", NULL, NULL, NULL);
-    sqlite3_prepare_v2(db, "INSERT INTO replay VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO replay(case_id, backend, op, op_id, test, count, insitu_ns, isolated_ns, ratio,"
+                           " share, n_runs, replayed_unix) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL);
     for (size_t i = 0; st && i < c->n; i++) {
         const ggprof_case *k = &c->v[i];
         char line[2048];

@@ -170,7 +170,7 @@ static int copy_input(sqlite3 *out, const char *path, int64_t offset, int64_t pi
     }
     for (size_t k = 0; rc == 0 && k < sizeof(k_meta_per_pid) / sizeof(k_meta_per_pid[0]); k++) {
         sqlite3_stmt *st = NULL;
-        const char *sql = "INSERT OR REPLACE INTO main.meta SELECT ?1 || '.' || (CAST(substr(key, length(?1) + 2) AS INTEGER)"
+        const char *sql = "INSERT OR REPLACE INTO main.meta(key, value) SELECT ?1 || '.' || (CAST(substr(key, length(?1) + 2) AS INTEGER)"
                           " + ?2), value FROM src.meta WHERE key GLOB ?1 || '.[0-9]*'";
         if (sqlite3_prepare_v2(out, sql, -1, &st, NULL) != SQLITE_OK) {
             snprintf(why, len, "merging '%s' (meta): %s", path, sqlite3_errmsg(out));
@@ -261,13 +261,11 @@ int ggprof_cmd_merge(int argc, char **argv) {
         sqlite3_close(dbs[i]);
         dbs[i] = NULL;
         if (copy_input(o, in[i], e.offset, shift, why, sizeof(why)) != 0) rc = ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
-        char key[32], sql[256];
+        char key[32];
         snprintf(key, sizeof(key), "merged.%d", i);
-        snprintf(sql, sizeof(sql), "INSERT OR REPLACE INTO meta VALUES('%s', ?)", key);
-        sqlite3_prepare_v2(o, sql, -1, &st, NULL);
-        sqlite3_bind_text(st, 1, in[i], -1, SQLITE_TRANSIENT);
-        sqlite3_step(st);
-        sqlite3_finalize(st);
+        if (!rc && ggprof_db_meta(o, key, in[i]) != 0) {
+            rc = ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write meta '%s' into '%s': %s", key, out, sqlite3_errmsg(o));
+        }
     }
     for (int i = 0; i < n; i++) sqlite3_close(dbs[i]);
     free(dbs);

@@ -230,64 +230,31 @@ static void snapshot_path_for(const char *db, char *out, size_t len) {
     snprintf(out, len, "%.*s.snapshot.db", (int) n, db);
 }
 
-/* A note (report shows them) and meta keys, written into a finished trace. */
-static void db_note(sqlite3 *db, const char *text) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT INTO notes VALUES(0, ?)", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
-        sqlite3_step(st);
-    }
-    sqlite3_finalize(st);
-}
-
-static void db_meta_u64(sqlite3 *db, const char *key, uint64_t value) {
-    char v[32];
-    sqlite3_stmt *st = NULL;
-    snprintf(v, sizeof(v), "%" PRIu64, value);
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, v, -1, SQLITE_TRANSIENT);
-        sqlite3_step(st);
-    }
-    sqlite3_finalize(st);
-}
-
 /* What the flight recorder dropped, in the trace: meta keys and a note that report shows. */
 static void store_flight_note(sqlite3 *db, const ggprof_spill *s, long max_mb) {
     char text[512];
     snprintf(text, sizeof(text), "flight recorder (--max-mb %ld): the oldest %.1f MB of records were dropped (%" PRIu64
              " spill segments, %" PRIu64 " graphs); the trace holds the most recent ones", max_mb,
              (double) s->dropped_bytes / (1 << 20), s->dropped_segs, s->dropped_graphs);
-    db_note(db, text);
-    db_meta_u64(db, "flight_dropped_bytes", s->dropped_bytes);
-    db_meta_u64(db, "flight_dropped_segments", s->dropped_segs);
-    db_meta_u64(db, "flight_dropped_graphs", s->dropped_graphs);
+    /* best effort, as the rest of the trace's end: a failure was said on stderr (trace_db.h) */
+    ggprof_db_note(db, 0, text);
+    ggprof_db_meta_int(db, "flight_dropped_bytes", (int64_t) s->dropped_bytes);
+    ggprof_db_meta_int(db, "flight_dropped_segments", (int64_t) s->dropped_segs);
+    ggprof_db_meta_int(db, "flight_dropped_graphs", (int64_t) s->dropped_graphs);
 }
 
 /* What the ring lost, as data: the records the engine could not write (the ring's counters, exact), the graphs the
  * sinks' LOSS messages named (losses), the rest in one row whose graph is not known; and what a workload that wrote
  * over the ring made the collector skip. */
 static void store_ring_losses(sqlite3 *db, record_run *r, uint64_t lost) {
-    sqlite3_stmt *st = NULL;
-    int64_t named = 0;
-    if (sqlite3_prepare_v2(db, "SELECT COALESCE(sum(records), 0) FROM losses", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        named = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    if (named >= 0 && lost > (uint64_t) named &&
-        sqlite3_prepare_v2(db, "INSERT INTO losses VALUES(NULL, NULL, ?)", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, (sqlite3_int64) (lost - (uint64_t) named));
-        sqlite3_step(st);
-        sqlite3_finalize(st);
-    }
+    ggprof_db_put_lost_records(db, lost);
     char changed[128], text[512];
     bool intact = ggprof_ring_header_intact(&r->ring, changed, sizeof(changed));
     if (intact && r->ring.corrupt == 0) return;
     snprintf(text, sizeof(text), "ring header corrupted by the workload: %" PRIu64 " slots skipped%s%s%s", r->ring.corrupt,
              r->ring.corrupt ? " (their unread records lost)" : "", intact ? "" : "; fields overwritten:", changed);
-    db_note(db, text);
-    db_meta_u64(db, "ring_corrupt_slots", r->ring.corrupt);
+    ggprof_db_note(db, 0, text);
+    ggprof_db_meta_int(db, "ring_corrupt_slots", (int64_t) r->ring.corrupt);
     ggprof_err("warning: %s", text);
 }
 
@@ -868,12 +835,7 @@ static void record_disk_full(record_run *r, sqlite3 *db, ggprof_store_counts *c)
              c->graphs);
     ggprof_err("warning: %s", note);
     /* In the trace too (best effort: a row of text may still fit), where report shows its notes. */
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT INTO notes VALUES(0, ?)", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, note, -1, SQLITE_TRANSIENT);
-        sqlite3_step(st);
-    }
-    sqlite3_finalize(st);
+    ggprof_db_note(db, 0, note);
 }
 
 /* What `ggprof try` needs to run the command again as it ran here, and to tell whether the trace is the user's own
@@ -938,26 +900,21 @@ static int record_finish(record_run *r) {
     uint64_t noslot     = atomic_load(&r->ring.file->noslot_records); /* threads that found every slot taken */
     uint32_t n_slots    = r->ring.n_slots;
     uint32_t n_attached = atomic_load(&r->ring.file->n_processes);
-    char buf[64], cmdline[4096] = "", why[512];
+    char cmdline[4096] = "", why[512];
     size_t cmdlen = 0;
     for (char **a = r->cmd; *a && cmdlen < sizeof(cmdline); a++) {
         cmdlen += (size_t) snprintf(cmdline + cmdlen, sizeof(cmdline) - cmdlen, "%s%s", a == r->cmd ? "" : " ", *a);
     }
+    /* The run's meta keys (docs/trace-database.md, "Tables"), one line each. */
     ggprof_store_meta(r->store, "command", cmdline);
     record_rerun_meta(r);
     ggprof_store_meta(r->store, "level", level_name(r->level));
-    snprintf(buf, sizeof(buf), "%d", r->exit_code);
-    ggprof_store_meta(r->store, "exit_status", buf);
-    snprintf(buf, sizeof(buf), "%" PRIu64, dropped);
-    ggprof_store_meta(r->store, "dropped_records", buf); /* records since the losses table; messages before */
-    snprintf(buf, sizeof(buf), "%" PRIu64, messages);
-    ggprof_store_meta(r->store, "dropped_messages", buf);
-    snprintf(buf, sizeof(buf), "%" PRIu64, r->wall_start);
-    ggprof_store_meta(r->store, "started_unix", buf);
-    snprintf(buf, sizeof(buf), "%" PRId64, r->clock_real);
-    ggprof_store_meta(r->store, "clock_realtime_ns", buf);
-    snprintf(buf, sizeof(buf), "%" PRId64, r->clock_mono);
-    ggprof_store_meta(r->store, "clock_monotonic_ns", buf);
+    ggprof_store_meta_int(r->store, "exit_status", r->exit_code);
+    ggprof_store_meta_int(r->store, "dropped_records", (int64_t) dropped); /* records since the losses table; messages before */
+    ggprof_store_meta_int(r->store, "dropped_messages", (int64_t) messages);
+    ggprof_store_meta_int(r->store, "started_unix", (int64_t) r->wall_start);
+    ggprof_store_meta_int(r->store, "clock_realtime_ns", r->clock_real);
+    ggprof_store_meta_int(r->store, "clock_monotonic_ns", r->clock_mono);
     ggprof_store_commit(r->store); /* a full disk shows here at the latest */
     ggprof_store_counts c = ggprof_store_get_counts(r->store);
     r->keep_out = true;

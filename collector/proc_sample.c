@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "trace_db.h"
+
 #define MAX_PROCS   256
 #define MAX_THREADS 4096 /* per process: threads past it are not sampled */
 #define RESCAN_NS   1000000000ull /* the threads are listed again when the process's thread count changes, and at
@@ -380,41 +382,76 @@ void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int stat
     for (size_t i = 0; i < s->n_p; i++) proc_gone(&s->p[i], s->min_idle_ns);
 }
 
-static int exec1(sqlite3 *db, sqlite3_stmt *st) {
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
-    (void) db;
-    return rc;
-}
-
-static void meta(sqlite3 *db, const char *key, int pid, const char *value) {
+/* "key.PID" = value: a meta key of one process. */
+static void meta_of(sqlite3 *db, const char *key, int pid, const char *value) {
     char k[64];
     snprintf(k, sizeof(k), "%s.%d", key, pid);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
-        sqlite3_step(st);
-    }
-    sqlite3_finalize(st);
+    ggprof_db_meta(db, k, value);
 }
 
 static int64_t tv_ns(struct timeval tv) { return (int64_t) tv.tv_sec * 1000000000 + (int64_t) tv.tv_usec * 1000; }
 
+/* Named columns, values bound by name (trace_db.h): no writer depends on the DDL's column order. */
+static const char k_ins_process[] =
+    "INSERT INTO processes_time(pid, ppid, how, fork_ns, exit_ns, exit_status, utime_ns, stime_ns, minflt, majflt,"
+    " nvcsw, nivcsw, maxrss_kib, cpus_allowed, n_cpus_allowed, cpu_quota, n_threads) VALUES(:pid, :ppid, :how,"
+    " :fork_ns, :exit_ns, :exit_status, :utime_ns, :stime_ns, :minflt, :majflt, :nvcsw, :nivcsw, :maxrss_kib,"
+    " :cpus_allowed, :n_cpus_allowed, :cpu_quota, :n_threads)";
+static const char k_ins_idle[] = "INSERT INTO thread_idle(pid, tid, start_ns, end_ns) VALUES(:pid, :tid, :start_ns, :end_ns)";
+static const char k_ins_thread[] =
+    "INSERT INTO thread_stats(pid, tid, name, first_ns, last_ns, cpu_ns, runq_ns, timeslices, idle_ns)"
+    " VALUES(:pid, :tid, :name, :first_ns, :last_ns, :cpu_ns, :runq_ns, :timeslices, :idle_ns)";
+
+/* One processes_time row; 0 or -1. */
+static int store_process(sqlite3_stmt *pt, const proc *p, int64_t n_threads, long tck) {
+    int64_t tick = 1000000000 / tck;
+    int bad = ggprof_db_bind_int(pt, ":pid", p->pid) | ggprof_db_bind_int(pt, ":ppid", p->ppid) |
+              ggprof_db_bind_text(pt, ":how", p->waited ? "wait4" : "sampled") |
+              ggprof_db_bind_int(pt, ":fork_ns", (int64_t) p->fork_ns) | ggprof_db_bind_int(pt, ":exit_ns", (int64_t) p->exit_ns) |
+              (p->waited ? ggprof_db_bind_int(pt, ":exit_status", p->status) : ggprof_db_bind_null(pt, ":exit_status"));
+    if (p->has_ru) {
+        bad |= ggprof_db_bind_int(pt, ":utime_ns", tv_ns(p->ru.ru_utime)) | ggprof_db_bind_int(pt, ":stime_ns", tv_ns(p->ru.ru_stime)) |
+               ggprof_db_bind_int(pt, ":minflt", p->ru.ru_minflt) | ggprof_db_bind_int(pt, ":majflt", p->ru.ru_majflt) |
+               ggprof_db_bind_int(pt, ":nvcsw", p->ru.ru_nvcsw) | ggprof_db_bind_int(pt, ":nivcsw", p->ru.ru_nivcsw) |
+               ggprof_db_bind_int(pt, ":maxrss_kib", p->ru.ru_maxrss);
+    } else {
+        bad |= ggprof_db_bind_int(pt, ":utime_ns", (int64_t) p->utime * tick) | ggprof_db_bind_int(pt, ":stime_ns", (int64_t) p->stime * tick) |
+               ggprof_db_bind_int(pt, ":minflt", (int64_t) p->minflt) | ggprof_db_bind_int(pt, ":majflt", (int64_t) p->majflt) |
+               ggprof_db_bind_int(pt, ":nvcsw", (int64_t) p->nvcsw) | ggprof_db_bind_int(pt, ":nivcsw", (int64_t) p->nivcsw) |
+               ggprof_db_bind_null(pt, ":maxrss_kib");
+    }
+    bad |= ggprof_db_bind_text(pt, ":cpus_allowed", p->cpus[0] ? p->cpus : NULL) |
+           (p->n_cpus > 0 ? ggprof_db_bind_int(pt, ":n_cpus_allowed", p->n_cpus) : ggprof_db_bind_null(pt, ":n_cpus_allowed")) |
+           (p->quota > 0 ? ggprof_db_bind_real(pt, ":cpu_quota", p->quota) : ggprof_db_bind_null(pt, ":cpu_quota")) |
+           (n_threads > 0 ? ggprof_db_bind_int(pt, ":n_threads", n_threads) : ggprof_db_bind_null(pt, ":n_threads"));
+    return bad ? -1 : ggprof_db_step_write(pt);
+}
+
+/* One thread_stats row, and its thread_idle runs when keep (a thread that calls into ggml, or the main one). */
+static int store_thread(sqlite3_stmt *ts, sqlite3_stmt *ti, int32_t pid, const thr *t, bool keep) {
+    int bad = ggprof_db_bind_int(ts, ":pid", pid) | ggprof_db_bind_int(ts, ":tid", t->tid) | ggprof_db_bind_text(ts, ":name", t->name) |
+              ggprof_db_bind_int(ts, ":first_ns", (int64_t) t->first_ns) | ggprof_db_bind_int(ts, ":last_ns", (int64_t) t->last_ns) |
+              ggprof_db_bind_int(ts, ":cpu_ns", (int64_t) t->cpu_ns) | ggprof_db_bind_int(ts, ":runq_ns", (int64_t) t->runq_ns) |
+              ggprof_db_bind_int(ts, ":timeslices", (int64_t) t->slices) |
+              (keep ? ggprof_db_bind_int(ts, ":idle_ns", (int64_t) t->idle_ns) : ggprof_db_bind_null(ts, ":idle_ns"));
+    int rc = bad ? -1 : ggprof_db_step_write(ts);
+    for (size_t j = 0; keep && j < t->n_idle && rc == 0; j++) {
+        bad = ggprof_db_bind_int(ti, ":pid", pid) | ggprof_db_bind_int(ti, ":tid", t->tid) |
+              ggprof_db_bind_int(ti, ":start_ns", (int64_t) t->idle[j].start) | ggprof_db_bind_int(ti, ":end_ns", (int64_t) t->idle[j].end);
+        rc = bad ? -1 : ggprof_db_step_write(ti);
+    }
+    return rc;
+}
+
 int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
     if (!s) return 0;
-    sqlite3_stmt *pt = NULL, *ti = NULL, *ts = NULL, *nt = NULL, *rec = NULL;
-    int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-                     sqlite3_prepare_v2(db, "INSERT INTO processes_time VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &pt,
-                                        NULL) == SQLITE_OK &&
-                     sqlite3_prepare_v2(db, "INSERT INTO thread_idle VALUES(?,?,?,?)", -1, &ti, NULL) == SQLITE_OK &&
-                     sqlite3_prepare_v2(db, "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)", -1, &ts, NULL) == SQLITE_OK &&
-                     sqlite3_prepare_v2(db, "SELECT max(CAST(substr(text, 14) AS INTEGER)) FROM notes WHERE pid = ?"
-                                        " AND text LIKE 'CPU threads: %'", -1, &nt, NULL) == SQLITE_OK &&
+    sqlite3_stmt *pt = NULL, *ti = NULL, *ts = NULL, *rec = NULL;
+    int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK && ggprof_db_prepare_write(db, k_ins_process, &pt) == 0 &&
+                     ggprof_db_prepare_write(db, k_ins_idle, &ti) == 0 && ggprof_db_prepare_write(db, k_ins_thread, &ts) == 0 &&
                      /* the threads that call into ggml: those that recorded, or ran a llama_decode, as the store
                       * saw them come (schema/store.c) */
-                     sqlite3_prepare_v2(db, "SELECT EXISTS(SELECT 1 FROM ggml_threads WHERE pid = ?1 AND tid = ?2)", -1,
-                                        &rec, NULL) == SQLITE_OK
+                     ggprof_db_prepare_write(db, "SELECT EXISTS(SELECT 1 FROM ggml_threads WHERE pid = :pid AND tid = :tid)",
+                                             &rec) == 0
                  ? 0
                  : -1;
     long tck = sysconf(_SC_CLK_TCK);
@@ -422,79 +459,24 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
     for (size_t i = 0; i < s->n_p && rc == 0; i++) {
         proc *p = &s->p[i];
         if (!p->gone) p->exit_ns = p->n_t ? p->t[0].last_ns : p->fork_ns; /* still running: as last seen */
-        int64_t n_threads = -1;
-        sqlite3_bind_int(nt, 1, p->pid);
-        if (sqlite3_step(nt) == SQLITE_ROW && sqlite3_column_type(nt, 0) != SQLITE_NULL) n_threads = sqlite3_column_int64(nt, 0);
-        sqlite3_reset(nt);
-        int c = 1;
-        sqlite3_bind_int(pt, c++, p->pid);
-        sqlite3_bind_int(pt, c++, p->ppid);
-        sqlite3_bind_text(pt, c++, p->waited ? "wait4" : "sampled", -1, SQLITE_STATIC);
-        sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->fork_ns);
-        sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->exit_ns);
-        if (p->waited) sqlite3_bind_int(pt, c++, p->status);
-        else sqlite3_bind_null(pt, c++);
-        if (p->has_ru) {
-            sqlite3_bind_int64(pt, c++, tv_ns(p->ru.ru_utime));
-            sqlite3_bind_int64(pt, c++, tv_ns(p->ru.ru_stime));
-            sqlite3_bind_int64(pt, c++, p->ru.ru_minflt);
-            sqlite3_bind_int64(pt, c++, p->ru.ru_majflt);
-            sqlite3_bind_int64(pt, c++, p->ru.ru_nvcsw);
-            sqlite3_bind_int64(pt, c++, p->ru.ru_nivcsw);
-            sqlite3_bind_int64(pt, c++, p->ru.ru_maxrss);
-        } else {
-            sqlite3_bind_int64(pt, c++, (sqlite3_int64) (p->utime * (1000000000 / (uint64_t) tck)));
-            sqlite3_bind_int64(pt, c++, (sqlite3_int64) (p->stime * (1000000000 / (uint64_t) tck)));
-            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->minflt);
-            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->majflt);
-            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->nvcsw);
-            sqlite3_bind_int64(pt, c++, (sqlite3_int64) p->nivcsw);
-            sqlite3_bind_null(pt, c++);
-        }
-        if (p->cpus[0]) sqlite3_bind_text(pt, c++, p->cpus, -1, SQLITE_STATIC);
-        else sqlite3_bind_null(pt, c++);
-        if (p->n_cpus > 0) sqlite3_bind_int(pt, c++, p->n_cpus);
-        else sqlite3_bind_null(pt, c++);
-        if (p->quota > 0) sqlite3_bind_double(pt, c++, p->quota);
-        else sqlite3_bind_null(pt, c++);
-        if (n_threads > 0) sqlite3_bind_int64(pt, c++, n_threads);
-        else sqlite3_bind_null(pt, c++);
-        rc = exec1(db, pt);
+        /* the engine's count, stored where its message arrived (meta threads.PID, schema/store.c) */
+        int64_t n_threads = ggprof_db_cpu_threads(db, p->pid);
+        rc = store_process(pt, p, n_threads, tck);
         char v[64];
-        if (n_threads > 0) snprintf(v, sizeof(v), "%" PRId64, n_threads), meta(db, "threads", p->pid, v);
-        if (p->n_cpus > 0) snprintf(v, sizeof(v), "%d", p->n_cpus), meta(db, "cpus_allowed", p->pid, v);
-        if (p->quota > 0) snprintf(v, sizeof(v), "%.3f", p->quota), meta(db, "cpu_quota", p->pid, v);
+        if (p->n_cpus > 0) snprintf(v, sizeof(v), "%d", p->n_cpus), meta_of(db, "cpus_allowed", p->pid, v);
+        if (p->quota > 0) snprintf(v, sizeof(v), "%.3f", p->quota), meta_of(db, "cpu_quota", p->pid, v);
         for (size_t k = 0; k < p->n_t && rc == 0; k++) {
             thr *t = &p->t[k];
-            sqlite3_bind_int(rec, 1, p->pid);
-            sqlite3_bind_int(rec, 2, t->tid);
+            ggprof_db_bind_int(rec, ":pid", p->pid);
+            ggprof_db_bind_int(rec, ":tid", t->tid);
             bool keep = t->tid == p->pid || (sqlite3_step(rec) == SQLITE_ROW && sqlite3_column_int(rec, 0));
             sqlite3_reset(rec);
-            c = 1;
-            sqlite3_bind_int(ts, c++, p->pid);
-            sqlite3_bind_int(ts, c++, t->tid);
-            sqlite3_bind_text(ts, c++, t->name, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->first_ns);
-            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->last_ns);
-            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->cpu_ns);
-            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->runq_ns);
-            sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->slices);
-            if (keep) sqlite3_bind_int64(ts, c++, (sqlite3_int64) t->idle_ns);
-            else sqlite3_bind_null(ts, c++);
-            rc = exec1(db, ts);
-            for (size_t j = 0; keep && j < t->n_idle && rc == 0; j++) {
-                sqlite3_bind_int(ti, 1, p->pid);
-                sqlite3_bind_int(ti, 2, t->tid);
-                sqlite3_bind_int64(ti, 3, (sqlite3_int64) t->idle[j].start);
-                sqlite3_bind_int64(ti, 4, (sqlite3_int64) t->idle[j].end);
-                rc = exec1(db, ti);
-            }
+            rc = store_thread(ts, ti, p->pid, t, keep);
         }
     }
     sqlite3_finalize(pt);
     sqlite3_finalize(ti);
     sqlite3_finalize(ts);
-    sqlite3_finalize(nt);
     sqlite3_finalize(rec);
     sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     sqlite3_exec(db, "DROP TABLE IF EXISTS temp.ggml_threads", NULL, NULL, NULL);

@@ -749,7 +749,11 @@ GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struc
      * noted each time it exceeds the most noted: `ggprof report`'s Threads against the CPUs (analyzer/threads.c). */
     static _Atomic int most_threads;
     int nt = cplan ? *(const int *) ((const char *) cplan + 2 * sizeof(void *)) : 0, was = atomic_load(&most_threads);
-    if (nt > was && nt < 65536 && atomic_compare_exchange_strong(&most_threads, &was, nt)) ggprof_trace_note("CPU threads: %d", nt);
+    if (nt > was && nt < 65536 && atomic_compare_exchange_strong(&most_threads, &was, nt)) {
+        ggprof_msg_cpu_plan m = { { sizeof(m), GGPROF_MSG_CPU_PLAN, 0 }, nt, 0 }; /* the number, for the readers */
+        ggprof_emit(&m.h);
+        ggprof_trace_note("CPU threads: %d", nt);
+    }
     return real_ggml_graph_compute(cgraph, cplan);
 }
 

@@ -12,34 +12,45 @@
 
 #include <stdbool.h>
 
-enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_NOTE, ST_META, ST_KERNEL, ST_REGION,
+enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
        ST_LOSS, ST_NODE_PLACE, ST_OP_THREAD, ST_THREAD, ST_COUNT };
 
+/* Each names its columns: the binds below follow these lists, never the order of the DDL's. */
 static const char *const k_sql[ST_COUNT] = {
-    [ST_PROC]    = "INSERT OR REPLACE INTO processes VALUES(?,?,?,?,?,?,?)",
-    [ST_TYPE]    = "INSERT OR REPLACE INTO ggml_types VALUES(?,?,?,?,?)",
-    [ST_BACKEND] = "INSERT OR REPLACE INTO backend_list VALUES(?,?,?,?,?,?,?,?)",
-    [ST_NODE]    = "INSERT OR REPLACE INTO nodes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_GRAPH]   = "INSERT INTO graph_list VALUES(?,?,?,?,?,?,?,?)",
-    [ST_SPLIT]   = "INSERT INTO split_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_EVENT]   = "INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_NOTE]    = "INSERT INTO notes VALUES(?,?)",
-    [ST_META]    = "INSERT OR REPLACE INTO meta VALUES(?,?)",
-    [ST_KERNEL]  = "INSERT INTO kernel_list VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_REGION]  = "INSERT INTO regions VALUES(?,?,?,?,?,?)",
-    [ST_BATCH]   = "INSERT INTO batches VALUES(?,?,?,?,?,?,?,?,?,?)",
-    [ST_BATCH_SEQ] = "INSERT INTO batch_seqs VALUES(?,?,?,?,?,?,?)",
-    [ST_FUSION] = "INSERT OR REPLACE INTO temp.dev_fusion VALUES(?,?,?,?,?,?,?)",
-    [ST_BUF_ALLOC] = "INSERT INTO buffer_list VALUES(?,?,?,?,?,?,?,?,?,?,?,NULL)",
-    [ST_BUF_EVENT] = "INSERT INTO temp.buffer_events VALUES(?,?,?,?,?)",
-    [ST_DEVMEM] = "INSERT INTO device_memory VALUES(?,?,?,?,?,?,?)",
-    [ST_PLAN] = "INSERT OR REPLACE INTO plan_list VALUES(?,?,?,?,?,?)",
-    [ST_PLACEMENT] = "INSERT INTO placements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
-    [ST_LOSS] = "INSERT INTO losses VALUES(?,?,?)",
-    [ST_NODE_PLACE] = "INSERT INTO node_placements VALUES(?,?,?,?,?,?,?,?,?)",
-    [ST_OP_THREAD] = "INSERT INTO op_threads VALUES(?,?,?,?,?,?,?,?,?,?)",
-    [ST_THREAD] = "INSERT OR IGNORE INTO temp.ggml_threads VALUES(?,?)",
+    [ST_PROC] = "INSERT OR REPLACE INTO processes(pid, ppid, exe, ggml_version, ggml_commit, ggml_lib, start_ns) VALUES(?,?,?,?,?,?,?)",
+    [ST_TYPE] = "INSERT OR REPLACE INTO ggml_types(pid, type, name, type_size, blck_size) VALUES(?,?,?,?,?)",
+    [ST_BACKEND] = "INSERT OR REPLACE INTO backend_list(pid, sched_id, id, name, device, device_type, is_host, "
+        "description) VALUES(?,?,?,?,?,?,?,?)",
+    [ST_NODE] = "INSERT OR REPLACE INTO nodes(pid, node_id, op, sub_op, sub_op_name, tensor_name, out_type, ne, "
+        "n_src, ne_src, nb_src, type_src, op_params, nbytes, op_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_GRAPH] = "INSERT INTO graph_list(pid, graph_id, sched_id, start_ns, duration_ns, n_nodes, n_splits, "
+        "batch_id) VALUES(?,?,?,?,?,?,?,?)",
+    [ST_SPLIT] = "INSERT INTO split_list(pid, graph_id, split_id, backend_id, sched_id, start_ns, duration_ns, "
+        "n_nodes, node_start, ticks_matched, n_ticks, n_expected, engine_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_EVENT] = "INSERT INTO events(pid, tid, type, name, timing, backend_id, sched_id, graph_id, split_id, "
+        "node_index, node_id, fused_index, fused_node_id, start_ns, duration_ns, bytes, wait_ns, extra) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_KERNEL] = "INSERT INTO kernel_list(pid, tid, api, device, name, start_ns, duration_ns, stream, "
+        "correlation, graph_node, graph_id, sched_id, split_id, backend_id, node_index, node_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_REGION] = "INSERT INTO regions(pid, tid, name, depth, start_ns, duration_ns) VALUES(?,?,?,?,?,?)",
+    [ST_BATCH] = "INSERT INTO batches(pid, tid, batch_id, api, status, start_ns, duration_ns, n_tokens, n_seqs, "
+        "n_outputs) VALUES(?,?,?,?,?,?,?,?,?,?)",
+    [ST_BATCH_SEQ] = "INSERT INTO batch_seqs(pid, batch_id, seq_id, n_tokens, pos_min, pos_max, n_outputs) VALUES(?,?,?,?,?,?,?)",
+    [ST_FUSION] = "INSERT OR REPLACE INTO temp.dev_fusion(pid, graph_id, sched_id, node_index, label, "
+        "fused_index, fused_node_id) VALUES(?,?,?,?,?,?,?)",
+    [ST_BUF_ALLOC] = "INSERT INTO buffer_list(pid, buffer_id, handle, buft, device, is_host, source, usage, "
+        "size, alignment, alloc_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_BUF_EVENT] = "INSERT INTO temp.buffer_events(pid, handle, t_ns, event, usage) VALUES(?,?,?,?,?)",
+    [ST_DEVMEM] = "INSERT INTO device_memory(pid, device, dev_type, moment, t_ns, free, total) VALUES(?,?,?,?,?,?,?)",
+    [ST_PLAN] = "INSERT OR REPLACE INTO plan_list(pid, plan_id, sched_id, t_ns, n_nodes, n_tensors) VALUES(?,?,?,?,?,?)",
+    [ST_PLACEMENT] = "INSERT INTO placements(pid, plan_id, idx, node_id, node_index, first, last, root, flags, "
+        "handle, buffer_id, offset, size) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [ST_LOSS] = "INSERT INTO losses(pid, graph_id, records) VALUES(?,?,?)",
+    [ST_NODE_PLACE] = "INSERT INTO node_placements(pid, sched_id, graph_id, node_index, node_id, backend_id, "
+        "preferred_backend_id, reason, src_nodes) VALUES(?,?,?,?,?,?,?,?,?)",
+    [ST_OP_THREAD] = "INSERT INTO op_threads(pid, graph_id, sched_id, split_id, node_index, thread, tid, "
+        "busy_ns, wait_ns, imbalance_ns) VALUES(?,?,?,?,?,?,?,?,?,?)",
+    [ST_THREAD] = "INSERT OR IGNORE INTO temp.ggml_threads(pid, tid) VALUES(?,?)",
 };
 
 
@@ -121,16 +132,18 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
 
 /* A full disk (or an I/O error) stops storing: the batch it hit is rolled back, what was committed stays, and
  * every later message is skipped. */
-static void run(ggprof_store *s, sqlite3_stmt *st) {
-    if (!s->counts.full && sqlite3_step(st) != SQLITE_DONE) {
-        int e = sqlite3_errcode(s->db);
-        if (e == SQLITE_FULL || e == SQLITE_IOERR) {
-            s->counts.full = e;
-            if (!sqlite3_get_autocommit(s->db)) exec(s->db, "ROLLBACK");
-        } else {
-            fprintf(stderr, "ggprof: internal: store: %s\n", sqlite3_errmsg(s->db));
-        }
+static void failed(ggprof_store *s) {
+    int e = sqlite3_errcode(s->db);
+    if (e == SQLITE_FULL || e == SQLITE_IOERR) {
+        s->counts.full = e;
+        if (!sqlite3_get_autocommit(s->db)) exec(s->db, "ROLLBACK");
+    } else {
+        fprintf(stderr, "ggprof: internal: store: %s\n", sqlite3_errmsg(s->db));
     }
+}
+
+static void run(ggprof_store *s, sqlite3_stmt *st) {
+    if (!s->counts.full && sqlite3_step(st) != SQLITE_DONE) failed(s);
     sqlite3_reset(st);
 }
 
@@ -530,11 +543,18 @@ static void msg_region(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_m
 static void msg_note(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     (void) tid;
     const ggprof_msg_note *n = (const void *) m;
-    sqlite3_stmt *st = s->st[ST_NOTE];
-    sqlite3_bind_int(st, 1, pid);
-    bind_text(st, 2, n->text, sizeof(n->text));
-    run(s, st);
+    char text[sizeof(n->text) + 1];
+    snprintf(text, sizeof(text), "%.*s", (int) strnlen(n->text, sizeof(n->text)), n->text);
+    if (!s->counts.full && ggprof_db_note(s->db, pid, text) != 0) failed(s);
     s->counts.notes++;
+}
+
+/* The CPU threads a plan asked for, a number where it arrives (the engine's note says it for people). */
+static void msg_cpu_plan(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_cpu_plan *p = (const void *) m;
+    if (s->counts.full || p->n_threads <= 0) return;
+    if (ggprof_db_put_cpu_threads(s->db, pid, p->n_threads) != 0) failed(s);
 }
 
 /* What a thread's sink could not write, graph by graph (ring.h): data like any other, its counts only summed. */
@@ -715,6 +735,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_LOSS] = msg_loss,
     [GGPROF_MSG_NODE_PLACES] = msg_node_places,
     [GGPROF_MSG_CPU_THREADS] = msg_cpu_threads,
+    [GGPROF_MSG_CPU_PLAN] = msg_cpu_plan,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -731,6 +752,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_LOSS] = sizeof(ggprof_msg_loss),
     [GGPROF_MSG_NODE_PLACES] = sizeof(ggprof_msg_node_places),
     [GGPROF_MSG_CPU_THREADS] = sizeof(ggprof_msg_cpu_threads),
+    [GGPROF_MSG_CPU_PLAN] = sizeof(ggprof_msg_cpu_plan),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -756,10 +778,11 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
 }
 
 void ggprof_store_meta(ggprof_store *s, const char *key, const char *value) {
-    sqlite3_stmt *st = s->st[ST_META];
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
-    run(s, st);
+    if (!s->counts.full && ggprof_db_meta(s->db, key, value) != 0) failed(s);
+}
+
+void ggprof_store_meta_int(ggprof_store *s, const char *key, int64_t value) {
+    if (!s->counts.full && ggprof_db_meta_int(s->db, key, value) != 0) failed(s);
 }
 
 int ggprof_store_commit(ggprof_store *s) {

@@ -24,7 +24,9 @@ void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
 /* One record with its name given (imports name records themselves); extra may be NULL. */
 void ggprof_store_event(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_event *e, const char *name,
                         const char *extra);
+/* Meta key = value in the trace (ggprof_db_meta, trace_db.h), in the store's batch; _int: an integer's digits. */
 void ggprof_store_meta(ggprof_store *s, const char *key, const char *value);
+void ggprof_store_meta_int(ggprof_store *s, const char *key, int64_t value);
 /* Makes everything stored so far durable: a reader sees it even if the collector dies afterwards. */
 int  ggprof_store_commit(ggprof_store *s);
 ggprof_store_counts ggprof_store_get_counts(const ggprof_store *s);

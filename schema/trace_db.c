@@ -383,10 +383,11 @@ int ggprof_db_open_input(const char *path, sqlite3 **db, char *why, size_t why_l
 int ggprof_db_create_schema(sqlite3 *db, char **err) {
     int rc = sqlite3_exec(db, k_ddl, NULL, NULL, err);
     if (rc != SQLITE_OK) return rc;
-    char sql[160];
-    snprintf(sql, sizeof(sql),
-             "INSERT INTO meta VALUES('format', '%s'), ('schema_version', '%d');", GGPROF_DB_FORMAT, GGPROF_DB_VERSION);
-    return sqlite3_exec(db, sql, NULL, NULL, err);
+    if (ggprof_db_meta(db, "format", GGPROF_DB_FORMAT) != 0 || ggprof_db_meta_int(db, "schema_version", GGPROF_DB_VERSION) != 0) {
+        if (err) *err = sqlite3_mprintf("%s", sqlite3_errmsg(db));
+        return sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errcode(db) : SQLITE_ERROR;
+    }
+    return SQLITE_OK;
 }
 
 int ggprof_db_check(sqlite3 *db, const char *path, char *why, size_t why_len) {
@@ -450,4 +451,120 @@ int ggprof_db_ints(const char *s, int64_t *out, int max) {
         }
     }
     return n;
+}
+
+/* ---- writing a trace: notes, meta keys, rows by column name ---- */
+
+int ggprof_db_prepare_write(sqlite3 *db, const char *sql, sqlite3_stmt **st) {
+    *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK) return 0;
+    fprintf(stderr, "ggprof: internal: trace database: cannot prepare '%s': %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(*st);
+    *st = NULL;
+    return -1;
+}
+
+static int param(sqlite3_stmt *st, const char *name) {
+    int i = sqlite3_bind_parameter_index(st, name);
+    if (i == 0) fprintf(stderr, "ggprof: internal: trace database: no parameter %s in '%s'\n", name, sqlite3_sql(st));
+    return i;
+}
+
+int ggprof_db_bind_int(sqlite3_stmt *st, const char *name, int64_t v) {
+    int i = param(st, name);
+    return i && sqlite3_bind_int64(st, i, (sqlite3_int64) v) == SQLITE_OK ? 0 : -1;
+}
+
+int ggprof_db_bind_real(sqlite3_stmt *st, const char *name, double v) {
+    int i = param(st, name);
+    return i && sqlite3_bind_double(st, i, v) == SQLITE_OK ? 0 : -1;
+}
+
+int ggprof_db_bind_text(sqlite3_stmt *st, const char *name, const char *v) {
+    int i = param(st, name);
+    return i && (v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i)) == SQLITE_OK ? 0 : -1;
+}
+
+int ggprof_db_bind_null(sqlite3_stmt *st, const char *name) {
+    int i = param(st, name);
+    return i && sqlite3_bind_null(st, i) == SQLITE_OK ? 0 : -1;
+}
+
+int ggprof_db_step_write(sqlite3_stmt *st) {
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Prepares sql, binds :pid and the text parameter name, steps once. */
+static int write_once(sqlite3 *db, const char *sql, const char *name, const char *text, int64_t pid) {
+    sqlite3_stmt *st = NULL;
+    if (ggprof_db_prepare_write(db, sql, &st) != 0) return -1;
+    int rc = ggprof_db_bind_int(st, ":pid", pid) == 0 && ggprof_db_bind_text(st, name, text) == 0 ? ggprof_db_step_write(st) : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ggprof_db_note(sqlite3 *db, int32_t pid, const char *text) {
+    return write_once(db, "INSERT INTO notes(pid, text) VALUES(:pid, :text)", ":text", text, pid);
+}
+
+int ggprof_db_meta(sqlite3 *db, const char *key, const char *value) {
+    sqlite3_stmt *st = NULL;
+    if (ggprof_db_prepare_write(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(:key, :value)", &st) != 0) return -1;
+    int rc = ggprof_db_bind_text(st, ":key", key) == 0 && ggprof_db_bind_text(st, ":value", value) == 0 ? ggprof_db_step_write(st) : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ggprof_db_meta_int(sqlite3 *db, const char *key, int64_t value) {
+    char v[24];
+    snprintf(v, sizeof(v), "%lld", (long long) value);
+    return ggprof_db_meta(db, key, v);
+}
+
+int ggprof_db_put_lost_records(sqlite3 *db, uint64_t lost) {
+    sqlite3_stmt *st = NULL;
+    int64_t named = -1;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(sum(records), 0) FROM losses", -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "ggprof: internal: trace database: cannot read losses: %s\n", sqlite3_errmsg(db));
+        return -1;
+    }
+    if (sqlite3_step(st) == SQLITE_ROW) named = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (named < 0 || lost <= (uint64_t) named) return named < 0 ? -1 : 0;
+    if (ggprof_db_prepare_write(db, "INSERT INTO losses(pid, graph_id, records) VALUES(NULL, NULL, :records)", &st) != 0) {
+        return -1;
+    }
+    uint64_t rest = lost - (uint64_t) named;
+    int rc = ggprof_db_bind_int(st, ":records", rest > INT64_MAX ? INT64_MAX : (int64_t) rest) == 0 ? ggprof_db_step_write(st) : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The engine sends a plan's threads each time they exceed the most it sent, but its threads' slots are drained in
+ * no particular order: the most is kept. */
+int ggprof_db_put_cpu_threads(sqlite3 *db, int32_t pid, int64_t n_threads) {
+    sqlite3_stmt *st = NULL;
+    if (ggprof_db_prepare_write(db, "INSERT INTO meta(key, value) VALUES('threads.' || :pid, CAST(:n AS TEXT))"
+                                    " ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+                                    " WHERE CAST(excluded.value AS INTEGER) > CAST(meta.value AS INTEGER)", &st) != 0) {
+        return -1;
+    }
+    int rc = ggprof_db_bind_int(st, ":pid", pid) == 0 && ggprof_db_bind_int(st, ":n", n_threads) == 0 ? ggprof_db_step_write(st) : -1;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int64_t ggprof_db_cpu_threads(sqlite3 *db, int32_t pid) {
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'threads.' || ?1", -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "ggprof: internal: trace database: cannot read meta threads.%d: %s\n", (int) pid, sqlite3_errmsg(db));
+        return -1;
+    }
+    sqlite3_bind_int(st, 1, pid);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n > 0 ? n : -1;
 }

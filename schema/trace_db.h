@@ -70,6 +70,36 @@ int ggprof_db_create_table(sqlite3 *db, const char *name);
 /* ggprof's views in schema ("temp" or "main") from ggprof's own text, those whose tables and columns db has. */
 int ggprof_db_create_views(sqlite3 *db, const char *schema);
 
+/* Writing a trace: every writer (the store, record's end, the /proc sampler, merge) adds notes, meta keys and rows
+ * through these, so that none depends on a table's column order or formats a value into SQL text. Each returns 0,
+ * or -1 with SQLite's error in sqlite3_errmsg(db) (sqlite3_errcode(db): SQLITE_FULL on a full disk); a statement
+ * that does not prepare (a bug: a column renamed) also prints one line naming it. */
+
+/* A note (report shows them; kept word for word): pid 0 for record's own. */
+int ggprof_db_note(sqlite3 *db, int32_t pid, const char *text);
+/* Meta key = value, replacing an earlier value; ggprof_db_meta_int writes value's decimal digits. A key of one
+ * process is "KEY.PID" (threads.PID). */
+int ggprof_db_meta(sqlite3 *db, const char *key, const char *value);
+int ggprof_db_meta_int(sqlite3 *db, const char *key, int64_t value);
+/* The records the ring lost (its counters, exact): the losses the threads' LOSS messages named (table losses) and
+ * one row (pid and graph_id NULL) for the rest. */
+int ggprof_db_put_lost_records(sqlite3 *db, uint64_t lost);
+/* The CPU threads a ggml_graph_compute plan of process pid asked for (the engine's CPU_PLAN message), as meta key
+ * threads.PID, kept at the most seen; and reading it back (-1: unknown, none was sent). */
+int     ggprof_db_put_cpu_threads(sqlite3 *db, int32_t pid, int64_t n_threads);
+int64_t ggprof_db_cpu_threads(sqlite3 *db, int32_t pid);
+
+/* Prepares sql (an INSERT naming its columns, values bound by name: VALUES(:pid, ...)) on db. 0, or -1 after one
+ * line on stderr naming the statement and SQLite's reason. */
+int ggprof_db_prepare_write(sqlite3 *db, const char *sql, sqlite3_stmt **st);
+/* Binds by parameter name (":pid"); NULL text binds NULL. Returns 0, or -1 (no such parameter: a bug). */
+int ggprof_db_bind_int(sqlite3_stmt *st, const char *name, int64_t v);
+int ggprof_db_bind_real(sqlite3_stmt *st, const char *name, double v);
+int ggprof_db_bind_text(sqlite3_stmt *st, const char *name, const char *v);
+int ggprof_db_bind_null(sqlite3_stmt *st, const char *name);
+/* Steps st once and resets it (bindings kept): 0 when it wrote, -1 on an error. */
+int ggprof_db_step_write(sqlite3_stmt *st);
+
 /* The indexes a finished trace has (the readers' speed only). */
 #define GGPROF_DB_INDEX_DDL                                                                                    \
     "CREATE INDEX IF NOT EXISTS events_graph ON events(pid, graph_id, split_id);"                             \

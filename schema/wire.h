@@ -73,6 +73,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_LOSS    = 18, /* records a thread could not write, per graph (its layout: ring.h) */
     GGPROF_MSG_NODE_PLACES = 19, /* which backend each node of a scheduler's plan ran on, and why */
     GGPROF_MSG_CPU_THREADS = 20, /* record --threads: each CPU op's busy and barrier wait on every thread */
+    GGPROF_MSG_CPU_PLAN = 21, /* the CPU threads a ggml_graph_compute plan asked for, when more than any before */
 };
 
 typedef struct {
@@ -201,6 +202,14 @@ typedef struct {
     ggprof_msg_hdr h;
     char text[GGPROF_MAX_STR];
 } ggprof_msg_note;
+
+/* ggml_cplan.n_threads of a ggml_graph_compute, sent when it exceeds the most sent (with a note saying it for people):
+ * the store keeps the most as meta threads.PID. A newer kind, no ring version bump: an older collector skips it. */
+typedef struct {
+    ggprof_msg_hdr h;
+    int32_t        n_threads;
+    uint32_t       reserved;
+} ggprof_msg_cpu_plan;
 
 /* One CPU op as thread 0 saw it, in the raw units of the engine's stamps (the time-stamp counter; CLOCK_MONOTONIC
  * ns where there is none). 32 bytes instead of two 96-byte events: the engine writes this on the computing thread,
@@ -420,6 +429,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_batch, 432);
 GGPROF_WIRE_SIZE(ggprof_msg_split, 72);
 GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
 GGPROF_WIRE_SIZE(ggprof_msg_note, 264);
+GGPROF_WIRE_SIZE(ggprof_msg_cpu_plan, 16);
 GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 104);
 GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
 GGPROF_WIRE_SIZE(ggprof_msg_fusion, 136);

@@ -58,6 +58,8 @@ int main(int argc, char **argv) {
     put(d, "cpu_ops", &c, sizeof(c));
     ggprof_msg_note no = { { sizeof(no), GGPROF_MSG_NOTE, 0 }, "a note" };
     put(d, "note", &no, sizeof(no));
+    ggprof_msg_cpu_plan cp = { { sizeof(cp), GGPROF_MSG_CPU_PLAN, 0 }, 4, 0 };
+    put(d, "cpu_plan", &cp, sizeof(cp));
     ggprof_msg_kernel k;
     memset(&k, 0, sizeof(k));
     k.h = (ggprof_msg_hdr){ sizeof(k), GGPROF_MSG_KERNEL, 0 };

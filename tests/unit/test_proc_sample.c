@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "proc_sample.h"
 #include "store.h"
+#include "trace_db.h"
 
 #define MS 1000000ull
 
@@ -166,9 +167,65 @@ static void edges(void) {
     close(said[0]);
 }
 
+/* The CPU threads a plan asked for come as a number (the engine's CPU_PLAN message): the store keeps the most as meta
+ * threads.PID where the message arrives, whatever order the slots drain in, and the sampler's processes_time row reads
+ * it there; the engine's note for people stays as it was and is not read (a note with another number changes
+ * nothing). */
+static void cpu_threads(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        sleep_ms(2000);
+        _exit(0);
+    }
+    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, mono_ns(), 5);
+    CHECK(s != NULL);
+    ggprof_proc_sampler_tick(s, mono_ns());
+    kill(child, SIGKILL);
+    int status;
+    waitpid(child, &status, 0);
+    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+
+    ggprof_store *st = NULL;
+    char why[256];
+    CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
+    if (!st) return;
+    ggprof_msg_cpu_plan plan = { { sizeof(plan), GGPROF_MSG_CPU_PLAN, 0 }, 3, 0 };
+    ggprof_store_msg(st, child, child, &plan.h);
+    plan.n_threads = 2; /* an earlier plan of another thread, drained later */
+    ggprof_store_msg(st, child, child + 1, &plan.h);
+    plan.n_threads = 7;
+    ggprof_store_msg(st, child + 1, child + 1, &plan.h); /* another process */
+    ggprof_msg_note note = { { sizeof(note), GGPROF_MSG_NOTE, 0 }, "CPU threads: 99" };
+    ggprof_store_msg(st, child, child, &note.h);
+    sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
+    CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
+    sqlite3_stmt *q = NULL;
+    int64_t n_threads = -1;
+    if (db && sqlite3_prepare_v2(db, "SELECT n_threads FROM processes_time WHERE pid = ?", -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(q, 1, child);
+        if (sqlite3_step(q) == SQLITE_ROW) n_threads = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    CHECK_EQ_INT(n_threads, 3);
+    CHECK_EQ_INT(db ? ggprof_db_cpu_threads(db, child) : -2, 3);
+    CHECK_EQ_INT(db ? ggprof_db_cpu_threads(db, child + 1) : -2, 7);
+    CHECK_EQ_INT(db ? ggprof_db_cpu_threads(db, child + 2) : -2, -1); /* none sent: unknown */
+    int notes = 0;
+    if (db && sqlite3_prepare_v2(db, "SELECT count(*) FROM notes WHERE pid = ? AND text = 'CPU threads: 99'", -1, &q,
+                                 NULL) == SQLITE_OK) {
+        sqlite3_bind_int(q, 1, child);
+        if (sqlite3_step(q) == SQLITE_ROW) notes = sqlite3_column_int(q, 0);
+    }
+    sqlite3_finalize(q);
+    CHECK_EQ_INT(notes, 1);
+    sqlite3_close(db);
+    ggprof_proc_sampler_free(s);
+}
+
 int main(void) {
     int failures = 0;
     RUN(back_off);
     RUN(edges);
+    RUN(cpu_threads);
     return failures ? 1 : 0;
 }
