@@ -102,62 +102,84 @@ static void sync_cores(void) {
     if (registered > 0) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
 }
 
-bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *original, char *why, size_t why_len) {
-#define FAIL(...) do { snprintf(why, why_len, __VA_ARGS__); goto fail; } while (0)
-    cs_insn *all = NULL;
-    size_t   n_all = 0;
-    unsigned char *tr = NULL;
-    long     pg = sysconf(_SC_PAGESIZE);
-    if (!ggprof_patch_supported()) {
-        snprintf(why, why_len, "no disassembler (libcapstone.so.4, Debian's libcapstone4)");
-        return false;
-    }
-    if (size == 0) {
-        snprintf(why, why_len, "its size is unknown");
-        return false;
-    }
-    unsigned char *f = fn;
-    size_t skip = 0;
+/* A patch in three steps, each refusing with why: decode the instructions the jump displaces, build the trampoline
+ * that runs them moved, write the jump while the other threads are stopped. */
+#define REFUSE(...)                                                                                            \
+    do {                                                                                                       \
+        snprintf(why, why_len, __VA_ARGS__);                                                                   \
+        return false;                                                                                          \
+    } while (0)
+
+/* The entry's first instructions, which the 5-byte jump displaces. */
+typedef struct {
+    unsigned char *f;       /* the function */
+    size_t         skip;    /* its endbr64 (4) or nothing (0): the jump goes after it */
+    cs_insn       *all;     /* the function decoded, n_all instructions; the caller frees them */
+    size_t         n_all;
+    size_t         first, n_moved; /* all[first .. first + n_moved - 1] are displaced */
+    size_t         covered; /* their bytes, 5 .. PATCH_MAX_DISPLACED */
+    uint64_t       lo, hi;  /* where they lie: [lo, hi) */
+} displaced;
+
+/* The page the displaced instructions are moved to. */
+typedef struct {
+    unsigned char *tr;   /* the page (the caller unmaps it when the patch is refused) */
+    unsigned char *stub; /* what the entry's jump reaches: a jump to the hook */
+    uint8_t        at_entry[PATCH_MAX_DISPLACED], at_tr[PATCH_MAX_DISPLACED]; /* each displaced instruction's offsets */
+} trampoline;
+
+/* Decodes the function with capstone and finds the instructions the jump displaces; refuses one that cannot be moved
+ * from there (it leaves, calls, or is branched into within them). */
+static bool decode_displaced(displaced *d, void *fn, size_t size, char *why, size_t why_len) {
+    unsigned char *f = d->f = fn;
     static const unsigned char endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
-    if (memcmp(f, endbr64, 4) == 0) skip = 4; /* indirect calls land on it: the jump goes after it */
-    n_all = cs.disasm(cs.h, f, size, (uint64_t) (uintptr_t) f, 0, &all);
-    if (n_all == 0) FAIL("capstone decodes nothing at its entry");
-    /* The instructions the 5-byte jump displaces. */
+    if (memcmp(f, endbr64, 4) == 0) d->skip = 4; /* indirect calls land on it: the jump goes after it */
+    size_t skip = d->skip;
+    d->n_all = cs.disasm(cs.h, f, size, (uint64_t) (uintptr_t) f, 0, &d->all);
+    const cs_insn *all   = d->all;
+    size_t         n_all = d->n_all;
+    if (n_all == 0) REFUSE("capstone decodes nothing at its entry");
     size_t first = 0, n_moved = 0, covered = 0;
     while (first < n_all && all[first].address < (uint64_t) (uintptr_t) (f + skip)) first++;
     while (first + n_moved < n_all && covered < 5) {
         const cs_insn *in = &all[first + n_moved];
-        if (in->address != (uint64_t) (uintptr_t) (f + skip + covered)) FAIL("instructions do not follow at +%zu", covered);
+        if (in->address != (uint64_t) (uintptr_t) (f + skip + covered)) REFUSE("instructions do not follow at +%zu", covered);
         covered += in->size;
         n_moved++;
         if (covered < 5 && (has_group(in, CS_GRP_RET) || (has_group(in, CS_GRP_JUMP) && !rel_target(in)))) {
-            FAIL("it leaves (%s) within its first 5 bytes", in->mnemonic);
+            REFUSE("it leaves (%s) within its first 5 bytes", in->mnemonic);
         }
         /* A thread inside the call would return into the displaced bytes, where no stop can see it. */
-        if (covered < 5 && has_group(in, CS_GRP_CALL)) FAIL("it calls (%s) within its first 5 bytes", in->mnemonic);
+        if (covered < 5 && has_group(in, CS_GRP_CALL)) REFUSE("it calls (%s) within its first 5 bytes", in->mnemonic);
     }
     /* Each displaced instruction starts within the jump's 5 bytes: at most 4 + 15 bytes. */
-    if (covered > PATCH_MAX_DISPLACED) FAIL("its first instructions are %zu bytes long", covered);
-    if (covered < 5) FAIL("it is %zu bytes long, shorter than the jump", (size_t) (all[n_all - 1].address + all[n_all - 1].size - (uintptr_t) f));
+    if (covered > PATCH_MAX_DISPLACED) REFUSE("its first instructions are %zu bytes long", covered);
+    if (covered < 5) REFUSE("it is %zu bytes long, shorter than the jump", (size_t) (all[n_all - 1].address + all[n_all - 1].size - (uintptr_t) f));
     uint64_t lo = (uint64_t) (uintptr_t) (f + skip), hi = lo + covered;
     /* Nothing in the function may branch into the displaced bytes (past their first), nor they into each other. */
     for (size_t i = 0; i < n_all; i++) {
         uint64_t t = rel_target(&all[i]);
-        if (t >= lo && t < hi) FAIL("%s at +%#lx branches into the displaced bytes", all[i].mnemonic,
-                                    (unsigned long) (all[i].address - (uint64_t) (uintptr_t) f));
+        if (t >= lo && t < hi) REFUSE("%s at +%#lx branches into the displaced bytes", all[i].mnemonic,
+                                      (unsigned long) (all[i].address - (uint64_t) (uintptr_t) f));
     }
-    tr = page_near((uintptr_t) f);
-    if (!tr) FAIL("no page within reach of it for the trampoline");
-    /* The trampoline: the displaced instructions, moved; a jump back; then the stub the entry jumps to. */
+    d->first = first, d->n_moved = n_moved, d->covered = covered, d->lo = lo, d->hi = hi;
+    return true;
+}
+
+/* Builds the trampoline within reach of the function: the displaced instructions, moved (relative branches and
+ * RIP-relative operands re-aimed); a jump back; then the stub the entry jumps to, which jumps to hook. */
+static bool build_trampoline(trampoline *t, const displaced *d, void *hook, char *why, size_t why_len) {
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char *tr = t->tr = page_near((uintptr_t) d->f);
+    if (!tr) REFUSE("no page within reach of it for the trampoline");
     unsigned char *o = tr;
-    uint8_t  at_entry[PATCH_MAX_DISPLACED], at_tr[PATCH_MAX_DISPLACED]; /* each displaced instruction's offsets */
-    for (size_t k = 0; k < n_moved; k++) {
-        const cs_insn *in = &all[first + k];
-        uint64_t t = rel_target(in);
-        at_entry[k] = (uint8_t) (in->address - lo);
-        at_tr[k]    = (uint8_t) (o - tr);
+    for (size_t k = 0; k < d->n_moved; k++) {
+        const cs_insn *in = &d->all[d->first + k];
+        uint64_t target = rel_target(in);
+        t->at_entry[k] = (uint8_t) (in->address - d->lo);
+        t->at_tr[k]    = (uint8_t) (o - tr);
         int64_t  here = (int64_t) (uintptr_t) o;
-        if (t) {
+        if (target) {
             const uint8_t *op = in->detail->x86.opcode;
             if (has_group(in, CS_GRP_CALL)) {
                 *o++ = 0xe8;
@@ -168,10 +190,10 @@ bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *origin
             } else if (op[0] == 0x0f && op[1] >= 0x80 && op[1] <= 0x8f) {
                 *o++ = 0x0f, *o++ = op[1];
             } else {
-                FAIL("%s at its entry cannot be moved", in->mnemonic);
+                REFUSE("%s at its entry cannot be moved", in->mnemonic);
             }
-            int64_t rel = (int64_t) t - ((int64_t) (uintptr_t) o + 4);
-            if (!fits32(rel)) FAIL("the target of %s is out of reach", in->mnemonic);
+            int64_t rel = (int64_t) target - ((int64_t) (uintptr_t) o + 4);
+            if (!fits32(rel)) REFUSE("the target of %s is out of reach", in->mnemonic);
             put32(o, (int32_t) rel);
             o += 4;
             continue;
@@ -179,28 +201,39 @@ bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *origin
         memcpy(o, in->bytes, in->size);
         if (rip_relative(in)) {
             const cs_x86 *x = &in->detail->x86;
-            if (x->encoding.disp_offset == 0 || x->encoding.disp_size != 4) FAIL("%s: no 32-bit displacement", in->mnemonic);
+            if (x->encoding.disp_offset == 0 || x->encoding.disp_size != 4) REFUSE("%s: no 32-bit displacement", in->mnemonic);
             int64_t disp = x->disp + ((int64_t) in->address - here);
-            if (!fits32(disp)) FAIL("%s's operand is out of reach of the trampoline", in->mnemonic);
+            if (!fits32(disp)) REFUSE("%s's operand is out of reach of the trampoline", in->mnemonic);
             put32(o + x->encoding.disp_offset, (int32_t) disp);
         }
         o += in->size;
     }
     *o++ = 0xe9;
-    put32(o, (int32_t) ((int64_t) hi - ((int64_t) (uintptr_t) o + 4)));
+    put32(o, (int32_t) ((int64_t) d->hi - ((int64_t) (uintptr_t) o + 4)));
     o += 4;
-    unsigned char *stub = o;
+    t->stub = o;
     *o++ = 0xff, *o++ = 0x25, put32(o, 0), o += 4; /* jmp *0(%rip) */
     memcpy(o, &hook, sizeof(hook));
     o += sizeof(hook);
-    if (mprotect(tr, (size_t) pg, PROT_READ | PROT_EXEC) != 0) FAIL("mprotect of the trampoline failed");
-    /* The entry: jmp stub, the rest of the displaced bytes int3 (nothing branches there: checked above). */
+    if (mprotect(tr, (size_t) pg, PROT_READ | PROT_EXEC) != 0) REFUSE("mprotect of the trampoline failed");
+    return true;
+}
+
+/* Stores the trampoline into *original, then writes the jump to its stub over the displaced bytes while every other
+ * thread is stopped (stop_threads.h); a thread stopped inside them goes on at the trampoline's copy of its
+ * instruction. Refused, with nothing written, when a thread stopped where it cannot be moved. */
+static bool write_stopped(const displaced *d, const trampoline *t, void *_Atomic *original, char *why, size_t why_len) {
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char *f = d->f;
+    size_t   skip = d->skip, covered = d->covered;
+    uint64_t lo = d->lo, hi = d->hi;
+    /* The entry: jmp stub, the rest of the displaced bytes int3 (nothing branches there: checked by the decode). */
     unsigned char jmp[PATCH_MAX_DISPLACED];
     jmp[0] = 0xe9;
-    put32(jmp + 1, (int32_t) ((int64_t) (uintptr_t) stub - ((int64_t) lo + 5)));
+    put32(jmp + 1, (int32_t) ((int64_t) (uintptr_t) t->stub - ((int64_t) lo + 5)));
     memset(jmp + 5, 0xcc, sizeof(jmp) - 5);
     uintptr_t p0 = (uintptr_t) (f + skip) & ~(uintptr_t) (pg - 1), p1 = ((uintptr_t) hi + (uintptr_t) pg - 1) & ~(uintptr_t) (pg - 1);
-    if (!ggprof_stop_others(why, why_len)) goto fail;
+    if (!ggprof_stop_others(why, why_len)) return false;
     /* Every other thread is parked (or asleep in the kernel with the signal blocked): from here to
      * ggprof_stop_release, system calls only. A thread inside the displaced bytes goes on at the trampoline's copy of
      * its instruction. */
@@ -214,10 +247,10 @@ bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *origin
         asleep |= sleeping;
         if (pc <= lo || pc >= hi) continue;
         size_t k = 0;
-        while (k < n_moved && at_entry[k] != pc - lo) k++;
-        if (k == n_moved) refused = "a thread stopped in the middle of one of its first instructions";
+        while (k < d->n_moved && t->at_entry[k] != pc - lo) k++;
+        if (k == d->n_moved) refused = "a thread stopped in the middle of one of its first instructions";
         else if (sleeping) refused = "a thread that blocks signals sleeps inside its first instructions";
-        else ggprof_stop_move(i, (uintptr_t) (tr + at_tr[k]));
+        else ggprof_stop_move(i, (uintptr_t) (t->tr + t->at_tr[k]));
     }
     /* With a thread asleep in the kernel (it may wake): a self-jump first, so that one arriving spins until the
      * jump is whole; its two bytes must be one store. */
@@ -225,7 +258,7 @@ bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *origin
     if (!refused && mprotect((void *) p0, p1 - p0, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) refused = "its code cannot be made writable";
     if (!refused) {
         /* The wrapper forwards to the trampoline before any thread can reach it through the jump. */
-        atomic_store_explicit(original, (void *) tr, memory_order_release);
+        atomic_store_explicit(original, (void *) t->tr, memory_order_release);
         if (asleep) {
             uint16_t spin = 0xfeeb, head;
             memcpy(&head, jmp, 2);
@@ -244,14 +277,27 @@ bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *origin
         for (int i = 0; i < n; i++) ggprof_stop_move(i, 0);
     }
     ggprof_stop_release(); /* parked threads leave the handler through sigreturn: serializing */
-    if (refused) FAIL("%s", refused);
-    cs.free(all, n_all);
+    if (refused) REFUSE("%s", refused);
     return true;
-fail:
-    if (all) cs.free(all, n_all);
-    if (tr) munmap(tr, (size_t) pg);
-    return false;
-#undef FAIL
+}
+#undef REFUSE
+
+bool ggprof_patch_entry(void *fn, size_t size, void *hook, void *_Atomic *original, char *why, size_t why_len) {
+    if (!ggprof_patch_supported()) {
+        snprintf(why, why_len, "no disassembler (libcapstone.so.4, Debian's libcapstone4)");
+        return false;
+    }
+    if (size == 0) {
+        snprintf(why, why_len, "its size is unknown");
+        return false;
+    }
+    displaced  d = { 0 };
+    trampoline t = { 0 };
+    bool ok = decode_displaced(&d, fn, size, why, why_len) && build_trampoline(&t, &d, hook, why, why_len) &&
+              write_stopped(&d, &t, original, why, why_len);
+    if (d.all) cs.free(d.all, d.n_all);
+    if (!ok && t.tr) munmap(t.tr, (size_t) sysconf(_SC_PAGESIZE));
+    return ok;
 }
 
 long ggprof_patch_first_arg_slot(const void *fn, size_t size) {
