@@ -205,6 +205,16 @@ static struct stop_tally stop_and_count(uintptr_t fn, size_t size, bool *stopped
     return c;
 }
 
+/* The same before any spinner starts, after a thread made and joined: TSan starts its own at the first. */
+static void *no_op(void *arg) { return arg; }
+static struct stop_tally stop_baseline(bool *stopped) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, no_op, NULL) == 0) pthread_join(t, NULL);
+    struct stop_tally c = stop_and_count(0, 0, stopped);
+    if (*stopped) ggprof_stop_release();
+    return c;
+}
+
 /* Whether spinner i counts again within 5 s. */
 static bool spinner_goes_on(int i) {
     long before = atomic_load(&spin_count[i].turns);
@@ -223,8 +233,7 @@ static void test_stop_parks_threads(void) {
     size_t         size = size_of("spinner", &fn);
     CHECK(size > 0);
     bool stopped;
-    struct stop_tally base = stop_and_count(fn, size, &stopped);
-    if (stopped) ggprof_stop_release();
+    struct stop_tally base = stop_baseline(&stopped);
     CHECK(stopped);
     spinners_start(th, sp, kinds, SPINNERS);
     struct stop_tally c = stop_and_count(fn, size, &stopped);
@@ -257,8 +266,7 @@ static void test_stop_with_signals_blocked(void) {
     pthread_t      th[2];
     struct spinner sp[2];
     bool           stopped;
-    struct stop_tally base = stop_and_count(0, 0, &stopped);
-    if (stopped) ggprof_stop_release();
+    struct stop_tally base = stop_baseline(&stopped);
     CHECK(stopped);
     /* Asleep in the kernel with every signal blocked: stopped, at a PC it reports, and not movable. */
     static const int sleeping[2] = { SPIN, SLEEP_BLOCKED };
