@@ -175,10 +175,12 @@ $(BUILD)/tests/test_tick_model: tests/unit/test_tick_model.c kernels/cpu/tick_mo
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Ikernels/cpu -Itests/unit -o $@ tests/unit/test_tick_model.c kernels/cpu/tick_model.c
 
-# Entry patching and the ELF reader are the engine's, tested on the test program's own functions.
-$(BUILD)/tests/test_patch: tests/unit/test_patch.c engine/patch.c engine/elf_image.c engine/patch.h engine/elf_image.h
+# Entry patching (with the thread stopping it writes under) and the ELF reader are the engine's, tested on the test
+# program's own functions.
+TEST_PATCH_SRC := engine/patch.c engine/stop_threads.c engine/elf_image.c
+$(BUILD)/tests/test_patch: tests/unit/test_patch.c $(TEST_PATCH_SRC) engine/patch.h engine/stop_threads.h engine/elf_image.h
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Iengine -Itests/unit -o $@ tests/unit/test_patch.c engine/patch.c engine/elf_image.c -ldl -lpthread
+	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Iengine -Itests/unit -o $@ tests/unit/test_patch.c $(TEST_PATCH_SRC) -ldl -lpthread
 
 unit: $(UNIT)
 

@@ -203,8 +203,8 @@ GGPROF_API uint64_t ggml_profiler_time_ns(void) { return ggprof_now_ns(); }
 
 static const char *backend_name(ggml_backend_sched_t sched, int id) {
     const ggprof_ggml *g = &ggprof_eng.g;
-    if (id < 0 || id >= g->ggml_backend_sched_get_n_backends(sched)) return "unknown";
-    return g->ggml_backend_name(g->ggml_backend_sched_get_backend(sched, id));
+    if (id < 0 || id >= g->fn_ggml_backend_sched_get_n_backends(sched)) return "unknown";
+    return g->fn_ggml_backend_name(g->fn_ggml_backend_sched_get_backend(sched, id));
 }
 
 static void stats_of(ggml_backend_sched_t sched, const ggprof_api_sched *a, ggprof_op_stats *s) {
@@ -260,15 +260,15 @@ GGPROF_API int ggml_backend_sched_write_profiling_json(ggml_backend_sched_t sche
     fprintf(fp, "{\n  \"version\": 3,\n  \"profiler\": \"ggml\",\n  \"total_records\": %zu,\n  \"total_ns\": %llu,\n",
             n, (unsigned long long) total);
     fprintf(fp, "  \"backends\": [\n");
-    int nb = g->ggml_backend_sched_get_n_backends(sched);
+    int nb = g->fn_ggml_backend_sched_get_n_backends(sched);
     for (int b = 0; b < nb; b++) {
-        ggml_backend_t     be = g->ggml_backend_sched_get_backend(sched, b);
-        ggml_backend_dev_t d  = g->ggml_backend_get_device(be);
+        ggml_backend_t     be = g->fn_ggml_backend_sched_get_backend(sched, b);
+        ggml_backend_dev_t d  = g->fn_ggml_backend_get_device(be);
         char name[160], dev[160];
-        ggprof_json_string(name, sizeof(name), g->ggml_backend_name(be));
-        ggprof_json_string(dev, sizeof(dev), d ? g->ggml_backend_dev_name(d) : "unknown");
+        ggprof_json_string(name, sizeof(name), g->fn_ggml_backend_name(be));
+        ggprof_json_string(dev, sizeof(dev), d ? g->fn_ggml_backend_dev_name(d) : "unknown");
         fprintf(fp, "    {\"id\": %d, \"name\": %s, \"device\": %s, \"device_type\": %d}%s\n", b, name, dev,
-                d ? g->ggml_backend_dev_type(d) : 0, b + 1 < nb ? "," : "");
+                d ? g->fn_ggml_backend_dev_type(d) : 0, b + 1 < nb ? "," : "");
     }
     fprintf(fp, "  ],\n  \"records\": [\n");
     for (size_t i = 0; i < n; i++) {

@@ -83,9 +83,9 @@ static void note_type(int32_t type) {
     memset(&m, 0, sizeof(m));
     m.h         = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_TYPE, 0 };
     m.type      = type;
-    m.blck_size = (int32_t) g->ggml_blck_size(type);
-    m.type_size = g->ggml_type_size(type);
-    snprintf(m.name, sizeof(m.name), "%s", g->ggml_type_name(type));
+    m.blck_size = (int32_t) g->fn_ggml_blck_size(type);
+    m.type_size = g->fn_ggml_type_size(type);
+    snprintf(m.name, sizeof(m.name), "%s", g->fn_ggml_type_name(type));
     if (ggprof_emit(&m.h) == 0) g_type_sent[type] = 1;
 }
 
@@ -107,22 +107,24 @@ static void describe(ggprof_msg_node *m, const struct ggml_tensor *t, int is_cop
             m->nb_src[0][d] = (int64_t) t->nb[d];
         }
         m->type_src[0] = t->type;
-        m->nbytes      = g->ggml_nbytes(t);
+        m->nbytes      = g->fn_ggml_nbytes(t);
         note_type(t->type);
         return;
     }
-    snprintf(m->op, sizeof(m->op), "%s", g->ggml_op_name(t->op));
+    snprintf(m->op, sizeof(m->op), "%s", g->fn_ggml_op_name(t->op));
     m->op_id = t->op;
     m->out_type = t->type;
     memcpy(m->ne, t->ne, sizeof(m->ne));
     memcpy(m->op_params, t->op_params, sizeof(m->op_params));
-    m->nbytes = g->ggml_nbytes(t);
+    m->nbytes = g->fn_ggml_nbytes(t);
     if (t->op == g->op.unary) {
         m->sub_op = t->op_params[0];
-        if (g->ggml_unary_op_name) snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_unary_op_name(m->sub_op));
+        if (g->fn_ggml_unary_op_name) {
+            snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->fn_ggml_unary_op_name(m->sub_op));
+        }
     } else if (t->op == g->op.glu) {
         m->sub_op = t->op_params[0];
-        snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->ggml_glu_op_name(m->sub_op));
+        snprintf(m->sub_op_name, sizeof(m->sub_op_name), "%s", g->fn_ggml_glu_op_name(m->sub_op));
     }
     /* n_src counts up to the last present source, as the upstream profiler's record does. */
     for (int i = 0; i < GGPROF_MAX_SRC; i++) {

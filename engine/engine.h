@@ -13,9 +13,11 @@
 #include "ggml_abi.h"
 #include "wire.h"
 
-/* One ggml found in the process: its functions and the enum values learned from probe graphs. */
+/* One ggml found in the process: its functions and the enum values learned from probe graphs. Each function of
+ * GGPROF_GGML_FUNCS is the member fn_<name> (g->fn_ggml_init): the name alone is ggml's function, or the engine's
+ * wrapper of it, and real_<name> a wrapper's resolved function (REAL, below), never this pointer. */
 typedef struct {
-#define X(ret, name, args, feature) ret(*name) args;
+#define X(ret, name, args, feature) ret(*fn_##name) args;
     GGPROF_GGML_FUNCS(X)
 #undef X
     struct {

@@ -104,8 +104,8 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
         gc.se->iface_hooked = true;
     }
     gc.graph_id     = atomic_fetch_add(&g_next_graph_id, 1);
-    gc.nodes        = g->ggml_graph_nodes(graph);
-    gc.n_nodes      = g->ggml_graph_n_nodes(graph);
+    gc.nodes        = g->fn_ggml_graph_nodes(graph);
+    gc.n_nodes      = g->fn_ggml_graph_n_nodes(graph);
     gc.level        = ggprof_eng.level;
     /* --alternate: half the graphs at level graph, so that adjacent graphs of the two kinds measure what the
      * engine's per-split and per-op work costs (tests/bench/overhead_ab.sh). */
@@ -134,7 +134,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
 
     GGPROF_GUARD;
     flush_pending(&gc, gc.split_id + 1, -1);
-    emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->ggml_backend_sched_get_n_splits(sched), t0, t1);
+    emit_graph(gc.graph_id, gc.se ? gc.se->id : 0, gc.n_nodes, g->fn_ggml_backend_sched_get_n_splits(sched), t0, t1);
     ggprof_placement_after_graph(sched, graph, gc.graph_id);
     ggprof_memory_after_graph();
     ggprof_profile_graph_recorded();
@@ -187,10 +187,10 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
             GGPROF_GUARD;
             id = ggprof_node_id(t);
         }
-        ggml_cgraph_view_buf v = g->ggml_graph_view(cgraph, i, i + 1);
+        ggml_cgraph_view_buf v = g->fn_ggml_graph_view(cgraph, i, i + 1);
         uint64_t t0 = ggprof_now_ns();
         enum ggml_status r = real(backend, (struct ggml_cgraph *) &v.g);
-        g->ggml_backend_synchronize(backend);
+        g->fn_ggml_backend_synchronize(backend);
         uint64_t t1 = ggprof_now_ns();
         if (r != GGML_STATUS_SUCCESS) return r;
         GGPROF_GUARD;
@@ -200,7 +200,7 @@ static enum ggml_status compute_serialized(ggml_backend_t backend, struct ggml_c
         e.graph_id   = w->graph_id;
         e.split_id   = w->split_id;
         e.node_index = w->node_start + i;
-        e.bytes      = g->ggml_nbytes(t);
+        e.bytes      = g->fn_ggml_nbytes(t);
         ggprof_emit(&e.h);
         if (api) ggprof_api_event(api, &e);
     }
@@ -229,8 +229,8 @@ static void split_begin(split_tracker *st, ggml_backend_t backend, struct ggml_c
     GGPROF_GUARD; /* to the end: the rest touches no ggml */
     st->se = gc && gc->se ? gc->se : ggprof_sched_unscheduled(backend);
     ggprof_sched *se = st->se;
-    st->nodes      = g->ggml_graph_nodes(cgraph);
-    st->n_nodes    = g->ggml_graph_n_nodes(cgraph);
+    st->nodes      = g->fn_ggml_graph_nodes(cgraph);
+    st->n_nodes    = g->fn_ggml_graph_n_nodes(cgraph);
     st->backend_id = ggprof_sched_backend_index(se, backend);
     ggprof_split_place *w = &st->where;
     *w = (ggprof_split_place){ 0 };
@@ -498,7 +498,7 @@ bool ggprof_current_place(ggprof_place *out) {
 /* ---- copies ---- */
 
 static bool buffer_is_host(ggml_backend_buffer_t buf) {
-    return buf == NULL || ggprof_eng.g.ggml_backend_buffer_is_host(buf);
+    return buf == NULL || ggprof_eng.g.fn_ggml_backend_buffer_is_host(buf);
 }
 
 static void record_copy(const struct ggml_tensor *src, int dir, uint64_t t0, uint64_t t1, uint64_t bytes,
@@ -535,7 +535,7 @@ GGPROF_API void ggml_backend_tensor_copy(const struct ggml_tensor *src, struct g
     uint64_t t1 = ggprof_now_ns();
     GGPROF_GUARD;
     record_copy(src, copy_dir(buffer_is_host(src->buffer), buffer_is_host(dst->buffer)), t0, t1,
-                ggprof_eng.g.ggml_nbytes(src), 0);
+                ggprof_eng.g.fn_ggml_nbytes(src), 0);
 }
 
 GGPROF_API void ggml_backend_tensor_set_async(ggml_backend_t backend, struct ggml_tensor *tensor, const void *data,
@@ -665,8 +665,8 @@ static pthread_mutex_t g_setters_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void wrapped_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void *data) {
     const ggprof_ggml *g = &ggprof_eng.g;
-    ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
-    ggml_backend_reg_t reg = dev && g->ggml_backend_dev_backend_reg ? g->ggml_backend_dev_backend_reg(dev) : NULL;
+    ggml_backend_dev_t dev = g->fn_ggml_backend_get_device(backend);
+    ggml_backend_reg_t reg = dev && g->fn_ggml_backend_dev_backend_reg ? g->fn_ggml_backend_dev_backend_reg(dev) : NULL;
     pthread_mutex_lock(&g_setters_lock);
     set_abort_fn real = NULL;
     for (int i = 0; i < g_n_setters; i++) {

@@ -31,8 +31,8 @@ static void *_Atomic slot_ggml_backend_buft_alloc_buffer, *_Atomic slot_ggml_bac
     *_Atomic slot_ggml_backend_sched_reserve, *_Atomic slot_ggml_backend_sched_alloc_graph;
 
 static bool buffers_known(const ggprof_ggml *g) {
-    return g->ggml_backend_buffer_get_size && g->ggml_backend_buffer_get_type && g->ggml_backend_buft_name &&
-           g->ggml_backend_buffer_get_alignment && g->ggml_backend_buffer_get_usage;
+    return g->fn_ggml_backend_buffer_get_size && g->fn_ggml_backend_buffer_get_type && g->fn_ggml_backend_buft_name &&
+           g->fn_ggml_backend_buffer_get_alignment && g->fn_ggml_backend_buffer_get_usage;
 }
 
 /* ---- devices ---- */
@@ -53,22 +53,22 @@ static void devmem_emit(ggml_backend_dev_t dev, int moment) {
     memset(&m, 0, sizeof(m));
     m.h        = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_DEVMEM, 0 };
     m.moment   = (uint32_t) moment;
-    m.dev_type = g->ggml_backend_dev_type(dev);
+    m.dev_type = g->fn_ggml_backend_dev_type(dev);
     /* At exit the program may already have torn its GPU contexts down: host devices only then. */
     if (moment == GGPROF_DEVMEM_END && m.dev_type != GGML_ABI_DEV_CPU && atomic_load(&g_at_exit)) return;
     size_t fr = 0, tot = 0;
-    g->ggml_backend_dev_memory(dev, &fr, &tot);
+    g->fn_ggml_backend_dev_memory(dev, &fr, &tot);
     m.free  = fr;
     m.total = tot;
     m.t_ns  = ggprof_now_ns();
-    const char *name = g->ggml_backend_dev_name(dev);
+    const char *name = g->fn_ggml_backend_dev_name(dev);
     strncpy(m.device, name ? name : "", sizeof(m.device) - 1);
     ggprof_emit(&m.h);
 }
 
 /* A device seen for the first time: its memory before its first buffer. */
 static void device_seen(ggml_backend_dev_t dev) {
-    if (!dev || !ggprof_eng.g.ggml_backend_dev_memory) return;
+    if (!dev || !ggprof_eng.g.fn_ggml_backend_dev_memory) return;
     int n = atomic_load(&g_n_devs);
     for (int i = 0; i < n; i++) {
         if (g_devs[i] == dev) return;
@@ -86,7 +86,7 @@ static void device_seen(ggml_backend_dev_t dev) {
 }
 
 static void devmem_all(int moment) {
-    if (!ggprof_eng.g.ggml_backend_dev_memory) return;
+    if (!ggprof_eng.g.fn_ggml_backend_dev_memory) return;
     int n = atomic_load(&g_n_devs);
     for (int i = 0; i < n; i++) devmem_emit(g_devs[i], moment);
 }
@@ -137,16 +137,17 @@ static void emit_buffer(ggml_backend_buffer_t buf, uint32_t event, uint32_t sour
     m.handle = (uint64_t) (uintptr_t) buf;
     m.t_ns   = ggprof_now_ns();
     if (event != GGPROF_BUF_FREE) {
-        ggml_backend_buffer_type_t buft = g->ggml_backend_buffer_get_type(buf);
-        m.usage     = (uint32_t) g->ggml_backend_buffer_get_usage(buf);
-        m.size      = g->ggml_backend_buffer_get_size(buf);
-        m.alignment = g->ggml_backend_buffer_get_alignment(buf);
-        m.is_host   = g->ggml_backend_buffer_is_host(buf);
-        const char *name = buft ? g->ggml_backend_buft_name(buft) : NULL;
+        ggml_backend_buffer_type_t buft = g->fn_ggml_backend_buffer_get_type(buf);
+        m.usage     = (uint32_t) g->fn_ggml_backend_buffer_get_usage(buf);
+        m.size      = g->fn_ggml_backend_buffer_get_size(buf);
+        m.alignment = g->fn_ggml_backend_buffer_get_alignment(buf);
+        m.is_host   = g->fn_ggml_backend_buffer_is_host(buf);
+        const char *name = buft ? g->fn_ggml_backend_buft_name(buft) : NULL;
         strncpy(m.buft, name ? name : "", sizeof(m.buft) - 1);
-        ggml_backend_dev_t dev = buft && g->ggml_backend_buft_get_device ? g->ggml_backend_buft_get_device(buft) : NULL;
+        ggml_backend_dev_t dev =
+            buft && g->fn_ggml_backend_buft_get_device ? g->fn_ggml_backend_buft_get_device(buft) : NULL;
         if (event == GGPROF_BUF_ALLOC) device_seen(dev);
-        const char *dname = dev ? g->ggml_backend_dev_name(dev) : NULL;
+        const char *dname = dev ? g->fn_ggml_backend_dev_name(dev) : NULL;
         strncpy(m.device, dname ? dname : "", sizeof(m.device) - 1);
     }
     ggprof_emit(&m.h);
@@ -158,9 +159,9 @@ GGPROF_API ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buf
         return real_ggml_backend_buft_alloc_buffer(buft, size);
     }
     const ggprof_ggml *g = &ggprof_eng.g;
-    if (size > 0 && buft && g->ggml_backend_buft_get_device) { /* the device's memory before its first buffer */
+    if (size > 0 && buft && g->fn_ggml_backend_buft_get_device) { /* the device's memory before its first buffer */
         GGPROF_GUARD;
-        device_seen(g->ggml_backend_buft_get_device(buft));
+        device_seen(g->fn_ggml_backend_buft_get_device(buft));
     }
     /* Guarded: a host buffer type that wraps ggml_backend_cpu_buffer_from_ptr (ggml-vulkan's, ggml-cuda's pinned
      * memory) is one buffer, of its own type, not a CPU_Mapped one too. */
@@ -271,12 +272,12 @@ static void send_plan(pl_set *s, uint32_t sched_id, int n_nodes) {
  * allocation set, so that the program's graph is as it left it. */
 static void read_plan(struct ggml_gallocr *galloc, struct ggml_cgraph *graph) {
     ggprof_ggml *g = &ggprof_eng.g;
-    if (!buffers_known(g) || !g->ggml_gallocr_alloc_graph || !g->ggml_backend_buffer_get_alloc_size ||
-        !g->ggml_backend_buffer_get_base) {
+    if (!buffers_known(g) || !g->fn_ggml_gallocr_alloc_graph || !g->fn_ggml_backend_buffer_get_alloc_size ||
+        !g->fn_ggml_backend_buffer_get_base) {
         return;
     }
-    int                  n_nodes = g->ggml_graph_n_nodes(graph);
-    struct ggml_tensor **nodes   = g->ggml_graph_nodes(graph);
+    int                  n_nodes = g->fn_ggml_graph_n_nodes(graph);
+    struct ggml_tensor **nodes   = g->fn_ggml_graph_nodes(graph);
     if (n_nodes <= 0 || !nodes) return;
     pl_set s = { 0 };
     const struct ggml_cgraph_abi *gl = (const struct ggml_cgraph_abi *) graph;
@@ -315,7 +316,7 @@ static void read_plan(struct ggml_gallocr *galloc, struct ggml_cgraph *graph) {
         p->buffer = p->t->buffer, p->data = l->data, p->extra = l->extra;
         p->restore = p->data == NULL;
     }
-    if (!g->ggml_gallocr_alloc_graph(galloc, graph)) {
+    if (!g->fn_ggml_gallocr_alloc_graph(galloc, graph)) {
         if (!atomic_exchange(&g_alloc_failed_noted, true)) {
             ggprof_trace_note("memory: a graph's placement could not be read (ggml_gallocr_alloc_graph refused the plan "
                               "it had just made): its compute buffer has no peak");
@@ -339,10 +340,10 @@ static void read_plan(struct ggml_gallocr *galloc, struct ggml_cgraph *graph) {
                 e->flags |= GGPROF_PL_VIEW;
             }
             if (p->t->buffer && l->data) {
-                char *base = g->ggml_backend_buffer_get_base(p->t->buffer);
+                char *base = g->fn_ggml_backend_buffer_get_base(p->t->buffer);
                 e->handle  = (uint64_t) (uintptr_t) p->t->buffer;
                 e->offset  = (uint64_t) ((char *) l->data - base);
-                e->size    = l->view_src ? 0 : g->ggml_backend_buffer_get_alloc_size(p->t->buffer, p->t);
+                e->size    = l->view_src ? 0 : g->fn_ggml_backend_buffer_get_alloc_size(p->t->buffer, p->t);
             }
             e->first = is_node && !(p->t->flags & GGML_ABI_FLAG_INPUT) ? (int32_t) k : -1;
             e->last  = p->last_use;

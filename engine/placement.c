@@ -90,15 +90,17 @@ static int32_t src_node(const ggprof_ggml *g, const node_map *m, const struct gg
 }
 
 static int reason_of(const ggprof_ggml *g, ggml_backend_t preferred, const struct ggml_tensor *node) {
-    if (g->ggml_backend_supports_op && !g->ggml_backend_supports_op(preferred, node)) return GGPROF_PLACE_UNSUPPORTED;
+    if (g->fn_ggml_backend_supports_op && !g->fn_ggml_backend_supports_op(preferred, node)) {
+        return GGPROF_PLACE_UNSUPPORTED;
+    }
     bool input = node->flags & GGML_ABI_FLAG_INPUT;
     const struct ggml_tensor_links *l = ggprof_links(node);
     for (int j = 0; j < GGML_ABI_MAX_SRC; j++) {
         if (!l->src[j]) continue;
         const struct ggml_tensor *m = memory_of(l->src[j]);
         if (l->src[j]->flags & GGML_ABI_FLAG_INPUT || m->flags & GGML_ABI_FLAG_INPUT) input = true;
-        if (!m->buffer || !g->ggml_backend_buffer_is_host(m->buffer)) continue;
-        int usage = g->ggml_backend_buffer_get_usage ? g->ggml_backend_buffer_get_usage(m->buffer) : -1;
+        if (!m->buffer || !g->fn_ggml_backend_buffer_is_host(m->buffer)) continue;
+        int usage = g->fn_ggml_backend_buffer_get_usage ? g->fn_ggml_backend_buffer_get_usage(m->buffer) : -1;
         if (usage == GGML_ABI_BUFFER_USAGE_WEIGHTS) return GGPROF_PLACE_WEIGHTS_ON_HOST;
         /* A host buffer that is not the compute buffer: the KV cache kept on the host, an input the program set. */
         if (usage == 0) input = true;
@@ -108,12 +110,12 @@ static int reason_of(const ggprof_ggml *g, ggml_backend_t preferred, const struc
 
 void ggprof_placement_after_graph(ggml_backend_sched_t sched, struct ggml_cgraph *graph, uint64_t graph_id) {
     const ggprof_ggml *g = &ggprof_eng.g;
-    if (!sched || !graph || !g->ggml_backend_sched_get_tensor_backend) return;
-    int                  n_nodes = g->ggml_graph_n_nodes(graph);
-    struct ggml_tensor **nodes   = g->ggml_graph_nodes(graph);
+    if (!sched || !graph || !g->fn_ggml_backend_sched_get_tensor_backend) return;
+    int                  n_nodes = g->fn_ggml_graph_n_nodes(graph);
+    struct ggml_tensor **nodes   = g->fn_ggml_graph_nodes(graph);
     ggprof_sched        *se      = ggprof_sched_find(sched, false);
     if (!se || n_nodes <= 0 || n_nodes > (1 << 24) || !nodes ||
-        !plan_is_new(se->id, n_nodes, g->ggml_backend_sched_get_n_splits(sched))) {
+        !plan_is_new(se->id, n_nodes, g->fn_ggml_backend_sched_get_n_splits(sched))) {
         return;
     }
     GGPROF_GUARD;
@@ -134,7 +136,7 @@ void ggprof_placement_after_graph(ggml_backend_sched_t sched, struct ggml_cgraph
     for (int i = 0; i < n_nodes; i++) {
         struct ggml_tensor *t = nodes[i];
         if (!t || is_view_op(g, t->op)) continue; /* as GGML_SCHED_DEBUG: views run nowhere */
-        ggml_backend_t b  = g->ggml_backend_sched_get_tensor_backend(sched, t);
+        ggml_backend_t b  = g->fn_ggml_backend_sched_get_tensor_backend(sched, t);
         int            id = b ? ggprof_sched_backend_index(se, b) : -1;
         if (id < 0) continue;
         ggprof_node_place *p = &e[n++];

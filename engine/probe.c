@@ -73,8 +73,8 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
     char missing[160] = "";
     int  n_missing = 0;
 #define X(ret, name, args, feature)                                                                            \
-    g->name = (ret(*) args) find_sym(h, e, #name);                                                             \
-    if (g->name == NULL && feature == GGML_NEEDED && n_missing++ < 4) {                                        \
+    g->fn_##name = (ret(*) args) find_sym(h, e, #name);                                                        \
+    if (g->fn_##name == NULL && feature == GGML_NEEDED && n_missing++ < 4) {                                   \
         size_t k = strlen(missing);                                                                            \
         snprintf(missing + k, sizeof(missing) - k, "%s%s", k ? ", " : "", #name);                              \
     }
@@ -91,23 +91,23 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
     /* What an LTO build inlined away, done without (GGML_FROM_LAYOUT in ggml_abi.h); check_abi tests each. */
     char done_without[256] = "";
 #define WITHOUT(fn, instead)                                                                                   \
-    if (!g->fn) {                                                                                              \
-        g->fn = instead;                                                                                       \
+    if (!g->fn_##fn) {                                                                                         \
+        g->fn_##fn = instead;                                                                                  \
         size_t k = strlen(done_without);                                                                       \
         snprintf(done_without + k, sizeof(done_without) - k, "%s%s", k ? ", " : "", #fn);                      \
     }
-    if (!g->ggml_new_graph && !g->ggml_new_graph_custom) {
+    if (!g->fn_ggml_new_graph && !g->fn_ggml_new_graph_custom) {
         ggprof_note("profiling off: neither ggml_new_graph nor ggml_new_graph_custom found in %s", g->lib);
         return false;
     }
-    g_new_graph_custom = g->ggml_new_graph_custom;
+    g_new_graph_custom = g->fn_ggml_new_graph_custom;
     WITHOUT(ggml_new_graph, default_new_graph)
     WITHOUT(ggml_graph_nodes, layout_graph_nodes)
     WITHOUT(ggml_backend_sched_get_n_backends, layout_sched_n_backends)
     WITHOUT(ggml_backend_sched_get_backend, layout_sched_backend)
 #undef WITHOUT
-    if (!g->ggml_version && version_from_image(e)) {
-        g->ggml_version = image_version;
+    if (!g->fn_ggml_version && version_from_image(e)) {
+        g->fn_ggml_version = image_version;
         ggprof_trace_note("%s has no ggml_version: the version recorded is llama.cpp's build info in its image "
                           "(LLAMA_BUILD_NUMBER, LLAMA_COMMIT): %s", g->lib, g_image_version);
     }
@@ -120,7 +120,7 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
     const char *done[32];
     int         n_done = 0;
 #define X(ret, name, args, feature)                                                                            \
-    if (g->name == NULL && feature_of(feature)[0] && strcmp(feature_of(feature), GGML_FROM_LAYOUT) != 0 &&       \
+    if (g->fn_##name == NULL && feature_of(feature)[0] && strcmp(feature_of(feature), GGML_FROM_LAYOUT) != 0 &&  \
         n_done < 32) {                                                                                         \
         int seen = 0;                                                                                          \
         for (int i = 0; i < n_done; i++) seen |= strcmp(done[i], feature_of(feature)) == 0;                    \
@@ -131,7 +131,7 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
     for (int i = 0; i < n_done; i++) {
         char names[512] = "";
 #define X(ret, name, args, feature)                                                                            \
-        if (g->name == NULL) note_missing(names, sizeof(names), #name, feature_of(feature), done[i]);
+        if (g->fn_##name == NULL) note_missing(names, sizeof(names), #name, feature_of(feature), done[i]);
         GGPROF_GGML_FUNCS(X)
 #undef X
         ggprof_note("%s has no %s: profiling goes on without %s", base, names, done[i]);
@@ -142,10 +142,10 @@ static bool load_functions(ggprof_ggml *g, void *h, const ggprof_elf *e) {
 /* ggml_graph_view's result, read through our mirror, must agree with the public accessors: only then may the
  * engine compute one node at a time (serialized timing of non-CPU backends). */
 static bool check_graph_view(ggprof_ggml *g, struct ggml_cgraph *gr) {
-    int n = g->ggml_graph_n_nodes(gr);
-    if (!g->ggml_graph_view || !g->ggml_backend_synchronize || n < 2) return false;
-    ggml_cgraph_view_buf v = g->ggml_graph_view(gr, 1, n);
-    return v.g.n_nodes == n - 1 && (void *) v.g.nodes == (void *) (g->ggml_graph_nodes(gr) + 1) && v.g.size == 0;
+    int n = g->fn_ggml_graph_n_nodes(gr);
+    if (!g->fn_ggml_graph_view || !g->fn_ggml_backend_synchronize || n < 2) return false;
+    ggml_cgraph_view_buf v = g->fn_ggml_graph_view(gr, 1, n);
+    return v.g.n_nodes == n - 1 && (void *) v.g.nodes == (void *) (g->fn_ggml_graph_nodes(gr) + 1) && v.g.size == 0;
 }
 
 /* Builds a few tensors with ggml's own constructors and reads them back through our struct mirror: a ggml
@@ -157,7 +157,7 @@ static bool find_links(ggprof_ggml *g, const struct ggml_tensor *a, const struct
     static const size_t candidates[] = { GGML_ABI_LINKS_OFFSET, GGML_ABI_LINKS_OFFSET + sizeof(void *) };
     for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
         g->links_off = candidates[i];
-        if (g->ggml_tensor_overhead() < g->links_off + sizeof(struct ggml_tensor_links)) continue;
+        if (g->fn_ggml_tensor_overhead() < g->links_off + sizeof(struct ggml_tensor_links)) continue;
         const struct ggml_tensor_links *la = ggprof_links(a), *ladd = ggprof_links(add), *lrms = ggprof_links(rms),
                                        *lvw = ggprof_links(vw);
         if (strncmp(la->name, "ggprof_probe_a", GGML_ABI_MAX_NAME) == 0 && ladd->src[0] == a && ladd->src[1] == b &&
@@ -169,37 +169,38 @@ static bool find_links(ggprof_ggml *g, const struct ggml_tensor *a, const struct
 }
 
 static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
-    if (g->ggml_tensor_overhead() < sizeof(struct ggml_tensor)) {
-        snprintf(why, why_len, "ggml_tensor_overhead() %zu < %zu", g->ggml_tensor_overhead(), sizeof(struct ggml_tensor));
+    if (g->fn_ggml_tensor_overhead() < sizeof(struct ggml_tensor)) {
+        snprintf(why, why_len, "ggml_tensor_overhead() %zu < %zu", g->fn_ggml_tensor_overhead(),
+                 sizeof(struct ggml_tensor));
         return false;
     }
-    struct ggml_init_params ip = { 32 * g->ggml_tensor_overhead() + (2u << 20), NULL, true }; /* room for a graph */
-    struct ggml_context *ctx = g->ggml_init(ip);
+    struct ggml_init_params ip = { 32 * g->fn_ggml_tensor_overhead() + (2u << 20), NULL, true }; /* room for a graph */
+    struct ggml_context *ctx = g->fn_ggml_init(ip);
     if (!ctx) {
         snprintf(why, why_len, "ggml_init failed");
         return false;
     }
     bool ok = false;
     const int32_t F16 = 1; /* ggml.h: GGML_TYPE_F16 = 1 since the first release */
-    struct ggml_tensor *a = g->ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
-    struct ggml_tensor *b = g->ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
-    struct ggml_tensor *h = g->ggml_new_tensor_2d(ctx, F16, 6, 3);
-    g->ggml_set_name(a, "ggprof_probe_a");
-    g->ggml_set_output(b);
+    struct ggml_tensor *a = g->fn_ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
+    struct ggml_tensor *b = g->fn_ggml_new_tensor_2d(ctx, GGML_ABI_TYPE_F32, 4, 5);
+    struct ggml_tensor *h = g->fn_ggml_new_tensor_2d(ctx, F16, 6, 3);
+    g->fn_ggml_set_name(a, "ggprof_probe_a");
+    g->fn_ggml_set_output(b);
     if (a->type != GGML_ABI_TYPE_F32 || a->ne[0] != 4 || a->ne[1] != 5 || a->ne[2] != 1 || a->nb[0] != 4 ||
         a->nb[1] != 16 || h->type != F16 || h->nb[1] != 12 || (b->flags & GGML_ABI_FLAG_OUTPUT) == 0 ||
-        g->ggml_nbytes(h) != 36) {
+        g->fn_ggml_nbytes(h) != 36) {
         snprintf(why, why_len, "struct ggml_tensor layout differs (type/ne/nb/flags)");
         goto out;
     }
-    struct ggml_tensor *add = g->ggml_add(ctx, a, b);
-    struct ggml_tensor *mul = g->ggml_mul(ctx, a, b);
-    struct ggml_tensor *rms = g->ggml_rms_norm(ctx, a, 1e-5f);
-    struct ggml_tensor *rsh = g->ggml_reshape_2d(ctx, a, 5, 4);
-    struct ggml_tensor *vw  = g->ggml_view_1d(ctx, a, 3, 4);
-    struct ggml_tensor *prm = g->ggml_permute(ctx, a, 1, 0, 2, 3);
-    struct ggml_tensor *trn = g->ggml_transpose(ctx, a);
-    struct ggml_tensor *un  = g->ggml_relu(ctx, a);
+    struct ggml_tensor *add = g->fn_ggml_add(ctx, a, b);
+    struct ggml_tensor *mul = g->fn_ggml_mul(ctx, a, b);
+    struct ggml_tensor *rms = g->fn_ggml_rms_norm(ctx, a, 1e-5f);
+    struct ggml_tensor *rsh = g->fn_ggml_reshape_2d(ctx, a, 5, 4);
+    struct ggml_tensor *vw  = g->fn_ggml_view_1d(ctx, a, 3, 4);
+    struct ggml_tensor *prm = g->fn_ggml_permute(ctx, a, 1, 0, 2, 3);
+    struct ggml_tensor *trn = g->fn_ggml_transpose(ctx, a);
+    struct ggml_tensor *un  = g->fn_ggml_relu(ctx, a);
     if (!find_links(g, a, b, add, rms, vw)) {
         snprintf(why, why_len, "struct ggml_tensor layout differs (name/src/view_src at no known offset)");
         goto out;
@@ -220,28 +221,29 @@ static bool check_abi(ggprof_ggml *g, char *why, size_t why_len) {
     g->op.transpose = trn->op;
     g->op.unary     = un->op;
     g->op.glu       = -1;
-    if (g->ggml_swiglu && g->ggml_glu_op_name) g->op.glu = g->ggml_swiglu(ctx, a)->op;
-    struct ggml_cgraph *gr = g->ggml_new_graph(ctx);
+    if (g->fn_ggml_swiglu && g->fn_ggml_glu_op_name) g->op.glu = g->fn_ggml_swiglu(ctx, a)->op;
+    struct ggml_cgraph *gr = g->fn_ggml_new_graph(ctx);
     if (!gr) {
         snprintf(why, why_len, "ggml_new_graph failed");
         goto out;
     }
-    g->ggml_build_forward_expand(gr, add);
-    g->ggml_build_forward_expand(gr, rms);
-    if (g->ggml_graph_n_nodes(gr) != 2 || g->ggml_graph_nodes(gr)[0] != add || g->ggml_graph_nodes(gr)[1] != rms) {
+    g->fn_ggml_build_forward_expand(gr, add);
+    g->fn_ggml_build_forward_expand(gr, rms);
+    if (g->fn_ggml_graph_n_nodes(gr) != 2 || g->fn_ggml_graph_nodes(gr)[0] != add ||
+        g->fn_ggml_graph_nodes(gr)[1] != rms) {
         snprintf(why, why_len, "the probe graph's nodes do not read back (ggml_graph_nodes)");
         goto out;
     }
     g->has_compute_flag = (add->flags & GGML_ABI_FLAG_COMPUTE) != 0;
     g->graph_view_ok    = check_graph_view(g, gr);
-    if (strcmp(g->ggml_op_name(add->op), "ADD") != 0 || strcmp(g->ggml_op_name(rms->op), "RMS_NORM") != 0 ||
-        strcmp(g->ggml_op_name(vw->op), "VIEW") != 0) {
+    if (strcmp(g->fn_ggml_op_name(add->op), "ADD") != 0 || strcmp(g->fn_ggml_op_name(rms->op), "RMS_NORM") != 0 ||
+        strcmp(g->fn_ggml_op_name(vw->op), "VIEW") != 0) {
         snprintf(why, why_len, "ggml_op_name disagrees with the probe graph");
         goto out;
     }
     ok = true;
 out:
-    g->ggml_free(ctx);
+    g->fn_ggml_free(ctx);
     return ok;
 }
 
@@ -283,7 +285,7 @@ bool ggprof_ggml_find(ggprof_ggml *g, const void *fn_in_ggml) {
     char why[160];
     if (!check_abi(g, why, sizeof(why))) {
         ggprof_note("profiling off: ggml %s at %s is not a ggml this ggprof understands: %s",
-                    g->ggml_version ? g->ggml_version() : "(no version)", g->lib, why);
+                    g->fn_ggml_version ? g->fn_ggml_version() : "(no version)", g->lib, why);
         return false;
     }
     return true;

@@ -20,14 +20,14 @@ static ggprof_sched   *g_last_found;
 static int dev_type_of(ggml_backend_dev_t d) {
     const ggprof_ggml *g = &ggprof_eng.g;
     if (!d) return -1;
-    const char *name = g->ggml_backend_dev_name(d);
-    return name && strcmp(name, "CPU") == 0 ? GGML_ABI_DEV_CPU : g->ggml_backend_dev_type(d);
+    const char *name = g->fn_ggml_backend_dev_name(d);
+    return name && strcmp(name, "CPU") == 0 ? GGML_ABI_DEV_CPU : g->fn_ggml_backend_dev_type(d);
 }
 
 static void emit_backend(const ggprof_sched *se, int i) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggml_backend_t     b = se->backends[i];
-    ggml_backend_dev_t d = g->ggml_backend_get_device(b);
+    ggml_backend_dev_t d = g->fn_ggml_backend_get_device(b);
     ggprof_msg_backend m;
     memset(&m, 0, sizeof(m));
     m.h           = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_BACKEND, 0 };
@@ -35,9 +35,9 @@ static void emit_backend(const ggprof_sched *se, int i) {
     m.backend_id  = i;
     m.device_type = dev_type_of(d);
     m.is_host     = m.device_type == GGML_ABI_DEV_CPU;
-    snprintf(m.name, sizeof(m.name), "%s", g->ggml_backend_name(b));
-    snprintf(m.device, sizeof(m.device), "%s", d ? g->ggml_backend_dev_name(d) : "unknown");
-    snprintf(m.description, sizeof(m.description), "%s", d ? g->ggml_backend_dev_description(d) : "");
+    snprintf(m.name, sizeof(m.name), "%s", g->fn_ggml_backend_name(b));
+    snprintf(m.device, sizeof(m.device), "%s", d ? g->fn_ggml_backend_dev_name(d) : "unknown");
+    snprintf(m.description, sizeof(m.description), "%s", d ? g->fn_ggml_backend_dev_description(d) : "");
     ggprof_emit(&m.h);
 }
 
@@ -52,7 +52,7 @@ static void add_backend(ggprof_sched *se, ggml_backend_t b) {
         }
         return;
     }
-    ggml_backend_dev_t d = g->ggml_backend_get_device(b);
+    ggml_backend_dev_t d = g->fn_ggml_backend_get_device(b);
     se->backends[se->n] = b;
     se->dev_type[se->n] = dev_type_of(d);
     se->is_cpu[se->n]   = se->dev_type[se->n] == GGML_ABI_DEV_CPU;
@@ -72,8 +72,8 @@ static ggprof_sched *sched_register(ggml_backend_sched_t sched, struct ggprof_ap
     memset(se, 0, sizeof(*se));
     se->sched = sched;
     se->id    = g_next_sched_id++;
-    int n = g->ggml_backend_sched_get_n_backends(sched);
-    for (int i = 0; i < n; i++) add_backend(se, g->ggml_backend_sched_get_backend(sched, i));
+    int n = g->fn_ggml_backend_sched_get_n_backends(sched);
+    for (int i = 0; i < n; i++) add_backend(se, g->fn_ggml_backend_sched_get_backend(sched, i));
     return se;
 }
 

@@ -192,8 +192,8 @@ static void emit_process(void) {
     ssize_t n  = readlink("/proc/self/exe", p.exe, sizeof(p.exe) - 1);
     if (n < 0) p.exe[0] = '\0';
     if (g->ok) { /* a process without ggml (a CUDA or OpenCL program) leaves these empty */
-        snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->ggml_version ? g->ggml_version() : "unknown");
-        snprintf(p.ggml_commit, sizeof(p.ggml_commit), "%s", g->ggml_commit ? g->ggml_commit() : "");
+        snprintf(p.ggml_version, sizeof(p.ggml_version), "%s", g->fn_ggml_version ? g->fn_ggml_version() : "unknown");
+        snprintf(p.ggml_commit, sizeof(p.ggml_commit), "%s", g->fn_ggml_commit ? g->fn_ggml_commit() : "");
         snprintf(p.ggml_lib, sizeof(p.ggml_lib), "%s", g->lib);
     }
     ggprof_emit(&p.h);

@@ -138,11 +138,11 @@ rm -rf "$plant"
 # Inside a folder: no call cycle among its files. Each file has a place in its folder's order, bottom first (a
 # pattern is a rank its files share); an object may call (nm -u against the others' nm --defined-only) only files of a
 # lower rank. analyzer/'s order is analyzer/README.md's: the model and its rule at the bottom, the commands on top.
-# engine/'s is engine/README.md's: the sink at the bottom; what ggml is (its ELF image, resolving, patching, how its
-# calls reach the engine, probing, describing, schedulers); the set-up; the wrappers on top.
-ANALYZER_ORDER="layer_rule sql model model_vtab views output gzout json_v3_read json_v3_write trace memory placement process_time threads request_time roofline roofs
+# engine/'s is engine/README.md's: the sink at the bottom; what ggml is (its ELF image, resolving, stopping threads,
+# patching, how its calls reach the engine, probing, describing, schedulers); the set-up; the wrappers on top.
+ANALYZER_ORDER="sql layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory placement process_time threads request_time roofline roofs
     roofline_groups testcases calibrate accounting accounting_slices accounting_print findings export_text export_chrome export_html export_otlp export_roofline cmd_*"
-ENGINE_ORDER="sink elf_image resolve patch reach probe describe schedulers setup profile regions llama memory placement api
+ENGINE_ORDER="sink elf_image resolve stop_threads patch reach probe describe schedulers setup profile regions llama memory placement api
     interpose"
 file_rank() { # ORDER STEM: the file's rank in ORDER, or -1 when it has none
     local i=0 g

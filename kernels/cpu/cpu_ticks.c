@@ -201,11 +201,12 @@ typedef ggprof_set_abort_fn set_abort_fn;
  * registry answers no proc address) the CPU backend's exported setter in the ggml library. */
 static set_abort_fn setter_for(ggml_backend_t backend) {
     const ggprof_ggml *g = &ggprof_eng.g;
-    ggml_backend_dev_t dev = g->ggml_backend_get_device(backend);
-    ggml_backend_reg_t reg = dev && g->ggml_backend_dev_backend_reg ? g->ggml_backend_dev_backend_reg(dev) : NULL;
-    set_abort_fn set = reg && g->ggml_backend_reg_get_proc_address
-                           ? (set_abort_fn) g->ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback")
-                           : NULL;
+    ggml_backend_dev_t dev = g->fn_ggml_backend_get_device(backend);
+    ggml_backend_reg_t reg = dev && g->fn_ggml_backend_dev_backend_reg ? g->fn_ggml_backend_dev_backend_reg(dev) : NULL;
+    set_abort_fn set =
+        reg && g->fn_ggml_backend_reg_get_proc_address
+            ? (set_abort_fn) g->fn_ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback")
+            : NULL;
     if (!set) set = (set_abort_fn) ggprof_ggml_sym(g, "ggml_backend_cpu_set_abort_callback");
     return set;
 }
@@ -632,7 +633,7 @@ static void note_unmatched(const cpu_split *s, const ggprof_split_place *w) {
     if (part >= 0) {
         const struct ggml_tensor *t = p->nodes[part];
         snprintf(where, sizeof(where), "the tick models part first at node %d (%s '%.*s': '%s' and '%s' decide apart)",
-                 w->node_start + part, ggprof_eng.g.ggml_op_name(t->op), GGML_ABI_MAX_NAME, ggprof_links(t)->name,
+                 w->node_start + part, ggprof_eng.g.fn_ggml_op_name(t->op), GGML_ABI_MAX_NAME, ggprof_links(t)->name,
                  m->name, ggprof_tick_models[other].name);
     }
     ggprof_note("CPU split %d of graph %llu: ggml ticked %d times where tick model '%s' expects %d, so its ops are "

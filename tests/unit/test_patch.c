@@ -1,12 +1,15 @@
-/* Unit tests of entry patching (engine/patch.c) and of the ELF reader that finds what to patch (engine/elf_image.c),
- * on functions of this test program itself: patched entries reach the hook, trampolines run the original (its
- * RIP-relative loads and calls moved), a function that branches into its first bytes is refused and left as it was,
- * patching stays safe while 8 threads call the function (1000 fresh copies of two prologues), 18 displaced bytes
- * are moved whole, and the symbol table finds static functions that dlsym cannot. */
+/* Unit tests of entry patching (engine/patch.c), of the thread stopping it writes under (engine/stop_threads.c), and
+ * of the ELF reader that finds what to patch (engine/elf_image.c), on functions of this test program itself: patched
+ * entries reach the hook, trampolines run the original (its RIP-relative loads and calls moved), a function that
+ * branches into its first bytes is refused and left as it was, stopped threads run no further until released (one
+ * asleep with signals blocked counts as stopped, one spinning with them blocked refuses the stop), patching stays
+ * safe while 8 threads call the function (1000 fresh copies of two prologues), 18 displaced bytes are moved whole,
+ * and the symbol table finds static functions that dlsym cannot. */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -19,6 +22,7 @@
 #include "elf_image.h"
 #include "harness.h"
 #include "patch.h"
+#include "stop_threads.h"
 
 /* noinline/noclone and used: the compiler keeps each a real function with its own entry. volatile data makes the
  * first instructions RIP-relative loads. */
@@ -117,9 +121,10 @@ struct fake_backend {
     void *guid;
     void *slots[12];
 };
-/* Not instrumented under make test SAN=...: a sanitizer's checks would come before the load. */
-__attribute__((noinline, noclone, used, no_sanitize("address", "undefined"))) int fake_compute_async(struct fake_backend *b,
-                                                                                                    int x) {
+/* Not instrumented under make test SAN=...: a sanitizer's checks (TSan's function entry too) would come before the
+ * load. */
+__attribute__((noinline, noclone, used, no_sanitize("address", "undefined", "thread"))) int
+fake_compute_async(struct fake_backend *b, int x) {
     return ((int (*)(struct fake_backend *, int)) b->slots[10])(b, x);
 }
 
@@ -132,6 +137,160 @@ static void test_first_arg_slot(void) {
     CHECK_EQ_INT(ggprof_patch_first_arg_slot((const void *) target_add, 0), -1);
 }
 
+
+/* ---- Stopping threads (engine/stop_threads.c). Spinners count their turns: a stopped one counts no further until
+ * released. One kind blocks every signal first: spinning, it cannot be stopped; asleep in a system call, it counts as
+ * stopped where it sleeps. */
+#define SPINNERS 3
+enum { SPIN, SPIN_BLOCKED, SLEEP_BLOCKED };
+static struct { _Atomic long turns; char pad[56]; } spin_count[SPINNERS + 1];
+static _Atomic int spin_quit;
+struct spinner { int slot, kind; };
+
+__attribute__((noinline, noclone, used)) static void *spinner(void *arg) {
+    const struct spinner *sp = arg;
+    if (sp->kind != SPIN) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+    }
+    while (!atomic_load(&spin_quit)) {
+        atomic_fetch_add_explicit(&spin_count[sp->slot].turns, 1, memory_order_relaxed);
+        if (sp->kind == SLEEP_BLOCKED) {
+            struct timespec ts = { 0, 20000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* Starts n threads of kinds[i] and waits until each has counted a turn. */
+static void spinners_start(pthread_t *th, struct spinner *sp, const int *kinds, int n) {
+    atomic_store(&spin_quit, 0);
+    for (int i = 0; i < n; i++) {
+        sp[i] = (struct spinner) { i, kinds[i] };
+        atomic_store(&spin_count[i].turns, 0);
+        pthread_create(&th[i], NULL, spinner, &sp[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        while (atomic_load(&spin_count[i].turns) == 0) sched_yield();
+    }
+}
+
+static void spinners_stop(pthread_t *th, int n) {
+    atomic_store(&spin_quit, 1);
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+}
+
+/* What a stop finds before any spinner starts: the threads a runtime keeps (TSan's, asleep with signals blocked);
+ * the tests count the spinners on top of them. */
+struct stop_tally { int listed, parked, asleep, at_pc; };
+static struct stop_tally stop_and_count(uintptr_t fn, size_t size, bool *stopped) {
+    struct stop_tally c = { 0, 0, 0, 0 };
+    char              why[160] = "";
+    *stopped = ggprof_stop_others(why, sizeof(why));
+    if (!*stopped) {
+        printf("# not stopped: %s\n", why);
+        return c;
+    }
+    /* Until the release: system calls only (a parked thread may hold a lock). */
+    c.listed = ggprof_stop_count();
+    for (int i = 0; i < c.listed; i++) {
+        uintptr_t pc = 0;
+        bool      asleep = false;
+        if (!ggprof_stop_thread(i, &pc, &asleep)) continue;
+        c.parked += !asleep;
+        c.asleep += asleep && pc != 0;
+        c.at_pc += pc >= fn && pc < fn + size;
+    }
+    return c;
+}
+
+/* The same before any spinner starts, after a thread made and joined: TSan starts its own at the first. */
+static void *no_op(void *arg) { return arg; }
+static struct stop_tally stop_baseline(bool *stopped) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, no_op, NULL) == 0) pthread_join(t, NULL);
+    struct stop_tally c = stop_and_count(0, 0, stopped);
+    if (*stopped) ggprof_stop_release();
+    return c;
+}
+
+/* Whether spinner i counts again within 5 s. */
+static bool spinner_goes_on(int i) {
+    long before = atomic_load(&spin_count[i].turns);
+    for (long t0 = (long) time(NULL); time(NULL) - t0 < 5;) {
+        if (atomic_load(&spin_count[i].turns) != before) return true;
+        sched_yield();
+    }
+    return false;
+}
+
+static void test_stop_parks_threads(void) {
+    static const int kinds[SPINNERS] = { SPIN, SPIN, SPIN };
+    pthread_t      th[SPINNERS];
+    struct spinner sp[SPINNERS];
+    uintptr_t      fn = 0;
+    size_t         size = size_of("spinner", &fn);
+    CHECK(size > 0);
+    bool stopped;
+    struct stop_tally base = stop_baseline(&stopped);
+    CHECK(stopped);
+    spinners_start(th, sp, kinds, SPINNERS);
+    struct stop_tally c = stop_and_count(fn, size, &stopped);
+    if (!stopped) {
+        CHECK(stopped);
+        spinners_stop(th, SPINNERS);
+        return;
+    }
+    long before[SPINNERS], after[SPINNERS];
+    for (int i = 0; i < SPINNERS; i++) before[i] = atomic_load(&spin_count[i].turns);
+    struct timespec ts = { 0, 30000000 };
+    nanosleep(&ts, NULL);
+    for (int i = 0; i < SPINNERS; i++) after[i] = atomic_load(&spin_count[i].turns);
+    ggprof_stop_release();
+    CHECK_EQ_INT(c.listed, base.listed + SPINNERS);
+    CHECK_EQ_INT(c.parked, base.parked + SPINNERS);
+#if !defined(__SANITIZE_THREAD__) /* TSan runs a deferred signal's handler from its own code: the PC is TSan's */
+    CHECK_EQ_INT(c.at_pc, SPINNERS); /* where each was interrupted: inside its loop */
+#endif
+    for (int i = 0; i < SPINNERS; i++) CHECK_EQ_INT(after[i], before[i]); /* no turn while stopped */
+    for (int i = 0; i < SPINNERS; i++) CHECK(spinner_goes_on(i));
+    /* A second stop reuses the slots. */
+    stop_and_count(fn, size, &stopped);
+    if (stopped) ggprof_stop_release();
+    CHECK(stopped);
+    spinners_stop(th, SPINNERS);
+}
+
+static void test_stop_with_signals_blocked(void) {
+    pthread_t      th[2];
+    struct spinner sp[2];
+    bool           stopped;
+    struct stop_tally base = stop_baseline(&stopped);
+    CHECK(stopped);
+    /* Asleep in the kernel with every signal blocked: stopped, at a PC it reports, and not movable. */
+    static const int sleeping[2] = { SPIN, SLEEP_BLOCKED };
+    spinners_start(th, sp, sleeping, 2);
+    struct stop_tally c = stop_and_count(0, 0, &stopped);
+    if (stopped) ggprof_stop_release();
+    CHECK(stopped);
+    CHECK_EQ_INT(c.listed, base.listed + 2);
+    CHECK_EQ_INT(c.parked, base.parked + 1);
+    CHECK_EQ_INT(c.asleep, base.asleep + 1);
+    spinners_stop(th, 2);
+    /* Running with every signal blocked: the stop is refused, naming it, and the others go on. */
+    static const int spinning[2] = { SPIN, SPIN_BLOCKED };
+    spinners_start(th, sp, spinning, 2);
+    char why[160] = "";
+    stopped = ggprof_stop_others(why, sizeof(why));
+    if (stopped) ggprof_stop_release();
+    CHECK(!stopped);
+    CHECK(strstr(why, "did not stop within") != NULL);
+    CHECK(spinner_goes_on(0));
+    CHECK(spinner_goes_on(1));
+    spinners_stop(th, 2);
+}
 
 /* ---- Patching while 8 threads call the function (docs/how-it-works.md, "Patching a running program"): each
  * trial copies the code into a fresh page, lets the threads call the copy, patches it, and waits until the hook is
@@ -300,6 +459,8 @@ int main(void) {
     RUN(test_patch_runs_hook_and_original);
     RUN(test_patch_refuses_branch_into_entry);
     RUN(test_first_arg_slot);
+    RUN(test_stop_parks_threads);
+    RUN(test_stop_with_signals_blocked);
     RUN(test_patch_longest_displaced);
     RUN(test_patch_while_threads_call_endbr);
     RUN(test_patch_while_threads_call_straddling);
