@@ -4,7 +4,7 @@
 # Each test prints TAP-style "ok - NAME" / "not ok - NAME: why" lines; the last line is "N passed, N failed".
 # Run by hand (not by `make test`, which names the build in GGPROF_BUILD), it first brings build/ up to date
 # (make all unit). The fixture (10-25 minutes the first time) is built only when a selected test needs it: the
-# end-to-end scripts, the compatibility matrix and the sanitizer runs do; unit tests, layering, docs_versions and
+# end-to-end scripts, the compatibility matrix and the sanitizer runs do; unit tests, layering, docs_versions, rules and
 # fuzz do not.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,6 +66,8 @@ done
 wanted layering && run layering bash tests/layering.sh
 # The versions and build dependencies the docs state, against the code.
 wanted docs_versions && run docs_versions bash tests/docs_versions.sh
+# The rules' fast tests: small hand-built traces against expected findings (tests/rules/; no fixture).
+wanted rules && run rules bash tests/rules/run.sh
 # The fuzz targets, briefly (tests/fuzz/).
 wanted fuzz && run fuzz bash tests/fuzz/fuzz.sh
 
