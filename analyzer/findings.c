@@ -244,9 +244,16 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
     " imb0 AS (SELECT pid, sched_id, pname AS op, pnode AS node_id, pbackend AS backend_id, duration_ns AS ns"      \
     "   FROM s WHERE type = 2 AND name = 'cpu_barrier' AND ptype = 0 AND duration_ns > 0"                           \
     "   UNION ALL SELECT pid, sched_id, name, node_id, backend_id, wait_ns FROM s WHERE type = 0 AND wait_ns > 0),"
+/* A process with more threads than CPUs: its waits are threads_oversubscribed's (which advises -t), not counted
+ * again here. */
 #define IMB_REST                                                                                                    \
+    " over AS (SELECT CAST(substr(t.key, 9) AS INTEGER) AS pid FROM meta t"                                        \
+    "   LEFT JOIN meta c ON c.key = 'cpus_allowed.' || substr(t.key, 9)"                                            \
+    "   LEFT JOIN meta q ON q.key = 'cpu_quota.' || substr(t.key, 9) WHERE t.key LIKE 'threads.%'"                  \
+    "   AND min(COALESCE(CAST(c.value AS REAL), 1e18), COALESCE(CAST(q.value AS REAL), 1e18)) < 1e18"               \
+    "   AND CAST(t.value AS REAL) > min(COALESCE(CAST(c.value AS REAL), 1e18), COALESCE(CAST(q.value AS REAL), 1e18))),"\
     " per_node AS (SELECT pid, sched_id, op, backend_id, node_id, total(ns) AS ns, count(*) AS n FROM imb"         \
-    "   GROUP BY pid, sched_id, op, backend_id, node_id),"                                                          \
+    "   WHERE pid NOT IN (SELECT pid FROM over) GROUP BY pid, sched_id, op, backend_id, node_id),"                   \
     " per_op AS (SELECT p.pid, p.sched_id, p.op, p.backend_id, CAST(min(sum(p.ns), 9.2e18) AS INTEGER) AS ns,"     \
     "   sum(p.n) AS n, max(p.ns), n.tensor_name AS tensor FROM per_node p LEFT JOIN nodes n ON n.pid = p.pid"       \
     "   AND n.node_id = p.node_id GROUP BY p.pid, p.sched_id, p.op, p.backend_id)"                                  \

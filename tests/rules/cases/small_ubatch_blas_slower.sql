@@ -1,4 +1,5 @@
 -- fires: small_ubatch
+-- silent: below_roof peak_tensor
 -- BLAS computed a 48-token MUL_MAT of the same weights in 40 ms, the CPU a 4-token one in 2 ms (0.5 ms a token):
 -- BLAS is slower (40 ms against 24 ms for its tokens): -ub 31.
 INSERT INTO backend_list VALUES (100, 0, 1, 'BLAS', 'BLAS', 0, 1, 'OpenBLAS');
