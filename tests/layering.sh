@@ -140,7 +140,7 @@ rm -rf "$plant"
 # lower rank. analyzer/'s order is analyzer/README.md's: the model and its rule at the bottom, the commands on top.
 # engine/'s is engine/README.md's: the sink at the bottom; what ggml is (its ELF image, resolving, patching, how its
 # calls reach the engine, probing, describing, schedulers); the set-up; the wrappers on top.
-ANALYZER_ORDER="layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory placement process_time threads request_time roofline roofs
+ANALYZER_ORDER="sql layer_rule model model_vtab views output gzout json_v3_read json_v3_write trace memory placement process_time threads request_time roofline roofs
     roofline_groups testcases calibrate accounting findings export_text export_chrome export_html export_otlp export_roofline cmd_*"
 ENGINE_ORDER="sink elf_image resolve patch reach probe describe schedulers setup profile regions llama memory placement api
     interpose"
