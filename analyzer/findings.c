@@ -165,6 +165,7 @@ static int rule_fallback(const ggprof_findings_ctx *c, ggprof_finding *out) {
         ev_text(out, "preferred", pref);
         ev_text(out, "reason", reason);
         ev_int(out, "nodes", sqlite3_column_int64(st, 6));
+        ev_text(out, "estimate", "upper_bound"); /* the device takes some time for them too */
         if (strcmp(reason, "unsupported") == 0) {
             advise(out, "%s has no %s kernel for this op and type: a newer ggml, or weights of another type", pref,
                    col_text(st, 3) ? col_text(st, 3) : "?");
@@ -289,6 +290,7 @@ static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *o
         sqlite3_stmt *own = per_thread ? prep_pid(c, "SELECT 1 FROM op_threads WHERE pid = ?1 LIMIT 1", out->pid) : NULL;
         ev_text(out, "measured", own && sqlite3_step(own) == SQLITE_ROW ? "every thread" : "thread 0");
         sqlite3_finalize(own);
+        ev_text(out, "estimate", "upper_bound"); /* the waits themselves: a fix removes at most them */
         advise(out, "threads wait for the slowest after %s: -t at or under the physical cores, cores free of other"
                     " work, or --cpu-strict 1 to pin them", col_text(st, 2) ? col_text(st, 2) : "this op");
         fired = 1;
@@ -330,6 +332,7 @@ static int rule_host_gap(const ggprof_findings_ctx *c, ggprof_finding *out) {
         }
         sqlite3_finalize(st);
     }
+    ev_text(out, "estimate", "upper_bound");
     advise(out, "the devices wait for the program between graphs (sampling, tokenizing, the application): batch"
                 " requests (-np, more tokens per llama_decode), move work off the thread that calls llama_decode");
     return 1;
@@ -343,6 +346,7 @@ static int rule_graph_build(const ggprof_findings_ctx *c, ggprof_finding *out) {
     ev_int(out, "graph_build_ns", p->graph_build_ns);
     ev_int(out, "decode_ns", p->batch_ns);
     ev_real(out, "share_of_decode", share(p->graph_build_ns, p->batch_ns));
+    ev_text(out, "estimate", "upper_bound");
     advise(out, "llama_decode spends this building and planning graphs: a llama.cpp that reuses the graph between"
                 " tokens, or more tokens per llama_decode (-b, -ub, -np) to spread the build");
     return 1;
@@ -372,6 +376,7 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
     }
     ev_int(out, "copies_ns", p->copies_ns);
     ev_real(out, "share_of_graphs", share(p->copies_ns, p->graphs_ns));
+    ev_text(out, "estimate", "upper_bound");
     advise(out, "copies between backends: all layers on the device (-ngl 99) where memory allows, fewer -ot /"
                 " --cpu-moe overrides, or the whole model on one backend");
     change(out, "-ngl", "99");
@@ -402,6 +407,7 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     ev_int(out, "loading_ns", p->loading_ns);
     ev_int(out, "context_setup_ns", p->context_ns);
     if (n_bufs) ev_real(out, "weights_mib", GGPROF_MIB(weights));
+    ev_text(out, "estimate", "upper_bound");
     const char *keep = "keep one process running for many requests (llama-server, whisper-server)";
     if (p->loading_ns >= p->start_up_ns && p->loading_ns >= p->context_ns) {
         ev_text(out, "largest", "loading");
@@ -452,6 +458,7 @@ static int rule_below_roof(const ggprof_findings_ctx *c, ggprof_finding *out) {
             ev_real(out, "gbps", gbps);
             ev_real(out, "gflops", gflops);
             ev_int(out, "count", best->count);
+            ev_text(out, "estimate", "upper_bound");
             advise(out, "%s on %s runs at %.3g%% of its roof: 'ggprof inefficiency' for its shapes; a type"
                         " with a faster kernel (q4_0, q8_0 on CPU), more tokens per graph (-ub), fewer threads"
                         " contending for memory", best->label, best->backend, roof_pct);

@@ -11,7 +11,7 @@
 #include "accounting.h"
 #include "roofline.h"
 
-#define GGPROF_FINDING_MAX_EV 8
+#define GGPROF_FINDING_MAX_EV 12
 
 typedef struct {
     char key[24];
