@@ -182,7 +182,13 @@ $(BUILD)/tests/test_patch: tests/unit/test_patch.c $(TEST_PATCH_SRC) engine/patc
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -Iengine -Itests/unit -o $@ tests/unit/test_patch.c $(TEST_PATCH_SRC) -ldl -lpthread
 
-unit: $(UNIT)
+# The fast rule tests' empty trace (tests/rules/): the trace schema's own DDL, no rows.
+RULES_MKDB := $(BUILD)/tests/rules/mkdb
+$(RULES_MKDB): tests/rules/mkdb.c $(CORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(INC_schema) -o $@ $< $(CORE) $(LIBS)
+
+unit: $(UNIT) $(RULES_MKDB)
 
 # Fuzz targets (tests/fuzz/): the JSON reader, the collector's message decoding, the trace database reader and the
 # engine's ELF reader, with clang's libFuzzer, ASan and UBSan (Debian's clang and libclang-rt-dev). The analyzer,

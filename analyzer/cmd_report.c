@@ -460,6 +460,7 @@ int ggprof_cmd_report(int argc, char **argv) {
     ggprof_window_opts window = { 0 };
     int format = GGPROF_FMT_TABLE;
     ggprof_roofs roofs = { 0 };
+    int verbose = 0, list_rules = 0;
     const ggprof_opt opts[] = {
         { "--format", NULL, GGPROF_OPT_CALL, &format, ggprof_format_opt, "table|csv|json",
           "table (default); csv: the findings, one a row; json: {\"accounting\": per process, the wall time in "
@@ -469,11 +470,21 @@ int ggprof_cmd_report(int argc, char **argv) {
           "a backend's roofs, for the below_roof rule (as top-ops takes them; repeatable)" },
         { "--roof-file", NULL, GGPROF_OPT_CALL, &roofs, ggprof_roofs_opt, "FILE",
           "roofs, one SPEC a line, as 'ggprof calibrate -o FILE' writes them" },
+        { "--verbose", "-v", GGPROF_OPT_FLAG, &verbose, NULL, NULL,
+          "also say on stderr, one line each, which rules stayed silent because the trace lacks what they read" },
+        { "--list-rules", NULL, GGPROF_OPT_FLAG, &list_rules, NULL, NULL,
+          "print every rule, its thresholds and their values (with --format json: {\"rules\": [...]}), and no "
+          "trace is read" },
     };
     ggprof_args a = { opts, (int) (sizeof(opts) / sizeof(opts[0])), &trace, 1, 0, "one trace at a time ('%s' is a second)",
                       0, 0, &window };
     int rc = ggprof_parse_args(argc, argv, &a);
     if (rc) return rc;
+    if (list_rules) {
+        if (trace) return ggprof_fail(GGPROF_EXIT_USAGE, "--list-rules reads no trace ('%s' given)", trace);
+        ggprof_rules_list(stdout, format == GGPROF_FMT_JSON);
+        return fflush(stdout) == 0 ? 0 : GGPROF_EXIT_INTERNAL;
+    }
     if (!trace) return ggprof_fail(GGPROF_EXIT_USAGE, "no trace given; usage: ggprof report TRACE");
     sqlite3 *db;
     char why[512];
@@ -515,6 +526,11 @@ int ggprof_cmd_report(int argc, char **argv) {
         ggprof_op_stats_free(&s);
         sqlite3_close(db);
         return rc;
+    }
+    for (size_t i = 0; verbose && i < found.n_silent; i++) {
+        char safe[256];
+        ggprof_err("rule %s is silent: %s", found.silent[i].rule,
+                   ggprof_text_safe(found.silent[i].why, safe, sizeof(safe)));
     }
     if (format != GGPROF_FMT_TABLE) {
         if (format == GGPROF_FMT_JSON) write_json(db, &acc, &found, &s);

@@ -1001,7 +1001,7 @@ int ggprof_cmd_try(int argc, char **argv) {
     sqlite3 *db = NULL;
     char why[512];
     if ((rc = ggprof_trace_open(o.trace, &db, why, sizeof(why))) != 0) return ggprof_fail(rc, "%s", why);
-    ggprof_findings f = { NULL, 0 };
+    ggprof_findings f = { 0 };
     const ggprof_finding **picked = NULL;
     try_trial *t = NULL;
     size_t n = 0;

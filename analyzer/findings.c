@@ -13,6 +13,7 @@
 #include "memory.h"
 #include "model.h"
 #include "sort.h"
+#include "sql.h"
 #include "v3_format.h"
 
 /* ---------------------------------------------------------------- evidence */
@@ -64,14 +65,53 @@ const char *ggprof_finding_ev(const ggprof_finding *f, const char *key) {
     return NULL;
 }
 
-/* Prepares sql; NULL when the trace lacks what it reads (the rule stays silent). */
+/* Prepares sql; NULL when the trace lacks what it reads (the rule stays silent, and the run lists it as silent
+ * when it does not fire) or when the query is broken (the run fails with SQLite's message: a typo in a rule must
+ * not pass for an older trace). */
 static sqlite3_stmt *prep(const ggprof_findings_ctx *c, const char *sql) {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return NULL;
+    char          why[256];
+    ggprof_sql_rc rc = ggprof_sql_prepare(c->db, sql, &st, why, sizeof(why));
+    if (rc == GGPROF_SQL_ABSENT && !c->state->absent[0]) {
+        snprintf(c->state->absent, sizeof(c->state->absent), "the trace lacks what it reads (%s)", why);
+    } else if (rc == GGPROF_SQL_ERROR && !c->state->error[0]) {
+        snprintf(c->state->error, sizeof(c->state->error), "%s", why);
     }
     return st;
+}
+
+/* A rule's input that is not a table (an option not given): silent, and --verbose says why. */
+static int missing(const ggprof_findings_ctx *c, const char *what) {
+    if (!c->state->absent[0]) snprintf(c->state->absent, sizeof(c->state->absent), "%s", what);
+    return 0;
+}
+
+/* A loader the rule calls failed (not an absent table: those loaders are silent then): the run fails. */
+static int failed(const ggprof_findings_ctx *c, const char *why) {
+    if (!c->state->error[0]) snprintf(c->state->error, sizeof(c->state->error), "%s", why);
+    return -1;
+}
+
+/* The rule's threshold name, from its table entry (one place for each number). A name the entry lacks is a bug in
+ * the rule: the run fails with it. */
+static double param(const ggprof_findings_ctx *c, const char *name) {
+    for (int i = 0; i < GGPROF_RULE_MAX_PARAMS && c->rule->params[i].name; i++) {
+        if (strcmp(c->rule->params[i].name, name) == 0) return c->rule->params[i].value;
+    }
+    if (!c->state->error[0]) snprintf(c->state->error, sizeof(c->state->error), "no threshold '%s' in its table entry", name);
+    return NAN;
+}
+
+/* The finding's change of the command: flag set to the printf'd value (GGPROF_CHANGE_MAX at most). */
+static void change(ggprof_finding *f, const char *flag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void change(ggprof_finding *f, const char *flag, const char *fmt, ...) {
+    if (f->change.n == GGPROF_CHANGE_MAX) return;
+    va_list ap;
+    va_start(ap, fmt);
+    snprintf(f->change.opt[f->change.n].flag, sizeof(f->change.opt[0].flag), "%s", flag);
+    vsnprintf(f->change.opt[f->change.n].value, sizeof(f->change.opt[0].value), fmt, ap);
+    va_end(ap);
+    f->change.n++;
 }
 
 /* prep() with ?1 bound to a process's pid: the rules' per-process queries. */
@@ -128,12 +168,14 @@ static int rule_fallback(const ggprof_findings_ctx *c, ggprof_finding *out) {
         ev_text(out, "preferred", pref);
         ev_text(out, "reason", reason);
         ev_int(out, "nodes", sqlite3_column_int64(st, 6));
+        ev_text(out, "estimate", "upper_bound"); /* the device takes some time for them too */
         if (strcmp(reason, "unsupported") == 0) {
             advise(out, "%s has no %s kernel for this op and type: a newer ggml, or weights of another type", pref,
                    col_text(st, 3) ? col_text(st, 3) : "?");
         } else if (strcmp(reason, "weights_on_host") == 0) {
             advise(out, "its weights are in host memory: more layers on %s (-ngl 99), fewer -ot / --cpu-moe overrides"
                         " if %s's memory allows", pref, pref);
+            change(out, "-ngl", "99");
         } else if (strcmp(reason, "inputs_on_host") == 0) {
             advise(out, "its inputs are in host memory: offload the layers that produce them (-ngl), or keep the KV"
                         " cache on %s (no --no-kv-offload)", pref);
@@ -147,8 +189,10 @@ static int rule_fallback(const ggprof_findings_ctx *c, ggprof_finding *out) {
 }
 
 /* threads_oversubscribed: more compute threads than CPUs the process may use (meta keys threads.PID,
- * cpus_allowed.PID, cpu_quota.PID); at stake: all its CPU waits (barriers, kick-off, waits inside ops): with more
- * threads than CPUs a thread off its CPU makes every other wait for it, and -t CPUS removes those waits first. */
+ * cpus_allowed.PID, cpu_quota.PID); at stake: the share of its CPU waits (barriers, kick-off, waits inside ops)
+ * the excess threads account for, waits x (threads - CPUs) / threads. Calibrated on the fixture (docs/findings.md):
+ * all the waits (191-208 ms for -t 4 on 2 CPUs) were 2.3 times what -t 2 saved (84 ms): the waits that remain at
+ * -t CPUS (imbalance, a thread preempted by anything else) are not the excess threads'. */
 static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_finding *out) {
     sqlite3_stmt *st = prep(c,
         "SELECT CAST(substr(t.key, 9) AS INTEGER) AS pid, CAST(t.value AS INTEGER),"
@@ -172,20 +216,20 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
             if (sqlite3_step(w) == SQLITE_ROW) waits = col_pos(w, 0);
             sqlite3_finalize(w);
         }
-        int64_t stake = waits;
+        double  excess = ((double) threads - usable) / (double) threads;
+        int64_t stake  = (int64_t) ((double) waits * excess);
         if (fired && stake <= out->at_stake_ns) continue;
+        int to = (int) floor(usable) > 0 ? (int) floor(usable) : 1;
         memset(out, 0, sizeof(*out));
         out->pid = pid, out->at_stake_ns = stake;
         ev_text(out, "backend", "CPU");
         ev_int(out, "threads", threads);
         ev_real(out, "cpus", usable);
         ev_int(out, "barrier_ns", waits);
+        ev_real(out, "excess_share", excess);
         advise(out, "%" PRId64 " threads on %.3g CPUs: -t %d (threads beyond the CPUs make the others wait at every"
-                    " barrier)", threads, usable, (int) floor(usable) > 0 ? (int) floor(usable) : 1);
-        out->change.n = 1;
-        snprintf(out->change.opt[0].flag, sizeof(out->change.opt[0].flag), "-t");
-        snprintf(out->change.opt[0].value, sizeof(out->change.opt[0].value), "%d",
-                 (int) floor(usable) > 0 ? (int) floor(usable) : 1);
+                    " barrier)", threads, usable, to);
+        change(out, "-t", "%d", to);
         fired = 1;
     }
     sqlite3_finalize(st);
@@ -194,8 +238,8 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
 
 /* thread_imbalance: per op and backend, the time threads waited for the slowest: with record --threads (op_threads
  * rows of the process) each op's imbalance, slowest minus fastest arrival at its barriers; otherwise thread 0's
- * waits for the slowest (cpu_barrier records after it, its wait_ns inside it), a lower bound of that. Fires above
- * 5% of the recorded time; at stake: those waits. */
+ * waits for the slowest (cpu_barrier records after it, its wait_ns inside it), a lower bound of that. Fires at
+ * its "share" of the recorded time; at stake: those waits. */
 #define IMB_THREAD0                                                                                                 \
     "WITH s AS (SELECT pid, sched_id, type, name, duration_ns, wait_ns, backend_id, node_id,"                       \
     "   LAG(type) OVER w AS ptype, LAG(name) OVER w AS pname, LAG(node_id) OVER w AS pnode,"                        \
@@ -204,9 +248,16 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
     " imb0 AS (SELECT pid, sched_id, pname AS op, pnode AS node_id, pbackend AS backend_id, duration_ns AS ns"      \
     "   FROM s WHERE type = 2 AND name = 'cpu_barrier' AND ptype = 0 AND duration_ns > 0"                           \
     "   UNION ALL SELECT pid, sched_id, name, node_id, backend_id, wait_ns FROM s WHERE type = 0 AND wait_ns > 0),"
+/* A process with more threads than CPUs: its waits are threads_oversubscribed's (which advises -t), not counted
+ * again here. */
 #define IMB_REST                                                                                                    \
+    " over AS (SELECT CAST(substr(t.key, 9) AS INTEGER) AS pid FROM meta t"                                        \
+    "   LEFT JOIN meta c ON c.key = 'cpus_allowed.' || substr(t.key, 9)"                                            \
+    "   LEFT JOIN meta q ON q.key = 'cpu_quota.' || substr(t.key, 9) WHERE t.key LIKE 'threads.%'"                  \
+    "   AND min(COALESCE(CAST(c.value AS REAL), 1e18), COALESCE(CAST(q.value AS REAL), 1e18)) < 1e18"               \
+    "   AND CAST(t.value AS REAL) > min(COALESCE(CAST(c.value AS REAL), 1e18), COALESCE(CAST(q.value AS REAL), 1e18))),"\
     " per_node AS (SELECT pid, sched_id, op, backend_id, node_id, total(ns) AS ns, count(*) AS n FROM imb"         \
-    "   GROUP BY pid, sched_id, op, backend_id, node_id),"                                                          \
+    "   WHERE pid NOT IN (SELECT pid FROM over) GROUP BY pid, sched_id, op, backend_id, node_id),"                   \
     " per_op AS (SELECT p.pid, p.sched_id, p.op, p.backend_id, CAST(min(sum(p.ns), 9.2e18) AS INTEGER) AS ns,"     \
     "   sum(p.n) AS n, max(p.ns), n.tensor_name AS tensor FROM per_node p LEFT JOIN nodes n ON n.pid = p.pid"       \
     "   AND n.node_id = p.node_id GROUP BY p.pid, p.sched_id, p.op, p.backend_id)"                                  \
@@ -214,9 +265,12 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
     "   (SELECT CAST(total(duration_ns) AS INTEGER) FROM events e WHERE e.pid = per_op.pid AND e.type IN (0, 1, 2)" \
     "    AND e.duration_ns > 0) FROM per_op ORDER BY ns DESC LIMIT 1"
 static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *out) {
-    sqlite3_stmt *any = prep(c, "SELECT 1 FROM op_threads LIMIT 1");
-    int per_thread = any && sqlite3_step(any) == SQLITE_ROW;
-    sqlite3_finalize(any);
+    int per_thread = 0;
+    if (ggprof_sql_has_table(c->db, "op_threads")) {
+        sqlite3_stmt *any = prep(c, "SELECT 1 FROM op_threads LIMIT 1");
+        per_thread = any && sqlite3_step(any) == SQLITE_ROW;
+        sqlite3_finalize(any);
+    }
     sqlite3_stmt *st = prep(c, per_thread
         ? IMB_THREAD0 " imb AS (SELECT * FROM imb0 WHERE pid NOT IN (SELECT pid FROM op_threads)"
           "   UNION ALL SELECT e.pid, e.sched_id, e.name, e.node_id, e.backend_id, t.imbalance_ns FROM op_threads t"
@@ -225,7 +279,7 @@ static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *o
         : IMB_THREAD0 " imb AS (SELECT * FROM imb0)," IMB_REST);
     if (!st) return 0;
     int fired = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && share(col_pos(st, 4), col_pos(st, 7)) >= 0.05) {
+    if (sqlite3_step(st) == SQLITE_ROW && share(col_pos(st, 4), col_pos(st, 7)) >= param(c, "share")) {
         char be[64];
         out->pid = sqlite3_column_int(st, 0), out->at_stake_ns = col_pos(st, 4);
         backend_name(c, out->pid, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 3), be, sizeof(be));
@@ -236,9 +290,10 @@ static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *o
         ev_int(out, "barriers", sqlite3_column_int64(st, 5));
         ev_real(out, "share_of_recorded", share(col_pos(st, 4), col_pos(st, 7)));
         /* the process's own: a merged trace may hold one process recorded with --threads and one without */
-        sqlite3_stmt *own = prep_pid(c, "SELECT 1 FROM op_threads WHERE pid = ?1 LIMIT 1", out->pid);
+        sqlite3_stmt *own = per_thread ? prep_pid(c, "SELECT 1 FROM op_threads WHERE pid = ?1 LIMIT 1", out->pid) : NULL;
         ev_text(out, "measured", own && sqlite3_step(own) == SQLITE_ROW ? "every thread" : "thread 0");
         sqlite3_finalize(own);
+        ev_text(out, "estimate", "upper_bound"); /* the waits themselves: a fix removes at most them */
         advise(out, "threads wait for the slowest after %s: -t at or under the physical cores, cores free of other"
                     " work, or --cpu-strict 1 to pin them", col_text(st, 2) ? col_text(st, 2) : "this op");
         fired = 1;
@@ -263,10 +318,10 @@ static int64_t get_graph_build(const ggprof_acc_proc *p) { return p->graph_build
 static int64_t get_copies(const ggprof_acc_proc *p) { return p->copies_ns; }
 static int64_t get_startup(const ggprof_acc_proc *p) { return p->before_first_graph_ns; }
 
-/* host_gap: host time between graphs outside llama_decode above 10% of the process's wall time. */
+/* host_gap: host time between graphs outside llama_decode, its "share" of the process's wall time or more. */
 static int rule_host_gap(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_host_gaps);
-    if (!p || p->n_graphs < 2 || share(p->host_gaps_ns, p->wall_ns) < 0.10) return 0;
+    if (!p || p->n_graphs < param(c, "graphs") || share(p->host_gaps_ns, p->wall_ns) < param(c, "share")) return 0;
     out->pid = p->pid, out->at_stake_ns = p->host_gaps_ns;
     ev_int(out, "host_gaps_ns", p->host_gaps_ns);
     ev_int(out, "wall_ns", p->wall_ns);
@@ -280,28 +335,31 @@ static int rule_host_gap(const ggprof_findings_ctx *c, ggprof_finding *out) {
         }
         sqlite3_finalize(st);
     }
+    ev_text(out, "estimate", "upper_bound");
     advise(out, "the devices wait for the program between graphs (sampling, tokenizing, the application): batch"
                 " requests (-np, more tokens per llama_decode), move work off the thread that calls llama_decode");
     return 1;
 }
 
-/* graph_build: time inside llama_decode outside the graph computes above 10% of the time in llama_decode. */
+/* graph_build: time inside llama_decode outside the graph computes, its "share" of llama_decode's or more. */
 static int rule_graph_build(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_graph_build);
-    if (!p || share(p->graph_build_ns, p->batch_ns) < 0.10) return 0;
+    if (!p || p->batch_ns <= 0 || share(p->graph_build_ns, p->batch_ns) < param(c, "share")) return 0;
     out->pid = p->pid, out->at_stake_ns = p->graph_build_ns;
     ev_int(out, "graph_build_ns", p->graph_build_ns);
     ev_int(out, "decode_ns", p->batch_ns);
     ev_real(out, "share_of_decode", share(p->graph_build_ns, p->batch_ns));
+    ev_text(out, "estimate", "upper_bound");
     advise(out, "llama_decode spends this building and planning graphs: a llama.cpp that reuses the graph between"
                 " tokens, or more tokens per llama_decode (-b, -ub, -np) to spread the build");
     return 1;
 }
 
-/* copies: COPY records' time above 10% of the graphs' time; evidence: the tensor copied for the most time. */
+/* copies: COPY records' time, its "share" of the graphs' time or more; evidence: the tensor copied for the most
+ * time. */
 static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_copies);
-    if (!p || p->graphs_ns <= 0 || share(p->copies_ns, p->graphs_ns) < 0.10) return 0;
+    if (!p || p->graphs_ns <= 0 || share(p->copies_ns, p->graphs_ns) < param(c, "share")) return 0;
     out->pid = p->pid, out->at_stake_ns = p->copies_ns;
     sqlite3_stmt *st = prep_pid(c, "SELECT COALESCE(NULLIF(n.tensor_name, ''), e.extra), e.sched_id, e.backend_id,"
                                    " total(e.duration_ns) AS ns, sum(e.bytes), count(*) FROM events e LEFT JOIN nodes n"
@@ -321,17 +379,19 @@ static int rule_copies(const ggprof_findings_ctx *c, ggprof_finding *out) {
     }
     ev_int(out, "copies_ns", p->copies_ns);
     ev_real(out, "share_of_graphs", share(p->copies_ns, p->graphs_ns));
+    ev_text(out, "estimate", "upper_bound");
     advise(out, "copies between backends: all layers on the device (-ngl 99) where memory allows, fewer -ot /"
                 " --cpu-moe overrides, or the whole model on one backend");
+    change(out, "-ngl", "99");
     return 1;
 }
 
-/* loading: the time before the first graph above half the process's wall time, when the trace knows the process's
+/* loading: the time before the first graph, its "share" of the process's wall time or more, when the trace knows the process's
  * start or its buffers' allocations. At stake: all of it (a process kept running for many requests pays it once);
  * the advice follows its largest part: the process's own start, the model's loading, or the context's set-up. */
 static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     const ggprof_acc_proc *p = acc_max(c, get_startup);
-    if (!p || !p->n_graphs || share(p->before_first_graph_ns, p->wall_ns) < 0.5) return 0;
+    if (!p || !p->n_graphs || share(p->before_first_graph_ns, p->wall_ns) < param(c, "share")) return 0;
     sqlite3_stmt *st = prep_pid(c, "SELECT count(*), CAST(total(size) AS INTEGER) FROM buffers WHERE pid = ?1"
                                    " AND kind = 'weights'", p->pid);
     int64_t n_bufs = 0, weights = 0;
@@ -342,7 +402,7 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     if (!p->start_known && !n_bufs) return 0; /* the first record is not the process's start: nothing to tell */
     /* Its advice is about a model's weights: a program that loads none to speak of (a sample whose start is a
      * device's set-up) has no loading to cut. */
-    if (n_bufs && weights < (1 << 20)) return 0;
+    if (n_bufs && (double) weights < param(c, "weights")) return 0;
     out->pid = p->pid, out->at_stake_ns = p->before_first_graph_ns;
     ev_int(out, "before_first_graph_ns", p->before_first_graph_ns);
     ev_int(out, "wall_ns", p->wall_ns);
@@ -350,6 +410,7 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     ev_int(out, "loading_ns", p->loading_ns);
     ev_int(out, "context_setup_ns", p->context_ns);
     if (n_bufs) ev_real(out, "weights_mib", GGPROF_MIB(weights));
+    ev_text(out, "estimate", "upper_bound");
     const char *keep = "keep one process running for many requests (llama-server, whisper-server)";
     if (p->loading_ns >= p->before_setup_ns && p->loading_ns >= p->context_ns) {
         ev_text(out, "largest", "loading");
@@ -367,15 +428,16 @@ static int rule_loading(const ggprof_findings_ctx *c, ggprof_finding *out) {
     return 1;
 }
 
-/* below_roof: the op and backend furthest below its roof (--roof): roof% under 20 and its time above the roof at
- * least 5% of the ops' time; at stake: its time less its time at the roof. */
+/* below_roof: the op and backend furthest below its roof (--roof): roof% under "roof_pct" and its time above the
+ * roof its "share" of the ops' time or more; at stake: its time less its time at the roof. */
 static int rule_below_roof(const ggprof_findings_ctx *c, ggprof_finding *out) {
-    if (!c->roofs || !c->roofs->n) return 0;
+    if (!c->roofs || !c->roofs->n) return missing(c, "no roofs given (--roof, --roof-file)");
+    double roof_share = param(c, "roof_pct") / 100.0, min_share = param(c, "share");
     ggprof_rl_groups g;
     ggprof_rl_row   *rows = NULL;
     size_t           n    = 0;
     char             why[256];
-    if (ggprof_rl_groups_load(c->db, &g, why, sizeof(why)) != 0) return 0;
+    if (ggprof_rl_groups_load(c->db, &g, why, sizeof(why)) != 0) return failed(c, why);
     int fired = 0;
     if (ggprof_rl_rollup(&g, c->roofs, 0, &rows, &n) == 0) {
         const ggprof_rl_row *best = NULL;
@@ -384,7 +446,8 @@ static int rule_below_roof(const ggprof_findings_ctx *c, ggprof_finding *out) {
             const ggprof_rl_row *r = &rows[i];
             if (!r->has_roof || !r->total_ns) continue;
             double stake = (double) r->total_ns - r->roof_ns;
-            if (r->roof_ns / (double) r->total_ns < 0.20 && stake >= 0.05 * (double) g.op_ns && stake > best_stake) {
+            if (r->roof_ns / (double) r->total_ns < roof_share && stake >= min_share * (double) g.op_ns &&
+                stake > best_stake) {
                 best = r, best_stake = stake;
             }
         }
@@ -398,6 +461,7 @@ static int rule_below_roof(const ggprof_findings_ctx *c, ggprof_finding *out) {
             ev_real(out, "gbps", gbps);
             ev_real(out, "gflops", gflops);
             ev_int(out, "count", best->count);
+            ev_text(out, "estimate", "upper_bound");
             advise(out, "%s on %s runs at %.3g%% of its roof: 'ggprof inefficiency' for its shapes; a type"
                         " with a faster kernel (q4_0, q8_0 on CPU), more tokens per graph (-ub), fewer threads"
                         " contending for memory", best->label, best->backend, roof_pct);
@@ -409,20 +473,67 @@ static int rule_below_roof(const ggprof_findings_ctx *c, ggprof_finding *out) {
     return fired;
 }
 
-/* small_ubatch: prompts (batches of more than one token) computed in graphs of fewer than 128 tokens each; at
- * stake: each graph beyond ceil(tokens / 512) costs at least the batch's shortest graph. */
+/* What the trace says of ggml-blas against the CPU on the prompts' matmuls: per weights' shape (src0's ne0, ne1)
+ * that both computed for batches of more than one token, BLAS's time against the CPU's time per token times BLAS's
+ * tokens. Decode's one-token matmuls are not compared (a matrix-vector product is another kernel). */
+typedef enum { BLAS_NONE, BLAS_UNKNOWN, BLAS_SLOWER, BLAS_FASTER } blas_verdict;
+static blas_verdict blas_vs_cpu(const ggprof_findings_ctx *c, int64_t *blas_ns, int64_t *cpu_ns) {
+    *blas_ns = *cpu_ns = 0;
+    sqlite3_stmt *st = prep(c, "SELECT 1 FROM backend_list WHERE name LIKE 'BLAS%' LIMIT 1");
+    int has = st && sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (!has) return BLAS_NONE;
+    st = prep(c,
+        "WITH m AS (SELECT b.name LIKE 'BLAS%' AS blas, json_extract(n.ne_src, '$[0][0]') AS k,"
+        "   json_extract(n.ne_src, '$[0][1]') AS r, json_extract(n.ne_src, '$[1][1]') AS tok, e.duration_ns AS ns"
+        "   FROM events e JOIN nodes n ON n.pid = e.pid AND n.node_id = e.node_id JOIN backend_list b ON b.pid = e.pid"
+        "   AND b.sched_id = e.sched_id AND b.id = e.backend_id WHERE e.type = 0 AND n.op = 'MUL_MAT'"
+        "   AND e.duration_ns > 0 AND json_valid(n.ne_src)),"
+        " s AS (SELECT total(CASE WHEN blas THEN ns END) AS bns, total(CASE WHEN blas THEN tok END) AS btok,"
+        "   total(CASE WHEN NOT blas THEN ns END) AS cns, total(CASE WHEN NOT blas THEN tok END) AS ctok"
+        "   FROM m WHERE tok > 1 GROUP BY k, r)"
+        " SELECT min(total(bns), 9.2e18), min(total(cns / ctok * btok), 9.2e18), count(*) FROM s"
+        " WHERE btok > 0 AND ctok > 0");
+    blas_verdict v = BLAS_UNKNOWN;
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
+        *blas_ns = col_pos(st, 0), *cpu_ns = col_pos(st, 1);
+        v = *blas_ns > *cpu_ns ? BLAS_SLOWER : BLAS_FASTER;
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* small_ubatch: prompts (batches of more than one token) computed in graphs of fewer than "ubatch" tokens each.
+ * The advice knows the build: ggml-blas takes a MUL_MAT only when its ne0, ne1 and ne10 are "blas_min_batch" or
+ * more, so on a build with BLAS a larger ubatch moves the prompt's matmuls to it, which on the fixture's OpenBLAS
+ * build was slower than ggml's CPU kernels (-ub 512: 144 ms slower, docs/findings.md). Without BLAS, or where the
+ * trace shows BLAS faster than the CPU on the same weights, -ub "target"; where it shows BLAS slower or cannot tell,
+ * -ub blas_min_batch - 1 (fewer graphs, the matmuls kept on the CPU), or a build without BLAS when the ubatch is
+ * that large already. At stake: per such batch, (graphs - ceil(tokens / the advised ubatch)) x its shortest graph:
+ * each graph beyond what the advice needs costs at least that. */
 static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) {
+    int64_t      blas_ns, cpu_ns;
+    blas_verdict blas   = blas_vs_cpu(c, &blas_ns, &cpu_ns);
+    double       target = param(c, "target"), min_batch = param(c, "blas_min_batch");
+    if (!(target >= 1) || !(min_batch >= 2)) return -1;
+    int64_t keep_cpu = (int64_t) min_batch - 1;
     sqlite3_stmt *st = prep(c,
         "SELECT b.pid, b.batch_id, b.n_tokens, count(*) AS graphs, min(g.duration_ns), g.sched_id"
         " FROM batches b JOIN graph_list g ON g.pid = b.pid AND g.batch_id = b.batch_id"
-        " WHERE b.n_tokens > 1 GROUP BY b.pid, b.batch_id HAVING graphs > 1 AND 1.0 * b.n_tokens / graphs < 128");
+        " WHERE b.n_tokens > 1 GROUP BY b.pid, b.batch_id HAVING graphs > 1 AND 1.0 * b.n_tokens / graphs < ?1");
     if (!st) return 0;
-    int64_t stake = 0, n_batches = 0, worst = -1;
+    sqlite3_bind_double(st, 1, param(c, "ubatch"));
+    /* the ubatch advised: the target, or one BLAS does not take */
+    int     on_cpu = blas == BLAS_SLOWER || blas == BLAS_UNKNOWN;
+    int64_t stake = 0, n_batches = 0, worst = -1, ub_max = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t tokens = col_pos(st, 2), graphs = col_pos(st, 3), need = (tokens + 511) / 512;
+        int64_t tokens = col_pos(st, 2), graphs = col_pos(st, 3), ub = (tokens + graphs - 1) / (graphs ? graphs : 1);
+        int64_t advised = on_cpu && ub < keep_cpu ? keep_cpu : (int64_t) target;
+        int64_t need = (tokens + advised - 1) / advised;
         int64_t s = graphs > need ? (graphs - need) * col_pos(st, 4) : 0;
         stake = stake + s < stake ? INT64_MAX : stake + s;
         n_batches++;
+        if (ub > ub_max) ub_max = ub;
         if (s > worst) {
             worst = s;
             memset(out, 0, sizeof(*out));
@@ -430,24 +541,100 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
             ev_int(out, "batch", sqlite3_column_int64(st, 1));
             ev_int(out, "tokens", tokens);
             ev_int(out, "graphs", graphs);
-            ev_int(out, "ubatch_tokens", (tokens + graphs - 1) / graphs);
+            ev_int(out, "ubatch_tokens", ub);
         }
     }
     sqlite3_finalize(st);
     if (!n_batches) return 0;
     out->at_stake_ns = stake;
     ev_int(out, "batches", n_batches);
-    advise(out, "prompts computed %s tokens a graph: -ub 512 (and -b at least as large) computes them in fewer,"
-                " larger graphs", ggprof_finding_ev(out, "ubatch_tokens"));
+    const char *ub = ggprof_finding_ev(out, "ubatch_tokens");
+    static const char *const verdict[] = { "none", "unknown", "slower", "faster" };
+    if (blas != BLAS_NONE) {
+        ev_text(out, "blas", verdict[blas]);
+        if (blas != BLAS_UNKNOWN) ev_int(out, "blas_ns", blas_ns), ev_int(out, "cpu_same_tokens_ns", cpu_ns);
+    }
+    if (!on_cpu) {
+        advise(out, "prompts computed %s tokens a graph: -ub %.0f (and -b at least as large) computes them in fewer,"
+                    " larger graphs%s", ub, target,
+               blas == BLAS_FASTER ? " (this build's BLAS takes their matmuls, and was faster than the CPU here)" : "");
+        change(out, "-ub", "%.0f", target);
+        change(out, "-b", "%.0f", target);
+    } else if (ub_max < keep_cpu) {
+        advise(out, "prompts computed %s tokens a graph on a build with BLAS, which takes the matmuls of %.0f tokens"
+                    " or more and %s: -ub %" PRId64 " computes them in fewer graphs and keeps them on the CPU; -ub %.0f"
+                    " only on a build without BLAS", ub, min_batch,
+               blas == BLAS_SLOWER ? "was slower than the CPU here" : "may be slower than the CPU (the trace cannot tell)",
+               keep_cpu, target);
+        change(out, "-ub", "%" PRId64, keep_cpu);
+    } else {
+        ev_text(out, "estimate", "upper_bound");
+        advise(out, "prompts computed %s tokens a graph, their matmuls on BLAS, which %s: a build without BLAS"
+                    " (GGML_BLAS=OFF), then -ub %.0f", ub,
+               blas == BLAS_SLOWER ? "was slower than the CPU here" : "may be slower than the CPU (the trace cannot tell)",
+               target);
+    }
     return 1;
 }
 
-/* peak_tensor: a compute buffer whose peak is mostly one tensor (half or more of the peak's extent, and 1 MiB or
- * more); memory, not time: at stake 0. */
+/* cpu_contention: the process's threads were runnable but off a CPU (schedstat's run-queue wait, thread_stats) for
+ * "share" or more of the time they wanted one, while its compute threads did not outnumber the CPUs it may use:
+ * other work on the machine took them. At stake: the wait per compute thread, in the graphs' share of the run
+ * (a thread kept off its CPU holds every other at the next barrier), at most the graphs' time: an estimate, not yet
+ * measured against freeing the cores (docs/findings.md). */
+static int rule_cpu_contention(const ggprof_findings_ctx *c, ggprof_finding *out) {
+    sqlite3_stmt *st = prep(c,
+        "SELECT p.pid, p.n_threads, p.n_cpus_allowed, p.cpu_quota, p.nivcsw,"
+        " (SELECT min(total(max(t.cpu_ns, 0)), 9.2e18) FROM thread_stats t WHERE t.pid = p.pid),"
+        " (SELECT min(total(max(t.runq_ns, 0)), 9.2e18) FROM thread_stats t WHERE t.pid = p.pid)"
+        " FROM processes_time p WHERE p.n_threads > 0 ORDER BY p.pid");
+    if (!st) return 0;
+    double min_share = param(c, "share");
+    int    fired     = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int32_t pid     = sqlite3_column_int(st, 0);
+        int64_t threads = sqlite3_column_int64(st, 1);
+        double  cpus    = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 2);
+        double  quota   = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
+        double  usable  = cpus > 0 && quota > 0 ? fmin(cpus, quota) : cpus > 0 ? cpus : quota;
+        int64_t cpu = col_pos(st, 5), runq = col_pos(st, 6);
+        if (usable <= 0 || (double) threads > usable || runq <= 0) continue; /* more threads: oversubscribed */
+        double waiting = share(runq, cpu + runq);
+        if (waiting < min_share) continue;
+        const ggprof_acc_proc *p = NULL;
+        for (size_t i = 0; c->acc && i < c->acc->n_procs; i++) {
+            if (c->acc->procs[i].pid == pid) p = &c->acc->procs[i];
+        }
+        if (!p || p->graphs_ns <= 0 || p->wall_ns <= 0) continue;
+        double  per_thread = (double) runq / (double) threads;
+        int64_t stake      = (int64_t) fmin((double) p->graphs_ns, per_thread * share(p->graphs_ns, p->wall_ns));
+        if (fired && stake <= out->at_stake_ns) continue;
+        memset(out, 0, sizeof(*out));
+        out->pid = pid, out->at_stake_ns = stake;
+        ev_text(out, "backend", "CPU");
+        ev_int(out, "runq_ns", runq);
+        ev_int(out, "cpu_ns", cpu);
+        ev_real(out, "waiting_share", waiting);
+        ev_int(out, "threads", threads);
+        ev_real(out, "cpus", usable);
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL) ev_int(out, "nivcsw", sqlite3_column_int64(st, 4));
+        advise(out, "the threads waited for a CPU %.3g%% of the time they were runnable, with %" PRId64 " threads on"
+                    " %.3g CPUs: other work on the machine takes these cores; stop it, or pin the run and the other"
+                    " work to separate cores (taskset -c, --cpu-mask)", 100.0 * waiting, threads, usable);
+        fired = 1;
+    }
+    sqlite3_finalize(st);
+    return fired;
+}
+
+/* peak_tensor: a compute buffer whose peak is mostly one tensor (its "share" of the peak's extent or more, and a
+ * peak of "peak" bytes or more); memory, not time: at stake 0. */
 static int rule_peak_tensor(const ggprof_findings_ctx *c, ggprof_finding *out) {
     ggprof_mem m;
     char       why[256];
-    if (ggprof_mem_load(c->db, &m, why, sizeof(why)) != 0) return 0;
+    if (ggprof_mem_load(c->db, &m, why, sizeof(why)) != 0) return failed(c, why);
+    if (!m.present) missing(c, "the trace records no memory (buffers, plans)");
+    double              min_share = param(c, "share"), min_peak = param(c, "peak");
     int                 fired = 0;
     const ggprof_mpeak *best  = NULL;
     const ggprof_mlive *big   = NULL;
@@ -457,7 +644,7 @@ static int rule_peak_tensor(const ggprof_findings_ctx *c, ggprof_finding *out) {
         for (size_t j = 0; j < pk->n_live; j++) {
             if (!top || pk->live[j].size > top->size) top = &pk->live[j];
         }
-        if (!top || pk->extent < (1 << 20) || 2 * top->size < pk->extent) continue;
+        if (!top || (double) pk->extent < min_peak || (double) top->size < min_share * (double) pk->extent) continue;
         if (!best || pk->extent > best->extent) best = pk, big = top;
     }
     if (best) {
@@ -477,18 +664,40 @@ static int rule_peak_tensor(const ggprof_findings_ctx *c, ggprof_finding *out) {
     return fired;
 }
 
+#define SHARE(name, v, what) { name, v, "fraction", what }
 const ggprof_rule ggprof_rules[] = {
-    { "fallback", rule_fallback, "any node off the best device; at stake: those nodes' time" },
-    { "threads_oversubscribed", rule_threads_oversubscribed, "threads > CPUs allowed; at stake: barrier waits x excess" },
-    { "thread_imbalance", rule_thread_imbalance, "one op's barrier waits >= 5% of the recorded time" },
-    { "host_gap", rule_host_gap, "host time between graphs >= 10% of the wall time" },
-    { "graph_build", rule_graph_build, "llama_decode outside graphs >= 10% of llama_decode" },
-    { "copies", rule_copies, "copies >= 10% of the graphs' time" },
-    { "loading", rule_loading, "before the first graph >= 50% of the wall time" },
-    { "below_roof", rule_below_roof, "roof% < 20 and time above the roof >= 5% of ops (needs --roof)" },
-    { "small_ubatch", rule_small_ubatch, "a prompt in graphs of < 128 tokens" },
-    { "peak_tensor", rule_peak_tensor, "one tensor >= half a compute buffer's peak (>= 1 MiB)" },
+    { "fallback", rule_fallback, "any node off the best device; at stake: those nodes' time", { { 0 } } },
+    { "threads_oversubscribed", rule_threads_oversubscribed,
+      "threads > CPUs allowed; at stake: CPU waits x (threads - CPUs) / threads", { { 0 } } },
+    { "thread_imbalance", rule_thread_imbalance, "one op's barrier waits >= {share} of the recorded time",
+      { SHARE("share", 0.05, "one op's waits for the slowest thread, of the process's recorded time") } },
+    { "cpu_contention", rule_cpu_contention,
+      "threads <= CPUs allowed, yet waiting for a CPU >= {share} of their runnable time; at stake: the wait per thread"
+      " in the graphs",
+      { SHARE("share", 0.20, "run-queue wait, of the threads' time on a CPU or waiting for one") } },
+    { "host_gap", rule_host_gap, "host time between graphs >= {share} of the wall time, {graphs} or more",
+      { SHARE("share", 0.10, "host time between graphs, of the process's wall time"),
+        { "graphs", 2, "graphs", "the fewest graphs a process must have computed" } } },
+    { "graph_build", rule_graph_build, "llama_decode outside graphs >= {share} of llama_decode",
+      { SHARE("share", 0.10, "time in llama_decode outside the graphs, of llama_decode's") } },
+    { "copies", rule_copies, "copies >= {share} of the graphs' time",
+      { SHARE("share", 0.10, "COPY records' time, of the graphs' time") } },
+    { "loading", rule_loading, "before the first graph >= {share} of the wall time, weights >= {weights}",
+      { SHARE("share", 0.50, "time before the first graph, of the process's wall time"),
+        { "weights", 1 << 20, "bytes", "the least weights a process must load, where its buffers are known" } } },
+    { "below_roof", rule_below_roof, "roof% < {roof_pct} and time above the roof >= {share} of ops (needs --roof)",
+      { { "roof_pct", 20, "percent", "the op's speed, of its roof" },
+        SHARE("share", 0.05, "the op's time above its roof, of all ops' time") } },
+    { "small_ubatch", rule_small_ubatch,
+      "a prompt in graphs of < {ubatch}; advice -ub {target}, or -ub under {blas_min_batch} on a BLAS build",
+      { { "ubatch", 128, "tokens", "tokens a graph under which a prompt fires the rule" },
+        { "target", 512, "tokens", "the ubatch advised (and -b), without BLAS or with a faster BLAS" },
+        { "blas_min_batch", 32, "tokens", "ggml-blas's min_batch: it takes MUL_MATs of this many tokens or more" } } },
+    { "peak_tensor", rule_peak_tensor, "one tensor >= {share} of a compute buffer's peak (>= {peak})",
+      { SHARE("share", 0.50, "the largest live tensor, of the compute buffer's peak"),
+        { "peak", 1 << 20, "bytes", "the least peak of a compute buffer" } } },
 };
+#undef SHARE
 const size_t ggprof_n_rules = sizeof(ggprof_rules) / sizeof(ggprof_rules[0]);
 
 /* ---------------------------------------------------------------- running and writing */
@@ -507,33 +716,118 @@ int ggprof_findings_run(sqlite3 *db, const ggprof_accounting *acc, const ggprof_
         if (ggprof_accounting_load(db, &own, why, why_len) != 0) return -1;
         acc = &own;
     }
-    ggprof_findings_ctx c = { db, acc, roofs, 0, 0 };
+    ggprof_rule_state   state;
+    ggprof_findings_ctx c = { db, acc, roofs, 0, 0, NULL, &state };
     for (size_t i = 0; i < acc->n_procs; i++) {
         c.wall_ns += acc->procs[i].wall_ns, c.graphs_ns += acc->procs[i].graphs_ns;
     }
-    f->v = calloc(ggprof_n_rules, sizeof(*f->v));
-    if (!f->v) {
+    f->v      = calloc(ggprof_n_rules, sizeof(*f->v));
+    f->silent = calloc(ggprof_n_rules, sizeof(*f->silent));
+    if (!f->v || !f->silent) {
+        ggprof_findings_free(f);
         ggprof_accounting_free(&own);
         snprintf(why, why_len, "findings: out of memory");
         return -1;
     }
-    for (size_t i = 0; i < ggprof_n_rules; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < ggprof_n_rules && !rc; i++) {
         ggprof_finding *out = &f->v[f->n];
         memset(out, 0, sizeof(*out));
-        if (ggprof_rules[i].fn(&c, out) == 1) {
+        memset(&state, 0, sizeof(state));
+        c.rule    = &ggprof_rules[i];
+        int fired = ggprof_rules[i].fn(&c, out);
+        if (fired < 0 || state.error[0]) {
+            snprintf(why, why_len, "findings: rule %s failed: %s", ggprof_rules[i].name,
+                     state.error[0] ? state.error : "an error in the rule");
+            rc = -1;
+        } else if (fired == 1) {
             out->rule = ggprof_rules[i].name;
             if (out->at_stake_ns < 0) out->at_stake_ns = 0;
             f->n++;
+        } else if (state.absent[0]) {
+            ggprof_rule_silence *q = &f->silent[f->n_silent++];
+            q->rule = ggprof_rules[i].name;
+            snprintf(q->why, sizeof(q->why), "%s", state.absent);
         }
     }
-    ggprof_sort(f->v, f->n, sizeof(*f->v), by_stake);
     ggprof_accounting_free(&own);
+    if (rc) {
+        ggprof_findings_free(f);
+        return rc;
+    }
+    ggprof_sort(f->v, f->n, sizeof(*f->v), by_stake);
     return 0;
 }
 
 void ggprof_findings_free(ggprof_findings *f) {
     free(f->v);
+    free(f->silent);
     memset(f, 0, sizeof(*f));
+}
+
+void ggprof_rule_param_text(const ggprof_rule_param *p, char *buf, size_t len) {
+    if (strcmp(p->unit, "fraction") == 0) snprintf(buf, len, "%.4g%%", 100.0 * p->value);
+    else if (strcmp(p->unit, "percent") == 0) snprintf(buf, len, "%.4g", p->value);
+    else if (strcmp(p->unit, "bytes") == 0 && p->value >= 1 << 20) snprintf(buf, len, "%.4g MiB", p->value / (1 << 20));
+    else snprintf(buf, len, "%.4g %s", p->value, p->unit);
+}
+
+void ggprof_rule_threshold_text(const ggprof_rule *r, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0]    = '\0';
+    for (const char *s = r->threshold; *s && at + 1 < len;) {
+        const char *end = *s == '{' ? strchr(s, '}') : NULL;
+        const ggprof_rule_param *p = NULL;
+        for (int i = 0; end && i < GGPROF_RULE_MAX_PARAMS && r->params[i].name; i++) {
+            if (strlen(r->params[i].name) == (size_t) (end - s - 1) && !strncmp(r->params[i].name, s + 1, (size_t) (end - s - 1))) {
+                p = &r->params[i];
+            }
+        }
+        if (p) {
+            char v[48];
+            ggprof_rule_param_text(p, v, sizeof(v));
+            at += (size_t) snprintf(buf + at, len - at, "%s", v);
+            s = end + 1;
+        } else {
+            buf[at++] = *s++;
+            buf[at]   = '\0';
+        }
+        if (at >= len) at = len - 1;
+    }
+}
+
+void ggprof_rules_list(FILE *out, int json) {
+    if (json) fputs("{\"rules\": [", out);
+    for (size_t i = 0; i < ggprof_n_rules; i++) {
+        const ggprof_rule *r = &ggprof_rules[i];
+        char text[512];
+        ggprof_rule_threshold_text(r, text, sizeof(text));
+        if (!json) {
+            fprintf(out, "%-24s %s\n", r->name, text);
+            for (int k = 0; k < GGPROF_RULE_MAX_PARAMS && r->params[k].name; k++) {
+                char v[48];
+                ggprof_rule_param_text(&r->params[k], v, sizeof(v));
+                fprintf(out, "%-24s   %s = %s: %s\n", "", r->params[k].name, v, r->params[k].what);
+            }
+            continue;
+        }
+        fprintf(out, "%s\n  {\"rule\": ", i ? "," : "");
+        ggprof_json_put(out, r->name, 0);
+        fputs(", \"threshold\": ", out);
+        ggprof_json_put(out, text, 0);
+        fputs(", \"params\": [", out);
+        for (int k = 0; k < GGPROF_RULE_MAX_PARAMS && r->params[k].name; k++) {
+            fprintf(out, "%s{\"name\": ", k ? ", " : "");
+            ggprof_json_put(out, r->params[k].name, 0);
+            fprintf(out, ", \"value\": %.17g, \"unit\": ", r->params[k].value);
+            ggprof_json_put(out, r->params[k].unit, 0);
+            fputs(", \"what\": ", out);
+            ggprof_json_put(out, r->params[k].what, 0);
+            fputs("}", out);
+        }
+        fputs("]}", out);
+    }
+    if (json) fputs("\n]}\n", out);
 }
 
 void ggprof_findings_print(FILE *out, const ggprof_findings *f, size_t max) {
@@ -548,6 +842,13 @@ void ggprof_findings_print(FILE *out, const ggprof_findings *f, size_t max) {
             fprintf(out, "%s%s=%s", k ? ", " : "", x->ev[k].key, ggprof_text_safe(x->ev[k].val, safe, sizeof(safe)));
         }
         fprintf(out, "\n     try: %s\n", ggprof_text_safe(x->advice, advice, sizeof(advice)));
+        if (x->change.n) {
+            fprintf(out, "     change:");
+            for (int k = 0; k < x->change.n && k < GGPROF_CHANGE_MAX; k++) {
+                fprintf(out, " %s %s", x->change.opt[k].flag, x->change.opt[k].value);
+            }
+            fprintf(out, "\n");
+        }
     }
     if (f->n > max) fprintf(out, "  ... and %zu more ('report --format json' lists them all)\n", f->n - max);
     fprintf(out, "\n");
@@ -569,7 +870,14 @@ void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *inden
         }
         fputs("}, \"advice\": ", out);
         ggprof_json_put(out, x->advice, json_flags);
-        fputs(i + 1 < f->n ? "},\n" : "}\n", out);
+        fputs(", \"change\": {", out);
+        for (int k = 0; k < x->change.n && k < GGPROF_CHANGE_MAX; k++) {
+            if (k) fputs(", ", out);
+            ggprof_json_put(out, x->change.opt[k].flag, json_flags);
+            fputs(": ", out);
+            ggprof_json_put(out, x->change.opt[k].value, json_flags);
+        }
+        fputs(i + 1 < f->n ? "}},\n" : "}}\n", out);
     }
     if (f->n) fprintf(out, "%s]", indent);
 }

@@ -5,7 +5,7 @@
 # Run by hand (not by `make test`, which names the build in GGPROF_BUILD), it first brings build/ up to date
 # (make all unit). The fixture (10-25 minutes the first time) is built only when a selected test needs it: the
 # end-to-end scripts, the compatibility matrix and the sanitizer runs do; unit tests, layering, one_definition,
-# docs_versions, schema_doc and fuzz do not.
+# docs_versions, schema_doc, rules and fuzz do not.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +70,8 @@ wanted one_definition && run one_definition bash tests/one_definition.sh
 wanted docs_versions && run docs_versions bash tests/docs_versions.sh
 # docs/trace-database.md's column lists against the trace database's DDL.
 wanted schema_doc && run schema_doc bash tests/schema_doc.sh
+# The rules' fast tests: small hand-built traces against expected findings (tests/rules/; no fixture).
+wanted rules && run rules bash tests/rules/run.sh
 # The fuzz targets, briefly (tests/fuzz/).
 wanted fuzz && run fuzz bash tests/fuzz/fuzz.sh
 

@@ -2,7 +2,8 @@
 # named, and stays silent on a run without the cause. Real llama-completion runs where a run shows the rule
 # (small_ubatch, thread_imbalance, below_roof, loading, peak_tensor); copies of a real trace altered with the
 # sqlite3 shell where it cannot on this machine (fallback, which placement.sh also shows on real fallbacks;
-# threads_oversubscribed, host_gap, graph_build, copies).
+# threads_oversubscribed, cpu_contention, host_gap, graph_build, copies). Each rule's thresholds and edges are
+# tested in seconds on hand-built traces by tests/rules/.
 # Every JSON output is parsed by python3's json module; the CSV by csv_col's reader.
 . "$(dirname "$0")/../lib.sh"
 S=$GGPROF_ROOT/samples/traces
@@ -19,6 +20,10 @@ csv_rule_col() { python3 -c 'import csv,sys; [print(r["rule"]) for r in csv.Dict
 rules() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(f["rule"]) for f in d["findings"]]' "$1"; }
 ev() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 f=[f for f in d["findings"] if f["rule"]==sys.argv[2]]; print(f[0]["evidence"].get(sys.argv[3], "-") if f else "silent")' "$@"; }
+# change JSON RULE: that finding's change of options, "FLAG VALUE" pairs sorted, "-" for {}, "silent".
+change() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+f=[f for f in d["findings"] if f["rule"]==sys.argv[2]]
+print(" ".join(k + " " + v for k, v in sorted(f[0]["change"].items())) or "-" if f else "silent")' "$@"; }
 report_json() { "$GGPROF" report "$1" --format json "${@:3}" > "$2" 2> "$2.err" || echo "report $1 failed: $(cat "$2.err")"; }
 
 # A prompt of 50+ tokens in ubatches of 8 on 2 threads; a short prompt on 1 thread.
@@ -40,11 +45,16 @@ expect "json: categories sum to wall, per process" "$(python3 -c 'import json,sy
 d=json.load(open(sys.argv[1])); print(all(sum(a["categories"].values())==a["wall_ns"] and a["wall_ns"]>0 for a in d["accounting"]) and len(d["accounting"]) > 0)' "$D/ub8.json")" True
 expect "json: findings ranked by at_stake_ns, each with rule, evidence, advice" "$(python3 -c 'import json,sys
 f=json.load(open(sys.argv[1]))["findings"]; s=[x["at_stake_ns"] for x in f]
-print(s==sorted(s, reverse=True) and all(set(x)>={"rule","at_stake_ns","evidence","advice"} and x["advice"] for x in f))' "$D/ub8.json")" True
+print(s==sorted(s, reverse=True) and all(set(x)>={"rule","at_stake_ns","evidence","advice","change"} and x["advice"]
+    and isinstance(x["change"], dict) and all(isinstance(v, str) for v in x["change"].values()) for x in f))' "$D/ub8.json")" True
 
 # small_ubatch: 8 tokens a graph; silent on a prompt that fits one graph.
 expect "small_ubatch fires on -ub 8" "$(ev "$D/ub8.json" small_ubatch ubatch_tokens)" 8
 expect "small_ubatch silent on a one-graph prompt" "$(ev "$D/t1.json" small_ubatch ubatch_tokens)" silent
+# The fixture's build has ggml-blas, which takes matmuls of 32 tokens or more; at -ub 8 it computed none, so the
+# trace cannot compare it with the CPU and the advice keeps the matmuls on the CPU (-ub 31), not -ub 512.
+expect "small_ubatch on the BLAS build: blas, change" "$(ev "$D/ub8.json" small_ubatch blas):$(change "$D/ub8.json" small_ubatch)" \
+    "unknown:-ub 31"
 # thread_imbalance: thread 0 waits at the barriers of 2 threads; none with 1 thread.
 expect "thread_imbalance fires on -t 2: backend" "$(ev "$D/ub8.json" thread_imbalance backend)" CPU
 expect "thread_imbalance names the op with the most barrier time" "$(ev "$D/ub8.json" thread_imbalance op)" \
@@ -101,8 +111,17 @@ expect "fallback silent where every node ran on its best backend" "$(ev "$D/t1.j
 pid=$(q "$D/t1.db" "SELECT pid FROM processes LIMIT 1")
 alter oversub "INSERT OR REPLACE INTO meta VALUES ('threads.$pid', '4'), ('cpus_allowed.$pid', '2')"
 expect "threads_oversubscribed fires: threads:cpus" "$(ev "$D/oversub.json" threads_oversubscribed threads):$(ev "$D/oversub.json" threads_oversubscribed cpus)" 4:2
+expect "threads_oversubscribed: change -t 2" "$(change "$D/oversub.json" threads_oversubscribed)" "-t 2"
+expect "threads_oversubscribed: at stake the excess threads' half of the waits" "$(python3 -c 'import json,sys
+f=[f for f in json.load(open(sys.argv[1]))["findings"] if f["rule"]=="threads_oversubscribed"][0]
+print(abs(f["at_stake_ns"] - f["evidence"]["barrier_ns"] / 2) <= 1)' "$D/oversub.json")" True
 alter fits "INSERT OR REPLACE INTO meta VALUES ('threads.$pid', '2'), ('cpus_allowed.$pid', '2')"
 expect "threads_oversubscribed silent with threads = CPUs" "$(ev "$D/fits.json" threads_oversubscribed threads)" silent
+# cpu_contention: the threads (1 on 2 CPUs) runnable but waiting for a CPU as long as they ran; silent with no wait.
+alter contention "UPDATE thread_stats SET runq_ns = cpu_ns"
+expect "cpu_contention fires: waiting_share:change" "$(ev "$D/contention.json" cpu_contention waiting_share):$(change "$D/contention.json" cpu_contention)" 0.5:-
+alter nocontention "UPDATE thread_stats SET runq_ns = 0"
+expect "cpu_contention silent without run-queue wait" "$(ev "$D/nocontention.json" cpu_contention runq_ns)" silent
 # host_gap: graphs pushed a second apart; silent on the real run.
 alter gaps "UPDATE graph_list SET start_ns = start_ns + 2000000000 WHERE graph_id = (SELECT max(graph_id) FROM graph_list)"
 expect "host_gap fires: before a graph" "$(ev "$D/gaps.json" host_gap before_graph)" "$(q "$D/t1.db" "SELECT max(graph_id) FROM graphs")"
