@@ -264,6 +264,28 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
     " SELECT pid, sched_id, op, backend_id, ns, n, tensor,"                                                         \
     "   (SELECT CAST(total(duration_ns) AS INTEGER) FROM events e WHERE e.pid = per_op.pid AND e.type IN (0, 1, 2)" \
     "    AND e.duration_ns > 0) FROM per_op ORDER BY ns DESC LIMIT 1"
+/* Whether a process's threads waited runnable for a CPU for cpu_contention's share of their time or more: its barrier
+ * waits are then other work's taking the cores (cpu_contention ranks that), not an imbalance between its threads. */
+static int contended(const ggprof_findings_ctx *c, int32_t pid) {
+    if (!ggprof_sql_has_table(c->db, "thread_stats")) return 0;
+    double min_share = NAN;
+    for (size_t i = 0; i < ggprof_n_rules; i++) {
+        if (strcmp(ggprof_rules[i].name, "cpu_contention") != 0) continue;
+        for (int k = 0; k < GGPROF_RULE_MAX_PARAMS && ggprof_rules[i].params[k].name; k++) {
+            if (strcmp(ggprof_rules[i].params[k].name, "share") == 0) min_share = ggprof_rules[i].params[k].value;
+        }
+    }
+    sqlite3_stmt *st = prep_pid(c, "SELECT total(max(cpu_ns, 0)), total(max(runq_ns, 0)) FROM thread_stats WHERE pid = ?1",
+                                pid);
+    int busy = 0;
+    if (st && sqlite3_step(st) == SQLITE_ROW) {
+        double cpu = sqlite3_column_double(st, 0), runq = sqlite3_column_double(st, 1);
+        busy = runq > 0 && runq / (cpu + runq) >= min_share;
+    }
+    sqlite3_finalize(st);
+    return busy;
+}
+
 static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *out) {
     int per_thread = 0;
     if (ggprof_sql_has_table(c->db, "op_threads")) {
@@ -279,7 +301,8 @@ static int rule_thread_imbalance(const ggprof_findings_ctx *c, ggprof_finding *o
         : IMB_THREAD0 " imb AS (SELECT * FROM imb0)," IMB_REST);
     if (!st) return 0;
     int fired = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && share(col_pos(st, 4), col_pos(st, 7)) >= param(c, "share")) {
+    if (sqlite3_step(st) == SQLITE_ROW && share(col_pos(st, 4), col_pos(st, 7)) >= param(c, "share") &&
+        !contended(c, sqlite3_column_int(st, 0))) {
         char be[64];
         out->pid = sqlite3_column_int(st, 0), out->at_stake_ns = col_pos(st, 4);
         backend_name(c, out->pid, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 3), be, sizeof(be));
