@@ -94,10 +94,23 @@ static int failed(const ggprof_findings_ctx *c, const char *why) {
 
 /* The rule's threshold name, from its table entry (one place for each number). A name the entry lacks is a bug in
  * the rule: the run fails with it. */
-static double param(const ggprof_findings_ctx *c, const char *name) {
-    for (int i = 0; i < GGPROF_RULE_MAX_PARAMS && c->rule->params[i].name; i++) {
-        if (strcmp(c->rule->params[i].name, name) == 0) return c->rule->params[i].value;
+/* A threshold of a rule's table entry by name; NAN when it has none (or rule is NULL). */
+static double rule_param(const ggprof_rule *rule, const char *name) {
+    for (int i = 0; rule && i < GGPROF_RULE_MAX_PARAMS && rule->params[i].name; i++) {
+        if (strcmp(rule->params[i].name, name) == 0) return rule->params[i].value;
     }
+    return NAN;
+}
+static const ggprof_rule *rule_named(const char *name) {
+    for (size_t i = 0; i < ggprof_n_rules; i++) {
+        if (strcmp(ggprof_rules[i].name, name) == 0) return &ggprof_rules[i];
+    }
+    return NULL;
+}
+
+static double param(const ggprof_findings_ctx *c, const char *name) {
+    double v = rule_param(c->rule, name);
+    if (!isnan(v)) return v;
     if (!c->state->error[0]) snprintf(c->state->error, sizeof(c->state->error), "no threshold '%s' in its table entry", name);
     return NAN;
 }
@@ -131,6 +144,14 @@ static void backend_name(const ggprof_findings_ctx *c, int32_t pid, int64_t sche
         sqlite3_finalize(st);
     }
     snprintf(buf, len, "%s", ggprof_backend_label(name, id, fb, sizeof(fb)));
+}
+
+/* The CPUs a process may use, from a row's CPUs allowed (column cpus_col) and CPU quota (quota_col), either NULL or
+ * 0 when unknown: the smaller of the two known; 0 when neither is. */
+static double usable_cpus(sqlite3_stmt *st, int cpus_col, int quota_col) {
+    double cpus  = sqlite3_column_type(st, cpus_col) == SQLITE_NULL ? 0 : sqlite3_column_double(st, cpus_col);
+    double quota = sqlite3_column_type(st, quota_col) == SQLITE_NULL ? 0 : sqlite3_column_double(st, quota_col);
+    return cpus > 0 && quota > 0 ? fmin(cpus, quota) : cpus > 0 ? cpus : quota;
 }
 
 static double share(int64_t part, int64_t whole) { return whole > 0 ? (double) part / (double) whole : 0.0; }
@@ -204,9 +225,7 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
     while (sqlite3_step(st) == SQLITE_ROW) {
         int32_t pid     = sqlite3_column_int(st, 0);
         int64_t threads = sqlite3_column_int64(st, 1);
-        double  cpus    = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 2);
-        double  quota   = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
-        double  usable  = cpus > 0 && quota > 0 ? fmin(cpus, quota) : cpus > 0 ? cpus : quota;
+        double  usable  = usable_cpus(st, 2, 3);
         if (usable <= 0 || threads <= 0 || (double) threads <= usable) continue;
         sqlite3_stmt *w = prep_pid(c, "SELECT CAST(total(CASE WHEN type = 2 THEN duration_ns ELSE wait_ns END) AS"
                                       " INTEGER) FROM events WHERE pid = ?1 AND ((type = 2 AND name IN ('cpu_barrier',"
@@ -268,13 +287,7 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
  * waits are then other work's taking the cores (cpu_contention ranks that), not an imbalance between its threads. */
 static int contended(const ggprof_findings_ctx *c, int32_t pid) {
     if (!ggprof_sql_has_table(c->db, "thread_stats")) return 0;
-    double min_share = NAN;
-    for (size_t i = 0; i < ggprof_n_rules; i++) {
-        if (strcmp(ggprof_rules[i].name, "cpu_contention") != 0) continue;
-        for (int k = 0; k < GGPROF_RULE_MAX_PARAMS && ggprof_rules[i].params[k].name; k++) {
-            if (strcmp(ggprof_rules[i].params[k].name, "share") == 0) min_share = ggprof_rules[i].params[k].value;
-        }
-    }
+    double min_share = rule_param(rule_named("cpu_contention"), "share");
     sqlite3_stmt *st = prep_pid(c, "SELECT total(max(cpu_ns, 0)), total(max(runq_ns, 0)) FROM thread_stats WHERE pid = ?1",
                                 pid);
     int busy = 0;
@@ -617,9 +630,7 @@ static int rule_cpu_contention(const ggprof_findings_ctx *c, ggprof_finding *out
     while (sqlite3_step(st) == SQLITE_ROW) {
         int32_t pid     = sqlite3_column_int(st, 0);
         int64_t threads = sqlite3_column_int64(st, 1);
-        double  cpus    = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 2);
-        double  quota   = sqlite3_column_type(st, 3) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 3);
-        double  usable  = cpus > 0 && quota > 0 ? fmin(cpus, quota) : cpus > 0 ? cpus : quota;
+        double  usable  = usable_cpus(st, 2, 3);
         int64_t cpu = col_pos(st, 5), runq = col_pos(st, 6);
         if (usable <= 0 || (double) threads > usable || runq <= 0) continue; /* more threads: oversubscribed */
         double waiting = share(runq, cpu + runq);
