@@ -288,12 +288,12 @@ static int rule_threads_oversubscribed(const ggprof_findings_ctx *c, ggprof_find
 static int contended(const ggprof_findings_ctx *c, int32_t pid) {
     if (!ggprof_sql_has_table(c->db, "thread_stats")) return 0;
     double min_share = rule_param(rule_named("cpu_contention"), "share");
-    sqlite3_stmt *st = prep_pid(c, "SELECT total(max(cpu_ns, 0)), total(max(runq_ns, 0)) FROM thread_stats WHERE pid = ?1",
-                                pid);
+    sqlite3_stmt *st = prep_pid(c, "SELECT min(total(max(cpu_ns, 0)), 9.2e18), min(total(max(runq_ns, 0)), 9.2e18)"
+                                   " FROM thread_stats WHERE pid = ?1", pid);
     int busy = 0;
     if (st && sqlite3_step(st) == SQLITE_ROW) {
-        double cpu = sqlite3_column_double(st, 0), runq = sqlite3_column_double(st, 1);
-        busy = runq > 0 && runq / (cpu + runq) >= min_share;
+        int64_t cpu = col_pos(st, 0), runq = col_pos(st, 1); /* as cpu_contention reads and shares them */
+        busy = runq > 0 && share(runq, cpu + runq) >= min_share;
     }
     sqlite3_finalize(st);
     return busy;
