@@ -963,11 +963,17 @@
     },
     // the graph ids of the shown records, in order
     graphs: () => Array.from(new Set(graph)).filter((g) => g >= 0).sort((a, b) => a - b),
-    // shows record i over the middle half of the view and returns its centre on the page
+    // shows record i over the middle half of the view, scrolls its lane into the window, and returns its centre on
+    // the page (a findings panel or many lanes above it can push the lane below the fold)
     focus: (i) => {
       setView(start[i] - dur[i] * 0.5, start[i] + dur[i] * 1.5);
       draw();
-      return api.locate(i);
+      const p = api.locate(i);
+      if (p.y < LANE_H || p.y > window.innerHeight - LANE_H) {
+        window.scrollBy(0, p.y - window.innerHeight / 2);
+        return api.locate(i);
+      }
+      return p;
     },
     // the centre of record i on the page, in the current view
     locate: (i) => {

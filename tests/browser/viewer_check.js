@@ -1,5 +1,6 @@
 // Drives an exported ggprof HTML timeline in Debian's chromium (playwright-core) and prints what it saw as
-// KEY=VALUE lines; the end-to-end test asserts on them. usage: node viewer_check.js PAGE.html OUT_DIR [--bench]
+// KEY=VALUE lines; the end-to-end test asserts on them.
+// usage: node viewer_check.js PAGE.html OUT_DIR [--bench] [--screenshot=PNG] [--height=PX]
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -9,6 +10,8 @@ const { chromium } = require('playwright-core');
 const [page_path, out_dir] = process.argv.slice(2);
 const bench = process.argv.includes('--bench');
 const shot = (process.argv.find((a) => a.startsWith('--screenshot=')) || '').slice(13);
+// --height=N: a short window, so that the op lanes lie below the fold and hovering must scroll to them
+const height = Number((process.argv.find((a) => a.startsWith('--height=')) || '--height=900').slice(9));
 const url = 'file://' + path.resolve(page_path);
 
 function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
@@ -18,7 +21,7 @@ function say(k, v) { console.log(k + '=' + String(v).replace(/\s+/g, ' ')); }
   const ctx = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
-    viewport: { width: 1400, height: 900 },
+    viewport: { width: 1400, height: height },
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });

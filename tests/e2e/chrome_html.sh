@@ -286,8 +286,8 @@ for t in dense rpc flows; do
     expect "$t: speedscope: a profile per row, a slice per X event, none misnested or left open" \
         "${KV[profiles]:-}/${KV[slices]:-}/${KV[misnested]:-}/${KV[closed_at_end]:-}" "$want"
 done
-browse() { # HTML LABEL
-    NODE_PATH="$nm_dir" node "$BR/viewer_check.js" "$1" "$OUT" > "$1.browser" 2> "$1.browser.err"
+browse() { # HTML LABEL [VIEWER_CHECK_ARGS...]
+    NODE_PATH="$nm_dir" node "$BR/viewer_check.js" "$1" "$OUT" "${@:3}" > "$1.browser" 2> "$1.browser.err"
     expect "$2: browser run exits 0" "$?" 0
     load_kv "$1.browser"
     expect "$2: no console error" "${KV[console_errors]:-missing}" 0
@@ -403,7 +403,8 @@ f=[x for x in json.loads(sys.argv[1]) if x["rule"] == "peak_tensor"]
 print(len(f) == 1 and f[0]["evidence"].get("node") == sys.argv[2] and sys.argv[2] in f[0]["advice"])' "${KV[findings_json]:-[]}" "$evil")" True
 expect "evil: findings panel: no element from the name" "${KV[findings_foreign_elements]:-missing}" 0
 
-browse "$OUT/rpc.html" rpc
+# a short window: the op lanes lie below the fold, under the findings panel and the run lanes
+browse "$OUT/rpc.html" rpc --height=450
 "$GGPROF" report "$rdb" --format json > "$OUT/rpc.report.json"
 check_run_lanes "$OUT/rpc.report.json" rpc
 expect "rpc: lanes in the page" "$(echo "${KV[lanes]:-}" | lane_names)" "CPU RPC0 copies"
