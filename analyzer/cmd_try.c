@@ -768,14 +768,9 @@ static void trial_print(FILE *f, try_ctx *x, const try_trial *t, const char *dif
 static void trial_json(FILE *f, const try_trial *t, const char *diff_path, const char *a, const char *b, int first) {
     fprintf(f, "%s\n    {\"rule\": ", first ? "" : ",");
     ggprof_json_put(f, t->f->rule, 0);
-    fputs(", \"change\": [", f);
-    for (int k = 0; k < t->f->change.n && k < GGPROF_CHANGE_MAX; k++) {
-        fprintf(f, "%s", k ? ", " : "");
-        ggprof_json_put(f, t->f->change.opt[k].flag, 0);
-        fputs(", ", f);
-        ggprof_json_put(f, t->f->change.opt[k].value, 0);
-    }
-    fputs("], \"command\": ", f);
+    fputs(", \"change\": ", f);
+    ggprof_change_json(f, &t->f->change, 0);
+    fputs(", \"command\": ", f);
     put_json_argv(f, &t->argv);
     fprintf(f, ",\n     \"part\": \"%s\", \"pairs\": %d, \"at_stake_ns\": %" PRId64, t->part, t->n, t->f->at_stake_ns);
     if (t->n && !t->error[0]) {

@@ -888,6 +888,17 @@ void ggprof_findings_print(FILE *out, const ggprof_findings *f, size_t max) {
     fprintf(out, "\n");
 }
 
+void ggprof_change_json(FILE *out, const ggprof_change *ch, unsigned json_flags) {
+    fputc('{', out);
+    for (int k = 0; k < ch->n && k < GGPROF_CHANGE_MAX; k++) {
+        if (k) fputs(", ", out);
+        ggprof_json_put(out, ch->opt[k].flag, json_flags);
+        fputs(": ", out);
+        ggprof_json_put(out, ch->opt[k].value, json_flags);
+    }
+    fputc('}', out);
+}
+
 void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *indent, unsigned json_flags) {
     fputs(f->n ? "[\n" : "[]", out);
     for (size_t i = 0; i < f->n; i++) {
@@ -904,14 +915,9 @@ void ggprof_findings_json(FILE *out, const ggprof_findings *f, const char *inden
         }
         fputs("}, \"advice\": ", out);
         ggprof_json_put(out, x->advice, json_flags);
-        fputs(", \"change\": {", out);
-        for (int k = 0; k < x->change.n && k < GGPROF_CHANGE_MAX; k++) {
-            if (k) fputs(", ", out);
-            ggprof_json_put(out, x->change.opt[k].flag, json_flags);
-            fputs(": ", out);
-            ggprof_json_put(out, x->change.opt[k].value, json_flags);
-        }
-        fputs(i + 1 < f->n ? "}},\n" : "}}\n", out);
+        fputs(", \"change\": ", out);
+        ggprof_change_json(out, &x->change, json_flags);
+        fputs(i + 1 < f->n ? "},\n" : "}\n", out);
     }
     if (f->n) fprintf(out, "%s]", indent);
 }

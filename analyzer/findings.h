@@ -30,6 +30,8 @@ typedef struct {
         char value[32]; /* "2", "512" */
     } opt[GGPROF_CHANGE_MAX];
 } ggprof_change;
+/* The change as a JSON object, {"-t": "2", "-ub": "31"} ({} for none): report's findings and try's trials alike. */
+void ggprof_change_json(FILE *out, const ggprof_change *ch, unsigned json_flags);
 
 typedef struct {
     const char     *rule;        /* the rule's name: "thread_imbalance" */

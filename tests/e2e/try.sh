@@ -47,7 +47,7 @@ expect "json: the command is the recorded one" "$(python3 -c 'import json,sys
 print(json.load(open(sys.argv[1]))["command"] == json.loads(sys.argv[2]))' "$D/t4.json" "$(q "$D/t4.db" "SELECT value FROM meta WHERE key = 'argv'")")" True
 expect "threads_oversubscribed: confirmed" "$(python3 -c 'import json,sys
 t=json.load(open(sys.argv[1]))["trials"][0]; print(t["rule"], t["verdict"], t["change"])' "$D/t4.json")" \
-    "threads_oversubscribed confirmed ['-t', '2']"
+    "threads_oversubscribed confirmed {'-t': '2'}"
 verdicts_agree() { python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])); ok=True
 for t in d["trials"]:
