@@ -545,8 +545,13 @@ static blas_verdict blas_vs_cpu(const ggprof_findings_ctx *c, int64_t *blas_ns, 
  * build was slower than ggml's CPU kernels (-ub 512: 144 ms slower, docs/findings.md). Without BLAS, or where the
  * trace shows BLAS faster than the CPU on the same weights, -ub "target"; where it shows BLAS slower or cannot tell,
  * -ub blas_min_batch - 1 (fewer graphs, the matmuls kept on the CPU), or a build without BLAS when the ubatch is
- * that large already. At stake: per such batch, (graphs - ceil(tokens / the advised ubatch)) x its shortest graph:
- * each graph beyond what the advice needs costs at least that. */
+ * that large already. At stake: per such batch, (graphs - ceil(tokens / the advised ubatch)) x the part of a graph
+ * that fewer graphs save: every node's launch and barrier and the small ops, i.e. the batch's graphs' time outside
+ * their matmuls, in the batch's shortest graph (the first graph of a run also pays for cold weights). A larger
+ * ubatch also streams each weight fewer times, but on the CPU its matmuls become compute-bound and cost about as
+ * much per token: counting whole graphs, the former estimate, was 2.5-3 times what -ub 31 and -ub 512 realized
+ * (docs/findings.md). A trace without op records (level graph) has no matmul times: the whole shortest graph,
+ * evidence estimate=upper_bound. */
 static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) {
     int64_t      blas_ns, cpu_ns;
     blas_verdict blas   = blas_vs_cpu(c, &blas_ns, &cpu_ns);
@@ -554,19 +559,29 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
     if (!(target >= 1) || !(min_batch >= 2)) return -1;
     int64_t keep_cpu = (int64_t) min_batch - 1;
     sqlite3_stmt *st = prep(c,
-        "SELECT b.pid, b.batch_id, b.n_tokens, count(*) AS graphs, min(g.duration_ns), g.sched_id"
-        " FROM batches b JOIN graph_list g ON g.pid = b.pid AND g.batch_id = b.batch_id"
+        "WITH mm AS (SELECT pid, graph_id, total(duration_ns) AS ns FROM events WHERE type = 0"
+        "   AND name IN ('MUL_MAT', 'MUL_MAT_ID') AND duration_ns > 0 GROUP BY pid, graph_id),"
+        " g AS (SELECT g.pid, g.batch_id, g.duration_ns AS d, mm.ns AS mm, row_number() OVER (PARTITION BY g.pid,"
+        "   g.batch_id ORDER BY g.duration_ns, g.graph_id) AS k FROM graph_list g"
+        "   LEFT JOIN mm ON mm.pid = g.pid AND mm.graph_id = g.graph_id)"
+        " SELECT b.pid, b.batch_id, b.n_tokens, count(*) AS graphs, min(g.d),"
+        "   max(CASE WHEN g.k = 1 THEN max(g.d - g.mm, 0) END), count(g.mm)"
+        " FROM batches b JOIN g ON g.pid = b.pid AND g.batch_id = b.batch_id"
         " WHERE b.n_tokens > 1 GROUP BY b.pid, b.batch_id HAVING graphs > 1 AND 1.0 * b.n_tokens / graphs < ?1");
     if (!st) return 0;
     sqlite3_bind_double(st, 1, param(c, "ubatch"));
     /* the ubatch advised: the target, or one BLAS does not take */
     int     on_cpu = blas == BLAS_SLOWER || blas == BLAS_UNKNOWN;
-    int64_t stake = 0, n_batches = 0, worst = -1, ub_max = 0;
+    int64_t stake = 0, n_batches = 0, worst = -1, ub_max = 0, whole_graphs = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t tokens = col_pos(st, 2), graphs = col_pos(st, 3), ub = (tokens + graphs - 1) / (graphs ? graphs : 1);
         int64_t advised = on_cpu && ub < keep_cpu ? keep_cpu : (int64_t) target;
         int64_t need = (tokens + advised - 1) / advised;
-        int64_t s = graphs > need ? (graphs - need) * col_pos(st, 4) : 0;
+        /* every graph of the batch has its matmuls timed: the part outside them; else the whole shortest graph */
+        int     timed = sqlite3_column_int64(st, 6) == graphs;
+        int64_t per   = timed ? col_pos(st, 5) : col_pos(st, 4);
+        whole_graphs += !timed;
+        int64_t s = graphs > need ? (graphs - need) * per : 0;
         stake = stake + s < stake ? INT64_MAX : stake + s;
         n_batches++;
         if (ub > ub_max) ub_max = ub;
@@ -578,12 +593,14 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
             ev_int(out, "tokens", tokens);
             ev_int(out, "graphs", graphs);
             ev_int(out, "ubatch_tokens", ub);
+            ev_int(out, "graph_saved_ns", per);
         }
     }
     sqlite3_finalize(st);
     if (!n_batches) return 0;
     out->at_stake_ns = stake;
     ev_int(out, "batches", n_batches);
+    if (whole_graphs) ev_text(out, "estimate", "upper_bound"); /* no matmul times: whole graphs counted */
     const char *ub = ggprof_finding_ev(out, "ubatch_tokens");
     static const char *const verdict[] = { "none", "unknown", "slower", "faster" };
     if (blas != BLAS_NONE) {
@@ -604,7 +621,7 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
                keep_cpu, target);
         change(out, "-ub", "%" PRId64, keep_cpu);
     } else {
-        ev_text(out, "estimate", "upper_bound");
+        if (!whole_graphs) ev_text(out, "estimate", "upper_bound");
         advise(out, "prompts computed %s tokens a graph, their matmuls on BLAS, which %s: a build without BLAS"
                     " (GGML_BLAS=OFF), then -ub %.0f", ub,
                blas == BLAS_SLOWER ? "was slower than the CPU here" : "may be slower than the CPU (the trace cannot tell)",
@@ -615,9 +632,10 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
 
 /* cpu_contention: the process's threads were runnable but off a CPU (schedstat's run-queue wait, thread_stats) for
  * "share" or more of the time they wanted one, while its compute threads did not outnumber the CPUs it may use:
- * other work on the machine took them. At stake: the wait per compute thread, in the graphs' share of the run
- * (a thread kept off its CPU holds every other at the next barrier), at most the graphs' time: an estimate, not yet
- * measured against freeing the cores (docs/findings.md). */
+ * other work on the machine took them. At stake: the threads' summed wait, in the graphs' share of the run (a
+ * thread kept off its CPU holds every other at the next barrier), at most the graphs' time. One thread's share of
+ * the wait, the former estimate, was 0.37 of what freeing the cores realized (tests/bench/try_accuracy.sh,
+ * docs/findings.md). */
 static int rule_cpu_contention(const ggprof_findings_ctx *c, ggprof_finding *out) {
     sqlite3_stmt *st = prep(c,
         "SELECT p.pid, p.n_threads, p.n_cpus_allowed, p.cpu_quota, p.nivcsw,"
@@ -640,8 +658,9 @@ static int rule_cpu_contention(const ggprof_findings_ctx *c, ggprof_finding *out
             if (c->acc->procs[i].pid == pid) p = &c->acc->procs[i];
         }
         if (!p || p->graphs_ns <= 0 || p->wall_ns <= 0) continue;
-        double  per_thread = (double) runq / (double) threads;
-        int64_t stake      = (int64_t) fmin((double) p->graphs_ns, per_thread * share(p->graphs_ns, p->wall_ns));
+        /* every thread's wait, not one thread's: the threads meet at a barrier after each node, so a thread kept
+         * off its CPU holds them all, and the waits of different threads fall at different moments and add up */
+        int64_t stake = (int64_t) fmin((double) p->graphs_ns, (double) runq * share(p->graphs_ns, p->wall_ns));
         if (fired && stake <= out->at_stake_ns) continue;
         memset(out, 0, sizeof(*out));
         out->pid = pid, out->at_stake_ns = stake;
