@@ -120,7 +120,7 @@ int ggprof_cmd_collect(int argc, char **argv) {
     if (ggprof_spill_open(&c.spill, spill_path) != 0) return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot write '%s'", spill_path);
     unlink(spill_path);
     int rc = 0, unwritten = 0;
-    ggprof_ring_pacer pacer = { 0, 0 };
+    ggprof_ring_pacer pacer = { 0, 0, 0 };
     for (;;) {
         /* Drained at every wake-up (a program's request for its profile comes through the ring), at most 50 ms
          * apart: the program waits for the collector to see it; and when a thread of the program ends (its

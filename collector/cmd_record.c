@@ -697,7 +697,7 @@ static int record_drain(record_run *r) {
     sigemptyset(&chld.sa_mask);
     chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &chld, NULL);
-    ggprof_ring_pacer pacer = { 0, 0 };
+    ggprof_ring_pacer pacer = { 0, 0, 0 };
     builder_start(r);
     for (;;) {
         uint32_t seen = ggprof_ring_wake_seen(&r->ring);
@@ -713,7 +713,7 @@ static int record_drain(record_run *r) {
             builder_push(r);
         }
         if (due >= 0 && due < ms) ms = due;
-        long sample = r->no_sampler ? -1 : ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns());
+        long sample = r->no_sampler ? -1 : ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns(), pacer.grew > 0);
         if (sample >= 0 && sample < ms) ms = sample;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 typedef struct ggprof_proc_sampler ggprof_proc_sampler;
@@ -13,8 +14,9 @@ typedef struct ggprof_proc_sampler ggprof_proc_sampler;
 /* A sampler of pid (the workload record forked at fork_ns) every period_ms; NULL when out of memory. */
 ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms);
 
-/* Samples when a sample is due at now; returns the milliseconds until the next one. */
-long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now);
+/* Samples when a sample is due at now; returns the milliseconds until the next one. busy: the workload published
+ * records since the last call (its graphs compute): the period is then the longest, whatever blocks or wakes. */
+long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy);
 
 /* The workload ended at exit_ns (wait4 returned it) with status and its rusage. */
 void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int status, const struct rusage *ru);

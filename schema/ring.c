@@ -402,6 +402,7 @@ bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain
     double   ms     = grew ? (double) left * (double) (p->slept_ms > 0 ? p->slept_ms : lo) / (double) grew : (double) hi;
     p->slept_ms     = ms < lo ? lo : ms > hi ? hi : (long) ms;
     p->backlog      = drain ? 0 : total;
+    p->grew         = grew;
     *sleep_ms       = p->slept_ms;
     return drain;
 }

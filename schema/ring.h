@@ -142,6 +142,7 @@ bool ggprof_ring_header_intact(const ggprof_ring *r, char *why, size_t why_len);
 typedef struct {
     uint64_t backlog;  /* unread bytes left after the last call */
     long     slept_ms; /* the sleep it last asked for */
+    uint64_t grew;     /* the bytes the producers published between the last two calls: > 0 while graphs compute */
 } ggprof_ring_pacer;
 bool ggprof_ring_pace(ggprof_ring_pacer *p, const ggprof_ring *r, uint64_t drain_at, long max_ms, long *sleep_ms);
 

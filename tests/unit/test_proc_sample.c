@@ -66,28 +66,35 @@ static void back_off(void) {
     uint64_t t = mono_ns();
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
     CHECK(s != NULL);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t), 10);             /* the thread found: not a change */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 5);     /* not due yet: nothing sampled */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 5);     /* blocked for 10 ms: a change */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 20);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 40);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS), 80);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS), 100);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS), 100); /* all blocked: at most 20 base periods */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS), 99);    /* not due yet: nothing sampled */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t, false), 10);             /* the thread found: not a change */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS, false), 5);     /* not due yet: nothing sampled */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS, false), 5);     /* blocked for 10 ms: a change */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS, false), 10);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS, false), 20);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS, false), 40);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS, false), 80);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS, false), 100);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS, false), 100); /* all blocked: at most 20 base periods */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS, false), 99);    /* not due yet: nothing sampled */
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS), 5); /* running again: the base period */
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS), 10);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS), 20);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS), 40);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS), 80);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS), 160);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 160 * MS), 320);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 320 * MS), 640);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 640 * MS), 1000);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1000 * MS), 1000); /* a thread runs: at most 200 */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS, false), 5); /* running again: the base period */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS, false), 10);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 10 * MS, false), 20);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 20 * MS, false), 40);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 40 * MS, false), 80);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS, false), 160);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 160 * MS, false), 320);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 320 * MS, false), 640);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 640 * MS, false), 1000);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1000 * MS, false), 1000); /* a thread runs: at most 200 */
+    /* Records arriving (graphs compute): from the next call on, the longest period, counted from the last sample */
+    ggprof_proc_sampler *b = ggprof_proc_sampler_new(child, t, 5);
+    CHECK(b != NULL);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, t, false), 10);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, t + 5 * MS, true), 995);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, t + 1000 * MS, true), 1000);
+    ggprof_proc_sampler_free(b);
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
@@ -120,17 +127,17 @@ static void edges(void) {
     uint64_t t = mono_ns(), blocked_at = 0, woke_at = 0;
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
     CHECK(s != NULL);
-    ggprof_proc_sampler_tick(s, mono_ns());
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
     sleep_ms(150);
     CHECK(wait_state(child, "S"));
-    ggprof_proc_sampler_tick(s, mono_ns());
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
     CHECK(read(said[0], &blocked_at, sizeof(blocked_at)) == sizeof(blocked_at));
     sleep_ms(100);
     uint64_t woken_at = mono_ns(); /* from here the child is runnable; it notes woke_at once it runs */
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(read(said[0], &woke_at, sizeof(woke_at)) == sizeof(woke_at));
     sleep_ms(60);
-    ggprof_proc_sampler_tick(s, mono_ns());
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
@@ -179,7 +186,7 @@ static void cpu_threads(void) {
     }
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, mono_ns(), 5);
     CHECK(s != NULL);
-    ggprof_proc_sampler_tick(s, mono_ns());
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);

@@ -223,7 +223,7 @@ static void test_pacer_drains_when_needed_and_sleeps_by_rate(void) {
     ggprof_ring c, p;
     const uint64_t cap = 64 * 1024;
     fresh(&c, &p, cap);
-    ggprof_ring_pacer pacer = { 0, 0 };
+    ggprof_ring_pacer pacer = { 0, 0, 0 };
     long ms = -1;
     CHECK(!ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms)); /* nothing written: no drain, longest sleep */
     CHECK_EQ_INT((int) ms, 200);
@@ -330,7 +330,7 @@ static void test_scribbled_header_and_head(void) {
     CHECK_EQ_INT(got.bytes, 1024);
     CHECK_EQ_INT(c.corrupt, 0);
     long ms;
-    ggprof_ring_pacer pacer = { 0, 0 };
+    ggprof_ring_pacer pacer = { 0, 0, 0 };
     ggprof_ring_pace(&pacer, &c, cap / 4, 200, &ms);
     write_bytes(&p, s, 512);
     atomic_store(&s->head, 1ull << 40); /* the old code copied a terabyte from here: EFAULT */
