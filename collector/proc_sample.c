@@ -3,7 +3,8 @@
  * sampled from /proc, blocked stretches merged into runs. The collector reads /proc at nice 19, but on a machine
  * with no CPU to spare each wake-up still preempts a ggml thread, and a thread preempted in a graph holds the
  * others at the next barrier: the period backs off while no thread blocks or wakes, from 5 ms to 1 s while a
- * thread runs (to 100 ms while all are blocked), and is 1 s from the moment records arrive (graphs compute)
+ * thread runs (to 100 ms while all are blocked), and while records arrive (graphs compute) a thread blocking or
+ * waking does not bring 5 ms back, nor are the threads listed again but when their count changes
  * (tests/bench/overhead_parts.sh measures the sampler's cost). A stretch's edges do not depend on the period: the
  * schedstat counters say how long the thread was neither on a CPU nor waiting for one between two samples, and a
  * thread that blocked (or woke) once in an interval did so that long before its end (after its start). Its children
@@ -75,7 +76,6 @@ struct ggprof_proc_sampler {
     size_t   n_p;
     uint64_t period_ns, next_ns, min_idle_ns;
     uint64_t cur_ns, next_scan_ns; /* the period now (period_ns to BACK_OFF x); the next listing at the earliest */
-    uint64_t last_ns;              /* the last sample */
 };
 
 int ggprof_cpu_list_count(const char *list) {
@@ -334,22 +334,13 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
     s->period_ns   = (uint64_t) (period_ms > 0 ? period_ms : 5) * 1000000;
     s->min_idle_ns = 2 * s->period_ns;
     s->cur_ns      = s->period_ns;
-    s->next_ns = s->next_scan_ns = s->last_ns = fork_ns;
+    s->next_ns = s->next_scan_ns = fork_ns;
     add_proc(s, pid, getpid(), fork_ns, true);
     return s;
 }
 
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
     if (!s) return -1;
-    /* Graphs computing: every thread that computes runs, and each sample preempts one of them (on a machine with
-     * no CPU to spare, which llama-bench's -t = CPUs makes). At a start-up's 5 ms doubling that was 8-9 samples in
-     * a 0.4 s llama-bench run; the longest period from the first records on leaves one a second. A stretch's edges
-     * still come from schedstat; only a thread that blocks and wakes twice within the period merges its stretches. */
-    uint64_t longest = BACK_OFF * s->period_ns;
-    if (busy && s->cur_ns < longest) {
-        s->cur_ns  = longest;
-        s->next_ns = s->last_ns + longest;
-    }
     if (now >= s->next_ns) {
         /* the listing (opening /proc/PID/task, status, cgroup: files closed again, whose dentries the kernel frees
          * through RCU, whose thread then wakes on a CPU ggml wants) waits while graphs compute, unless the thread
@@ -379,10 +370,13 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
         /* No thread blocked or woke: the next sample may wait longer (the wake-ups are what the workload feels of
          * the sampler); one that did brings the base period back. Threads and processes that start or end do not:
          * a new one is sampled from the sample that finds it, and its runs' edges do not depend on the period. */
+        /* Graphs computing (busy): every thread that computes runs, and each sample preempts one of them on a
+         * machine with no CPU to spare, so a thread blocking or waking meanwhile does not bring the base period
+         * back. (Jumping to the longest period from the first records left a 0.35 s run without its threads'
+         * counters, which are read at the samples: the start-up's doubling is kept.) */
         uint64_t most = (running ? BACK_OFF : BACK_OFF_ALL_BLOCKED) * s->period_ns;
-        s->cur_ns     = busy ? longest : changed ? s->period_ns : s->cur_ns * 2 > most ? most : s->cur_ns * 2;
+        s->cur_ns     = changed && !busy ? s->period_ns : s->cur_ns * 2 > most ? most : s->cur_ns * 2;
         s->next_ns    = now + s->cur_ns;
-        s->last_ns    = now;
     }
     return (long) ((s->next_ns - now + 999999) / 1000000);
 }

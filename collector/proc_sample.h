@@ -15,7 +15,7 @@ typedef struct ggprof_proc_sampler ggprof_proc_sampler;
 ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms);
 
 /* Samples when a sample is due at now; returns the milliseconds until the next one. busy: the workload published
- * records since the last call (its graphs compute): the period is then the longest, whatever blocks or wakes. */
+ * records since the last call (its graphs compute): a thread blocking or waking then does not shorten the period. */
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy);
 
 /* The workload ended at exit_ns (wait4 returned it) with status and its rusage. */

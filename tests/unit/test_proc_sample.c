@@ -76,6 +76,13 @@ static void back_off(void) {
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS, false), 100);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS, false), 100); /* all blocked: at most 20 base periods */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS, false), 99);    /* not due yet: nothing sampled */
+    /* The same blocked child, records arriving (graphs compute): its blocking is no reason for the base period */
+    uint64_t             tb = mono_ns();
+    ggprof_proc_sampler *b  = ggprof_proc_sampler_new(child, tb, 5);
+    CHECK(b != NULL);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb, true), 10);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 10 * MS, true), 20); /* blocked for 10 ms, yet doubling */
+    ggprof_proc_sampler_free(b);
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS, false), 5); /* running again: the base period */
@@ -88,13 +95,7 @@ static void back_off(void) {
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 320 * MS, false), 640);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 640 * MS, false), 1000);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1000 * MS, false), 1000); /* a thread runs: at most 200 */
-    /* Records arriving (graphs compute): from the next call on, the longest period, counted from the last sample */
-    ggprof_proc_sampler *b = ggprof_proc_sampler_new(child, t, 5);
-    CHECK(b != NULL);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, t, false), 10);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, t + 5 * MS, true), 995);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, t + 1000 * MS, true), 1000);
-    ggprof_proc_sampler_free(b);
+
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
