@@ -600,13 +600,14 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
     if (!n_batches) return 0;
     out->at_stake_ns = stake;
     ev_int(out, "batches", n_batches);
-    if (whole_graphs) ev_text(out, "estimate", "upper_bound"); /* no matmul times: whole graphs counted */
     const char *ub = ggprof_finding_ev(out, "ubatch_tokens");
     static const char *const verdict[] = { "none", "unknown", "slower", "faster" };
     if (blas != BLAS_NONE) {
         ev_text(out, "blas", verdict[blas]);
         if (blas != BLAS_UNKNOWN) ev_int(out, "blas_ns", blas_ns), ev_int(out, "cpu_same_tokens_ns", cpu_ns);
     }
+    /* whole graphs counted (no matmul times), or advice that is a rebuild, not one change of options */
+    if (whole_graphs || (on_cpu && ub_max >= keep_cpu)) ev_text(out, "estimate", "upper_bound");
     if (!on_cpu) {
         advise(out, "prompts computed %s tokens a graph: -ub %.0f (and -b at least as large) computes them in fewer,"
                     " larger graphs%s", ub, target,
@@ -621,7 +622,6 @@ static int rule_small_ubatch(const ggprof_findings_ctx *c, ggprof_finding *out) 
                keep_cpu, target);
         change(out, "-ub", "%" PRId64, keep_cpu);
     } else {
-        if (!whole_graphs) ev_text(out, "estimate", "upper_bound");
         advise(out, "prompts computed %s tokens a graph, their matmuls on BLAS, which %s: a build without BLAS"
                     " (GGML_BLAS=OFF), then -ub %.0f", ub,
                blas == BLAS_SLOWER ? "was slower than the CPU here" : "may be slower than the CPU (the trace cannot tell)",

@@ -368,12 +368,11 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
         }
         if (due) s->next_scan_ns = now + RESCAN_NS;
         /* No thread blocked or woke: the next sample may wait longer (the wake-ups are what the workload feels of
-         * the sampler); one that did brings the base period back. Threads and processes that start or end do not:
-         * a new one is sampled from the sample that finds it, and its runs' edges do not depend on the period. */
-        /* Graphs computing (busy): every thread that computes runs, and each sample preempts one of them on a
-         * machine with no CPU to spare, so a thread blocking or waking meanwhile does not bring the base period
-         * back. (Jumping to the longest period from the first records left a 0.35 s run without its threads'
-         * counters, which are read at the samples: the start-up's doubling is kept.) */
+         * the sampler); one that did brings the base period back, unless graphs compute (busy: every computing
+         * thread runs, and each sample preempts one on a machine with no CPU to spare). Threads and processes that
+         * start or end do not: a new one is sampled from the sample that finds it, and its runs' edges do not depend
+         * on the period. (Jumping to the longest period from the first records left a 0.35 s run without its
+         * threads' counters, which are read at the samples: the start-up's doubling is kept.) */
         uint64_t most = (running ? BACK_OFF : BACK_OFF_ALL_BLOCKED) * s->period_ns;
         s->cur_ns     = changed && !busy ? s->period_ns : s->cur_ns * 2 > most ? most : s->cur_ns * 2;
         s->next_ns    = now + s->cur_ns;
