@@ -3,9 +3,9 @@
  * sampled from /proc, blocked stretches merged into runs. The collector reads /proc at nice 19, but on a machine
  * with no CPU to spare each wake-up still preempts a ggml thread, and a thread preempted in a graph holds the
  * others at the next barrier: the period backs off while no thread blocks or wakes, from 5 ms to 1 s while a
- * thread runs (to 100 ms while all are blocked), and while records arrive (graphs compute) a thread blocking or
- * waking does not bring 5 ms back, nor are the threads listed again but when their count changes
- * (tests/bench/overhead_parts.sh measures the sampler's cost). A stretch's edges do not depend on the period: the
+ * thread runs (to 100 ms while all are blocked), and while records arrive (graphs compute) it is 1 s at once, nor
+ * are the threads listed again but when their count changes (tests/bench/overhead_parts.sh measures the sampler's
+ * cost); the threads' final counters come from the engine (THREAD_END) however seldom they were sampled. A stretch's edges do not depend on the period: the
  * schedstat counters say how long the thread was neither on a CPU nor waiting for one between two samples, and a
  * thread that blocked (or woke) once in an interval did so that long before its end (after its start). Its children
  * (forked) are found in /proc/PID/task/TID/children, their fork and exit to the sample period, their counters from
@@ -368,13 +368,15 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
         }
         if (due) s->next_scan_ns = now + RESCAN_NS;
         /* No thread blocked or woke: the next sample may wait longer (the wake-ups are what the workload feels of
-         * the sampler); one that did brings the base period back, unless graphs compute (busy: every computing
-         * thread runs, and each sample preempts one on a machine with no CPU to spare). Threads and processes that
-         * start or end do not: a new one is sampled from the sample that finds it, and its runs' edges do not depend
-         * on the period. (Jumping to the longest period from the first records left a 0.35 s run without its
-         * threads' counters, which are read at the samples: the start-up's doubling is kept.) */
+         * the sampler); one that did brings the base period back. While graphs compute (busy: every computing
+         * thread runs, and each sample preempts one on a machine with no CPU to spare) the longest period comes at
+         * once: a short run's generation fell in the start-up's doubling (samples 160 and 320 ms after the fork),
+         * which cost it about 1% of its tokens a second. The threads' counters at the end do not depend on it: the
+         * engine reads them as each thread ends and as the process exits (THREAD_END, merged by
+         * ggprof_proc_sampler_store). Threads and processes that start or end do not bring the base period back: a
+         * new one is sampled from the sample that finds it, and its runs' edges do not depend on the period. */
         uint64_t most = (running ? BACK_OFF : BACK_OFF_ALL_BLOCKED) * s->period_ns;
-        s->cur_ns     = changed && !busy ? s->period_ns : s->cur_ns * 2 > most ? most : s->cur_ns * 2;
+        s->cur_ns     = busy ? most : changed ? s->period_ns : s->cur_ns * 2 > most ? most : s->cur_ns * 2;
         s->next_ns    = now + s->cur_ns;
     }
     return (long) ((s->next_ns - now + 999999) / 1000000);
@@ -434,13 +436,14 @@ static int store_process(sqlite3_stmt *pt, const proc *p, int64_t n_threads, lon
     return bad ? -1 : ggprof_db_step_write(pt);
 }
 
-/* One thread_stats row, and its thread_idle runs when keep (a thread that calls into ggml, or the main one). */
-static int store_thread(sqlite3_stmt *ts, sqlite3_stmt *ti, int32_t pid, const thr *t, bool keep) {
+/* One thread_stats row, and its thread_idle runs when keep (a thread that calls into ggml, or the main one); its
+ * idle_ns NULL when not kept or not followed (a thread the sampler never saw). */
+static int store_thread(sqlite3_stmt *ts, sqlite3_stmt *ti, int32_t pid, const thr *t, bool keep, bool followed) {
     int bad = ggprof_db_bind_int(ts, ":pid", pid) | ggprof_db_bind_int(ts, ":tid", t->tid) | ggprof_db_bind_text(ts, ":name", t->name) |
               ggprof_db_bind_int(ts, ":first_ns", (int64_t) t->first_ns) | ggprof_db_bind_int(ts, ":last_ns", (int64_t) t->last_ns) |
               ggprof_db_bind_int(ts, ":cpu_ns", (int64_t) t->cpu_ns) | ggprof_db_bind_int(ts, ":runq_ns", (int64_t) t->runq_ns) |
               ggprof_db_bind_int(ts, ":timeslices", (int64_t) t->slices) |
-              (keep ? ggprof_db_bind_int(ts, ":idle_ns", (int64_t) t->idle_ns) : ggprof_db_bind_null(ts, ":idle_ns"));
+              (keep && followed ? ggprof_db_bind_int(ts, ":idle_ns", (int64_t) t->idle_ns) : ggprof_db_bind_null(ts, ":idle_ns"));
     int rc = bad ? -1 : ggprof_db_step_write(ts);
     for (size_t j = 0; keep && j < t->n_idle && rc == 0; j++) {
         bad = ggprof_db_bind_int(ti, ":pid", pid) | ggprof_db_bind_int(ti, ":tid", t->tid) |
@@ -450,9 +453,63 @@ static int store_thread(sqlite3_stmt *ts, sqlite3_stmt *ti, int32_t pid, const t
     return rc;
 }
 
+/* Whether the thread calls into ggml: it recorded, or ran a llama_decode, as the store saw them come
+ * (schema/store.c); the main thread counts too. */
+static bool is_ggml_thread(sqlite3_stmt *rec, int32_t pid, pid_t tid) {
+    ggprof_db_bind_int(rec, ":pid", pid);
+    ggprof_db_bind_int(rec, ":tid", tid);
+    bool keep = tid == pid || (sqlite3_step(rec) == SQLITE_ROW && sqlite3_column_int(rec, 0));
+    sqlite3_reset(rec);
+    return keep;
+}
+
+/* The engine's reading of a thread's counters as it ended (or as its process exited: THREAD_END, kept in
+ * temp.thread_ends by the store), where it is later than the sampler's last: a short run's threads, sampled rarely
+ * while its graphs compute, still get their whole time on and off the CPUs. */
+static void thread_end_merge(sqlite3_stmt *ends, int32_t pid, thr *t) {
+    ggprof_db_bind_int(ends, ":pid", pid);
+    ggprof_db_bind_int(ends, ":tid", t->tid);
+    if (sqlite3_step(ends) == SQLITE_ROW && (uint64_t) sqlite3_column_int64(ends, 3) >= t->last_ns) {
+        t->last_ns = (uint64_t) sqlite3_column_int64(ends, 3);
+        t->cpu_ns  = (uint64_t) sqlite3_column_int64(ends, 4);
+        t->runq_ns = (uint64_t) sqlite3_column_int64(ends, 5);
+        t->slices  = (uint64_t) sqlite3_column_int64(ends, 6);
+        if (!t->name[0] && sqlite3_column_text(ends, 1)) {
+            snprintf(t->name, sizeof(t->name), "%s", (const char *) sqlite3_column_text(ends, 1));
+        }
+    }
+    sqlite3_reset(ends);
+}
+
+/* The rows of the threads of p that only the engine reported; 0 or -1. */
+static int store_unsampled(sqlite3_stmt *ends, sqlite3_stmt *ts, sqlite3_stmt *ti, sqlite3_stmt *rec, const proc *p) {
+    ggprof_db_bind_int(ends, ":pid", p->pid);
+    ggprof_db_bind_null(ends, ":tid");
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(ends) == SQLITE_ROW) {
+        pid_t tid  = (pid_t) sqlite3_column_int(ends, 0);
+        bool  seen = false;
+        for (size_t k = 0; k < p->n_t && !seen; k++) seen = p->t[k].tid == tid;
+        if (seen) continue;
+        thr t;
+        memset(&t, 0, sizeof(t));
+        t.tid = tid;
+        if (sqlite3_column_text(ends, 1)) snprintf(t.name, sizeof(t.name), "%s", (const char *) sqlite3_column_text(ends, 1));
+        uint64_t start = (uint64_t) sqlite3_column_int64(ends, 2);
+        t.last_ns  = (uint64_t) sqlite3_column_int64(ends, 3);
+        t.first_ns = start > p->fork_ns && start <= t.last_ns ? start : p->fork_ns;
+        t.cpu_ns   = (uint64_t) sqlite3_column_int64(ends, 4);
+        t.runq_ns  = (uint64_t) sqlite3_column_int64(ends, 5);
+        t.slices   = (uint64_t) sqlite3_column_int64(ends, 6);
+        rc = store_thread(ts, ti, p->pid, &t, is_ggml_thread(rec, p->pid, tid), false);
+    }
+    sqlite3_reset(ends);
+    return rc;
+}
+
 int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
     if (!s) return 0;
-    sqlite3_stmt *pt = NULL, *ti = NULL, *ts = NULL, *rec = NULL;
+    sqlite3_stmt *pt = NULL, *ti = NULL, *ts = NULL, *rec = NULL, *ends = NULL;
     int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK && ggprof_db_prepare_write(db, k_ins_process, &pt) == 0 &&
                      ggprof_db_prepare_write(db, k_ins_idle, &ti) == 0 && ggprof_db_prepare_write(db, k_ins_thread, &ts) == 0 &&
                      /* the threads that call into ggml: those that recorded, or ran a llama_decode, as the store
@@ -461,6 +518,12 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
                                              &rec) == 0
                  ? 0
                  : -1;
+    /* the engine's readings at the threads' ends: none in a database not made by the store (no such table) */
+    if (rc == 0 && ggprof_db_prepare_write(db, "SELECT tid, name, start_ns, at_ns, cpu_ns, runq_ns, slices FROM"
+                                               " temp.thread_ends WHERE pid = :pid AND (:tid IS NULL OR tid = :tid)"
+                                               " ORDER BY tid", &ends) != 0) {
+        ends = NULL;
+    }
     long tck = sysconf(_SC_CLK_TCK);
     if (tck <= 0) tck = 100;
     for (size_t i = 0; i < s->n_p && rc == 0; i++) {
@@ -473,20 +536,22 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
         if (p->n_cpus > 0) snprintf(v, sizeof(v), "%d", p->n_cpus), meta_of(db, "cpus_allowed", p->pid, v);
         if (p->quota > 0) snprintf(v, sizeof(v), "%.3f", p->quota), meta_of(db, "cpu_quota", p->pid, v);
         for (size_t k = 0; k < p->n_t && rc == 0; k++) {
-            thr *t = &p->t[k];
-            ggprof_db_bind_int(rec, ":pid", p->pid);
-            ggprof_db_bind_int(rec, ":tid", t->tid);
-            bool keep = t->tid == p->pid || (sqlite3_step(rec) == SQLITE_ROW && sqlite3_column_int(rec, 0));
-            sqlite3_reset(rec);
-            rc = store_thread(ts, ti, p->pid, t, keep);
+            thr t = p->t[k]; /* a copy: the engine's counters go into the row, not into the sampler's state */
+            if (ends) thread_end_merge(ends, p->pid, &t);
+            rc = store_thread(ts, ti, p->pid, &t, is_ggml_thread(rec, p->pid, t.tid), true);
         }
+        /* threads the sampler never saw (born and gone between two samples, or after the last): the engine's
+         * counters only, their blocked time not followed */
+        if (ends && rc == 0) rc = store_unsampled(ends, ts, ti, rec, p);
     }
     sqlite3_finalize(pt);
     sqlite3_finalize(ti);
     sqlite3_finalize(ts);
     sqlite3_finalize(rec);
+    sqlite3_finalize(ends);
     sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     sqlite3_exec(db, "DROP TABLE IF EXISTS temp.ggml_threads", NULL, NULL, NULL);
+    sqlite3_exec(db, "DROP TABLE IF EXISTS temp.thread_ends", NULL, NULL, NULL);
     return rc;
 }
 

@@ -14,7 +14,7 @@
 
 enum { ST_PROC, ST_TYPE, ST_BACKEND, ST_NODE, ST_GRAPH, ST_SPLIT, ST_EVENT, ST_KERNEL, ST_REGION,
        ST_BATCH, ST_BATCH_SEQ, ST_FUSION, ST_BUF_ALLOC, ST_BUF_EVENT, ST_DEVMEM, ST_PLAN, ST_PLACEMENT,
-       ST_LOSS, ST_NODE_PLACE, ST_OP_THREAD, ST_THREAD, ST_COUNT };
+       ST_LOSS, ST_NODE_PLACE, ST_OP_THREAD, ST_THREAD, ST_THREAD_END, ST_COUNT };
 
 /* Each names its columns: the binds below follow these lists, never the order of the DDL's. */
 static const char *const k_sql[ST_COUNT] = {
@@ -51,6 +51,10 @@ static const char *const k_sql[ST_COUNT] = {
     [ST_OP_THREAD] = "INSERT INTO op_threads(pid, graph_id, sched_id, split_id, node_index, thread, tid, "
         "busy_ns, wait_ns, imbalance_ns) VALUES(?,?,?,?,?,?,?,?,?,?)",
     [ST_THREAD] = "INSERT OR IGNORE INTO temp.ggml_threads(pid, tid) VALUES(?,?)",
+    /* a thread's latest counters: the one its slot's release sent, or the process's exit, whichever was read later */
+    [ST_THREAD_END] = "INSERT INTO temp.thread_ends(pid, tid, name, start_ns, at_ns, cpu_ns, runq_ns, slices)"
+        " VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid, tid) DO UPDATE SET name = excluded.name, at_ns = excluded.at_ns,"
+        " cpu_ns = excluded.cpu_ns, runq_ns = excluded.runq_ns, slices = excluded.slices WHERE excluded.at_ns > at_ns",
 };
 
 
@@ -115,6 +119,9 @@ int ggprof_store_create(ggprof_store **out, const char *path, char *why, size_t 
     /* The threads that call into ggml (a record or a llama_decode of theirs), as they come: the collector's /proc
      * sampler keeps their idle time (collector/proc_sample.c); found after the run, it was a scan of every record. */
     exec(s->db, "CREATE TEMP TABLE ggml_threads(pid INTEGER, tid INTEGER, PRIMARY KEY(pid, tid))");
+    /* The threads' counters at their end (THREAD_END), for the sampler's thread_stats (collector/proc_sample.c). */
+    exec(s->db, "CREATE TEMP TABLE thread_ends(pid INTEGER, tid INTEGER, name TEXT, start_ns INTEGER, at_ns INTEGER,"
+                " cpu_ns INTEGER, runq_ns INTEGER, slices INTEGER, PRIMARY KEY(pid, tid))");
     exec(s->db, "CREATE TEMP TABLE dev_fusion(pid INTEGER, graph_id INTEGER, sched_id INTEGER, node_index INTEGER,"
                 " label TEXT, fused_index INTEGER, fused_node_id INTEGER, PRIMARY KEY(pid, graph_id, node_index))");
     for (int i = 0; i < ST_COUNT; i++) {
@@ -557,6 +564,26 @@ static void msg_cpu_plan(ggprof_store *s, int32_t pid, int32_t tid, const ggprof
     if (ggprof_db_put_cpu_threads(s->db, pid, p->n_threads) != 0) failed(s);
 }
 
+/* A thread's scheduler counters at its end, or at its process's exit (wire.h): the latest reading is kept. */
+static void msg_thread_end(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    const ggprof_msg_thread_end *e  = (const void *) m;
+    sqlite3_stmt                *st = s->st[ST_THREAD_END];
+    if (e->tid <= 0 || e->at_ns > INT64_MAX || e->start_ns > INT64_MAX || e->cpu_ns > INT64_MAX ||
+        e->runq_ns > INT64_MAX || e->slices > INT64_MAX) {
+        return;
+    }
+    sqlite3_bind_int(st, 1, pid);
+    sqlite3_bind_int(st, 2, e->tid);
+    bind_text(st, 3, e->name, sizeof(e->name));
+    sqlite3_bind_int64(st, 4, (sqlite3_int64) e->start_ns);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64) e->at_ns);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64) e->cpu_ns);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64) e->runq_ns);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64) e->slices);
+    run(s, st);
+}
+
 /* What a thread's sink could not write, graph by graph (ring.h): data like any other, its counts only summed. */
 static void msg_loss(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
     (void) tid;
@@ -736,6 +763,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_NODE_PLACES] = msg_node_places,
     [GGPROF_MSG_CPU_THREADS] = msg_cpu_threads,
     [GGPROF_MSG_CPU_PLAN] = msg_cpu_plan,
+    [GGPROF_MSG_THREAD_END] = msg_thread_end,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -753,6 +781,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_NODE_PLACES] = sizeof(ggprof_msg_node_places),
     [GGPROF_MSG_CPU_THREADS] = sizeof(ggprof_msg_cpu_threads),
     [GGPROF_MSG_CPU_PLAN] = sizeof(ggprof_msg_cpu_plan),
+    [GGPROF_MSG_THREAD_END] = sizeof(ggprof_msg_thread_end),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {

@@ -74,6 +74,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_NODE_PLACES = 19, /* which backend each node of a scheduler's plan ran on, and why */
     GGPROF_MSG_CPU_THREADS = 20, /* record --threads: each CPU op's busy and barrier wait on every thread */
     GGPROF_MSG_CPU_PLAN = 21, /* the CPU threads a ggml_graph_compute plan asked for, when more than any before */
+    GGPROF_MSG_THREAD_END = 22, /* a thread's scheduler counters as it ends, and every thread's at the process's exit */
 };
 
 typedef struct {
@@ -210,6 +211,21 @@ typedef struct {
     int32_t        n_threads;
     uint32_t       reserved;
 } ggprof_msg_cpu_plan;
+
+/* A thread's scheduler counters, read by the engine from /proc (schedstat, stat) as the thread ends (a thread that
+ * wrote records, as its slot is released) and for every thread of the process at its exit: record's /proc sampler
+ * reads the same files while the process runs, and these make its thread_stats exact at the end however seldom it
+ * sampled (collector/proc_sample.c). The process is the slot's; tid may be another thread of it. A newer kind, no
+ * ring version bump: an older collector skips it. */
+typedef struct {
+    ggprof_msg_hdr h;
+    int32_t        tid;
+    uint32_t       reserved;
+    uint64_t       start_ns;               /* the thread's start (stat's starttime, clock ticks), on CLOCK_MONOTONIC */
+    uint64_t       at_ns;                  /* when the counters were read, CLOCK_MONOTONIC */
+    uint64_t       cpu_ns, runq_ns, slices; /* schedstat: on a CPU, waiting for one, time slices */
+    char           name[16];               /* comm, NUL-ended */
+} ggprof_msg_thread_end;
 
 /* One CPU op as thread 0 saw it, in the raw units of the engine's stamps (the time-stamp counter; CLOCK_MONOTONIC
  * ns where there is none). 32 bytes instead of two 96-byte events: the engine writes this on the computing thread,
@@ -430,6 +446,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_split, 72);
 GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
 GGPROF_WIRE_SIZE(ggprof_msg_note, 264);
 GGPROF_WIRE_SIZE(ggprof_msg_cpu_plan, 16);
+GGPROF_WIRE_SIZE(ggprof_msg_thread_end, 72);
 GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 104);
 GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
 GGPROF_WIRE_SIZE(ggprof_msg_fusion, 136);

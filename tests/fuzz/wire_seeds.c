@@ -60,6 +60,8 @@ int main(int argc, char **argv) {
     put(d, "note", &no, sizeof(no));
     ggprof_msg_cpu_plan cp = { { sizeof(cp), GGPROF_MSG_CPU_PLAN, 0 }, 4, 0 };
     put(d, "cpu_plan", &cp, sizeof(cp));
+    ggprof_msg_thread_end te = { { sizeof(te), GGPROF_MSG_THREAD_END, 0 }, 2, 0, 900, 5000, 3000, 100, 7, "worker" };
+    put(d, "thread_end", &te, sizeof(te));
     ggprof_msg_kernel k;
     memset(&k, 0, sizeof(k));
     k.h = (ggprof_msg_hdr){ sizeof(k), GGPROF_MSG_KERNEL, 0 };

@@ -76,12 +76,14 @@ static void back_off(void) {
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 80 * MS, false), 100);
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 100 * MS, false), 100); /* all blocked: at most 20 base periods */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 1 * MS, false), 99);    /* not due yet: nothing sampled */
-    /* The same blocked child, records arriving (graphs compute): its blocking is no reason for the base period */
+    /* The same blocked child, records arriving (graphs compute): the longest period at once, its blocking no reason
+     * for the base period */
     uint64_t             tb = mono_ns();
     ggprof_proc_sampler *b  = ggprof_proc_sampler_new(child, tb, 5);
     CHECK(b != NULL);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb, true), 10);
-    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 10 * MS, true), 20); /* blocked for 10 ms, yet doubling */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb, true), 100);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 100 * MS, true), 100); /* blocked for 100 ms: no change */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 100 * MS, false), 100); /* no records: backing off as before */
     ggprof_proc_sampler_free(b);
     CHECK(write(go[1], "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
@@ -230,10 +232,117 @@ static void cpu_threads(void) {
     ggprof_proc_sampler_free(s);
 }
 
+static int64_t q_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *q = NULL;
+    int64_t       v = -1;
+    if (db && sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+        v = sqlite3_column_type(q, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* The engine's counters at a thread's end (THREAD_END) make thread_stats exact however seldom the sampler read them:
+ * a sampled thread takes the latest reading (an older one drained later changes nothing), a thread the sampler never
+ * saw gets a row of its own with its start and no idle time (not followed: NULL), a process the sampler does not
+ * know gets none, and a reading older than the sampler's last sample is not taken. */
+static void thread_ends(void) {
+    int go[2];
+    CHECK(pipe(go) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(go[0]);
+    uint64_t fork_ns = mono_ns();
+    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, fork_ns, 5);
+    CHECK(s != NULL);
+    CHECK(wait_state(child, "S"));
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
+    uint64_t sampled = mono_ns();
+    CHECK(write(go[1], "x", 1) == 1);
+    int status;
+    waitpid(child, &status, 0);
+    close(go[1]);
+    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+
+    ggprof_store *st = NULL;
+    char why[256];
+    CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
+    if (!st) return;
+    ggprof_msg_thread_end e = { { sizeof(e), GGPROF_MSG_THREAD_END, 0 }, child, 0, fork_ns, sampled + 50 * MS,
+                                123456789, 1000, 42, "main" };
+    ggprof_store_msg(st, child, child, &e.h);
+    ggprof_msg_thread_end old = e;
+    old.at_ns = sampled + 10 * MS, old.cpu_ns = 5; /* drained later, read earlier */
+    ggprof_store_msg(st, child, child, &old.h);
+    ggprof_msg_thread_end w = { { sizeof(w), GGPROF_MSG_THREAD_END, 0 }, 999999, 0, fork_ns + 1 * MS,
+                                fork_ns + 30 * MS, 7000000, 2000000, 9, "worker" };
+    ggprof_store_msg(st, child, child, &w.h); /* the main thread reports another at the exit */
+    ggprof_store_msg(st, child + 1, child + 1, &w.h); /* a process the sampler does not know */
+    ggprof_msg_thread_end shortm = w;
+    shortm.h.size = 64; /* shorter than the kind: skipped */
+    shortm.tid = 999998;
+    ggprof_store_msg(st, child, child, &shortm.h);
+    sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
+    CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT cpu_ns = 123456789 AND runq_ns = 1000 AND timeslices = 42 AND last_ns = %llu"
+             " AND idle_ns IS NOT NULL FROM thread_stats WHERE pid = %d AND tid = %d",
+             (unsigned long long) (sampled + 50 * MS), (int) child, (int) child);
+    CHECK_EQ_INT(q_int(db, sql), 1);
+    snprintf(sql, sizeof(sql), "SELECT (name = 'worker') + (first_ns = %llu) + (last_ns = %llu) + (cpu_ns = 7000000)"
+             " + (runq_ns = 2000000) + (timeslices = 9) + (idle_ns IS NULL) FROM thread_stats WHERE pid = %d AND"
+             " tid = 999999", (unsigned long long) (fork_ns + 1 * MS), (unsigned long long) (fork_ns + 30 * MS), (int) child);
+    CHECK_EQ_INT(q_int(db, sql), 7);
+    CHECK_EQ_INT(q_int(db, "SELECT count(*) FROM thread_stats WHERE tid = 999998"), 0);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM thread_stats WHERE pid = %d", (int) child + 1);
+    CHECK_EQ_INT(q_int(db, sql), 0);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM thread_stats WHERE pid = %d", (int) child);
+    CHECK_EQ_INT(q_int(db, sql), 2);
+    sqlite3_close(db);
+    ggprof_proc_sampler_free(s);
+
+    /* A reading taken before the sampler's last sample: older counters, not taken */
+    CHECK(pipe(go) == 0);
+    child = fork();
+    if (child == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(go[0]);
+    fork_ns = mono_ns();
+    s = ggprof_proc_sampler_new(child, fork_ns, 5);
+    CHECK(s != NULL);
+    CHECK(wait_state(child, "S"));
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
+    CHECK(write(go[1], "x", 1) == 1);
+    waitpid(child, &status, 0);
+    close(go[1]);
+    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+    CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
+    if (!st) return;
+    e.tid = child, e.at_ns = fork_ns - 1, e.cpu_ns = 123456789;
+    ggprof_store_msg(st, child, child, &e.h);
+    db = ggprof_store_finish(st, why, sizeof(why));
+    CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM thread_stats WHERE pid = %d AND tid = %d AND cpu_ns != 123456789"
+             " AND last_ns >= %llu", (int) child, (int) child, (unsigned long long) fork_ns);
+    CHECK_EQ_INT(q_int(db, sql), 1);
+    sqlite3_close(db);
+    ggprof_proc_sampler_free(s);
+}
+
 int main(void) {
     int failures = 0;
     RUN(back_off);
     RUN(edges);
     RUN(cpu_threads);
+    RUN(thread_ends);
     return failures ? 1 : 0;
 }
