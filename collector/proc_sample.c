@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "trace_db.h"
+#include "wire.h"
 
 #define MAX_PROCS   256
 #define MAX_THREADS 4096 /* per process: threads past it are not sampled */
@@ -99,23 +100,12 @@ int ggprof_cpu_list_count(const char *list) {
     return n;
 }
 
-/* Reads a small /proc file whole into buf (NUL-ended); its length or -1. */
-static ssize_t read_small(const char *path, char *buf, size_t len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0) return -1;
-    buf[n] = 0;
-    return n;
-}
-
 /* The CPUs the process may use: its affinity (Cpus_allowed_list) and the tightest cgroup v2 cpu.max from its
  * cgroup up to the root. */
 static void read_cpus(proc *p) {
     char path[64], buf[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", (int) p->pid);
-    if (read_small(path, buf, sizeof(buf)) > 0) {
+    if (ggprof_read_small(path, buf, sizeof(buf)) > 0) {
         const char *l = strstr(buf, "\nCpus_allowed_list:");
         if (l) {
             l += strlen("\nCpus_allowed_list:");
@@ -131,7 +121,7 @@ static void read_cpus(proc *p) {
         if (nv) p->nivcsw = strtoull(nv + strlen("\nnonvoluntary_ctxt_switches:"), NULL, 10);
     }
     snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p->pid);
-    if (read_small(path, buf, sizeof(buf)) <= 0) return;
+    if (ggprof_read_small(path, buf, sizeof(buf)) <= 0) return;
     const char *g = strstr(buf, "0::/");
     if (!g || (g != buf && g[-1] != '\n')) return;
     char dir[4096 + 32];
@@ -143,7 +133,7 @@ static void read_cpus(proc *p) {
         char f[sizeof(dir) + 16], q[128];
         snprintf(f, sizeof(f), "%s/cpu.max", dir);
         long long quota, period;
-        if (read_small(f, q, sizeof(q)) > 0 && sscanf(q, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
+        if (ggprof_read_small(f, q, sizeof(q)) > 0 && sscanf(q, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
             double c = (double) quota / (double) period;
             if (p->quota < 0 || c < p->quota) p->quota = c;
         }
@@ -295,12 +285,11 @@ static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
         return false;
     }
     st[a] = 0, sc[b] = 0;
-    const char *l = strchr(st, '('), *r = strrchr(st, ')');
-    if (!l || !r || r < l) return false;
-    if (!t->name[0]) snprintf(t->name, sizeof(t->name), "%.*s", (int) (r - l - 1), l + 1);
-    char state = r[1] == ' ' ? r[2] : '?';
-    unsigned long long cpu, runq, slices;
-    if (sscanf(sc, "%llu %llu %llu", &cpu, &runq, &slices) != 3) return false;
+    ggprof_proc_thread pt;
+    if (ggprof_proc_thread_parse(st, sc, &pt) != 0) return false;
+    if (!t->name[0]) snprintf(t->name, sizeof(t->name), "%s", pt.name);
+    char     state = pt.state;
+    uint64_t cpu = pt.cpu_ns, runq = pt.runq_ns, slices = pt.slices;
     uint64_t dt = now - t->prev_ns, dcpu = cpu >= t->cpu_ns ? cpu - t->cpu_ns : 0;
     uint64_t drunq = runq >= t->runq_ns ? runq - t->runq_ns : 0, busy = dcpu + drunq;
     uint64_t blocked = dt > busy ? dt - busy : 0;

@@ -4,7 +4,6 @@
 #include "engine.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,43 +147,28 @@ static void loss_last_flush(void) {
 
 /* ---- the threads' scheduler counters at their end (wire.h, ggprof_msg_thread_end) ---- */
 
-static ssize_t read_proc(const char *path, char *buf, size_t len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n < 0) return -1;
-    buf[n] = 0;
-    return n;
-}
-
 /* The counters of the thread whose /proc directory is dir (/proc/thread-self, or /proc/self/task/TID at the exit),
  * as one THREAD_END message through the calling thread's slot. Its start: stat's starttime is in clock ticks since
  * boot (CLOCK_BOOTTIME), put on CLOCK_MONOTONIC by the two clocks read together here. */
 static void thread_end_send(const char *dir, int32_t tid) {
     char path[64], st[1024], sc[128];
-    unsigned long long cpu, runq, slices, start;
+    ggprof_proc_thread t;
     snprintf(path, sizeof(path), "%s/schedstat", dir);
-    if (read_proc(path, sc, sizeof(sc)) <= 0 || sscanf(sc, "%llu %llu %llu", &cpu, &runq, &slices) != 3) return;
+    if (ggprof_read_small(path, sc, sizeof(sc)) <= 0) return;
     snprintf(path, sizeof(path), "%s/stat", dir);
-    if (read_proc(path, st, sizeof(st)) <= 0) return;
-    const char *l = strchr(st, '('), *r = strrchr(st, ')');
-    if (!l || !r || r < l || !r[1]) return;
+    if (ggprof_read_small(path, st, sizeof(st)) <= 0 || ggprof_proc_thread_parse(st, sc, &t) != 0) return;
     ggprof_msg_thread_end m;
     memset(&m, 0, sizeof(m));
     m.h      = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_THREAD_END, 0 };
     m.tid    = tid;
-    m.cpu_ns = cpu, m.runq_ns = runq, m.slices = slices;
-    snprintf(m.name, sizeof(m.name), "%.*s", (int) (r - l - 1), l + 1);
-    /* after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
-     * cstime priority nice num_threads itrealvalue starttime */
+    m.cpu_ns = t.cpu_ns, m.runq_ns = t.runq_ns, m.slices = t.slices;
+    memcpy(m.name, t.name, sizeof(m.name));
+    m.at_ns  = ggprof_now_ns();
     long tck = sysconf(_SC_CLK_TCK);
     struct timespec boot;
-    m.at_ns = ggprof_now_ns();
-    if (sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) == 1 &&
-        tck > 0 && clock_gettime(CLOCK_BOOTTIME, &boot) == 0) {
+    if (t.start_ticks && tck > 0 && clock_gettime(CLOCK_BOOTTIME, &boot) == 0) {
         uint64_t boot_ns = (uint64_t) boot.tv_sec * 1000000000u + (uint64_t) boot.tv_nsec;
-        uint64_t at_boot = (uint64_t) start * (1000000000u / (uint64_t) tck);
+        uint64_t at_boot = t.start_ticks * (1000000000u / (uint64_t) tck);
         uint64_t ago     = boot_ns > at_boot ? boot_ns - at_boot : 0;
         m.start_ns       = m.at_ns > ago ? m.at_ns - ago : 0;
     }

@@ -1,7 +1,39 @@
-/* Names that the wire enums stand for; readers and writers share them. */
+/* Names that the wire enums stand for, and what the engine and the collector read the same way; readers and
+ * writers share them. */
 #include "wire.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+long ggprof_read_small(const char *path, char *buf, unsigned long len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0) return -1;
+    buf[n] = 0;
+    return (long) n;
+}
+
+int ggprof_proc_thread_parse(const char *stat, const char *schedstat, ggprof_proc_thread *t) {
+    unsigned long long cpu, runq, slices, start;
+    const char *l = strchr(stat, '('), *r = strrchr(stat, ')');
+    if (!l || !r || r < l || r[1] != ' ' || !r[2] || sscanf(schedstat, "%llu %llu %llu", &cpu, &runq, &slices) != 3) {
+        return -1;
+    }
+    memset(t, 0, sizeof(*t));
+    snprintf(t->name, sizeof(t->name), "%.*s", (int) (r - l - 1), l + 1);
+    t->state  = r[2];
+    t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices;
+    /* after the name: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+     * cstime priority nice num_threads itrealvalue starttime */
+    if (sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) == 1) {
+        t->start_ticks = start;
+    }
+    return 0;
+}
 
 const char *const ggprof_sync_names[GGPROF_SYNC_COUNT] = {
     [GGPROF_SYNC_CPU_PLAN]    = "cpu_plan",

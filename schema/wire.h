@@ -227,6 +227,18 @@ typedef struct {
     char           name[16];               /* comm, NUL-ended */
 } ggprof_msg_thread_end;
 
+/* A thread's /proc/.../stat and schedstat texts read the one way both sides need them (the engine for THREAD_END,
+ * record's sampler at its samples): its name (comm), state letter, start (stat's starttime: clock ticks since boot,
+ * 0 if the line stops before it) and schedstat's counters. 0, or -1 when either text is malformed. */
+typedef struct {
+    char     name[16];
+    char     state;
+    uint64_t start_ticks, cpu_ns, runq_ns, slices;
+} ggprof_proc_thread;
+int ggprof_proc_thread_parse(const char *stat, const char *schedstat, ggprof_proc_thread *t);
+/* A small file (/proc, /sys) read whole into buf, NUL-ended: its length, or -1. */
+long ggprof_read_small(const char *path, char *buf, unsigned long len);
+
 /* One CPU op as thread 0 saw it, in the raw units of the engine's stamps (the time-stamp counter; CLOCK_MONOTONIC
  * ns where there is none). 32 bytes instead of two 96-byte events: the engine writes this on the computing thread,
  * where every cache line written into the ring is a miss, and leaves the conversion to ns to the reader

@@ -51,17 +51,26 @@ static bool wait_state(pid_t pid, const char *states) {
     return false;
 }
 
-static void back_off(void) {
-    int go[2];
-    CHECK(pipe(go) == 0);
+/* A child blocked (S) on a pipe until the parent writes into *go, then spinning, or exiting when exit_then. */
+static pid_t blocked_child(int *go, bool exit_then) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
     pid_t child = fork();
     if (child == 0) {
         char c;
-        close(go[1]);
-        if (read(go[0], &c, 1) != 1) _exit(1); /* blocked (S) until the parent writes */
+        close(fds[1]);
+        if (read(fds[0], &c, 1) != 1 || exit_then) _exit(0);
         for (volatile unsigned long spin = 0;; spin++) {}
     }
-    close(go[0]);
+    close(fds[0]);
+    *go = fds[1];
+    return child;
+}
+
+static void back_off(void) {
+    int   go;
+    pid_t child = blocked_child(&go, false);
+    CHECK(child > 0);
     CHECK(wait_state(child, "S")); /* the child has reached its read */
     uint64_t t = mono_ns();
     ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, t, 5);
@@ -85,7 +94,7 @@ static void back_off(void) {
     CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 100 * MS, true), 100); /* blocked for 100 ms: no change */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 100 * MS, false), 100); /* no records: backing off as before */
     ggprof_proc_sampler_free(b);
-    CHECK(write(go[1], "x", 1) == 1);
+    CHECK(write(go, "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS, false), 5); /* running again: the base period */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 5 * MS, false), 10);
@@ -101,7 +110,7 @@ static void back_off(void) {
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
-    close(go[1]);
+    close(go);
     ggprof_proc_sampler_exit(s, t, status, NULL);
     ggprof_proc_sampler_free(s);
 }
@@ -242,33 +251,33 @@ static int64_t q_int(sqlite3 *db, const char *sql) {
     return v;
 }
 
+/* A sampler that read the blocked child once, then saw it exit. */
+static ggprof_proc_sampler *sampled_once(uint64_t *fork_ns, uint64_t *sampled, pid_t *pid) {
+    int   go;
+    pid_t child = blocked_child(&go, true);
+    CHECK(child > 0);
+    *fork_ns = mono_ns();
+    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, *fork_ns, 5);
+    CHECK(s != NULL && wait_state(child, "S"));
+    ggprof_proc_sampler_tick(s, mono_ns(), false);
+    *sampled = mono_ns();
+    CHECK(write(go, "x", 1) == 1);
+    int status = 0;
+    waitpid(child, &status, 0);
+    close(go);
+    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+    *pid = child;
+    return s;
+}
+
 /* The engine's counters at a thread's end (THREAD_END) make thread_stats exact however seldom the sampler read them:
  * a sampled thread takes the latest reading (an older one drained later changes nothing), a thread the sampler never
  * saw gets a row of its own with its start and no idle time (not followed: NULL), a process the sampler does not
  * know gets none, and a reading older than the sampler's last sample is not taken. */
 static void thread_ends(void) {
-    int go[2];
-    CHECK(pipe(go) == 0);
-    pid_t child = fork();
-    if (child == 0) {
-        char c;
-        close(go[1]);
-        if (read(go[0], &c, 1) != 1) _exit(1);
-        _exit(0);
-    }
-    close(go[0]);
-    uint64_t fork_ns = mono_ns();
-    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, fork_ns, 5);
-    CHECK(s != NULL);
-    CHECK(wait_state(child, "S"));
-    ggprof_proc_sampler_tick(s, mono_ns(), false);
-    uint64_t sampled = mono_ns();
-    CHECK(write(go[1], "x", 1) == 1);
-    int status;
-    waitpid(child, &status, 0);
-    close(go[1]);
-    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
-
+    uint64_t fork_ns, sampled;
+    pid_t    child;
+    ggprof_proc_sampler *s = sampled_once(&fork_ns, &sampled, &child);
     ggprof_store *st = NULL;
     char why[256];
     CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
@@ -307,24 +316,7 @@ static void thread_ends(void) {
     ggprof_proc_sampler_free(s);
 
     /* A reading taken before the sampler's last sample: older counters, not taken */
-    CHECK(pipe(go) == 0);
-    child = fork();
-    if (child == 0) {
-        char c;
-        close(go[1]);
-        if (read(go[0], &c, 1) != 1) _exit(1);
-        _exit(0);
-    }
-    close(go[0]);
-    fork_ns = mono_ns();
-    s = ggprof_proc_sampler_new(child, fork_ns, 5);
-    CHECK(s != NULL);
-    CHECK(wait_state(child, "S"));
-    ggprof_proc_sampler_tick(s, mono_ns(), false);
-    CHECK(write(go[1], "x", 1) == 1);
-    waitpid(child, &status, 0);
-    close(go[1]);
-    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+    s = sampled_once(&fork_ns, &sampled, &child);
     CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
     if (!st) return;
     e.tid = child, e.at_ns = fork_ns - 1, e.cpu_ns = 123456789;
