@@ -286,12 +286,16 @@ static void window_open(record_run *r, uint64_t now, const char *by) {
     r->windows[r->n_windows++] = (ggprof_window) { now, 0, by, NULL };
     r->on = true;
     atomic_fetch_and(&r->ring.file->recording, ~GGPROF_REC_COLLECTOR_OFF);
-    if (r->duration > 0 && r->n_windows == 1) r->t_off_at = now + (uint64_t) (r->duration * 1e9);
+    if (r->duration > 0 && r->n_windows == 1) {
+        r->t_off_at = now + (uint64_t) (r->duration * 1e9);
+        atomic_store(&r->ring.file->off_at_ns, r->t_off_at); /* the engine stops there itself (ring.h) */
+    }
 }
 
 static void window_close(record_run *r, uint64_t now, const char *by) {
     if (!r->on) return;
     atomic_fetch_or(&r->ring.file->recording, GGPROF_REC_COLLECTOR_OFF);
+    atomic_store(&r->ring.file->off_at_ns, 0);
     r->on = false;
     if (r->n_windows && !r->windows[r->n_windows - 1].closed_by) {
         r->windows[r->n_windows - 1].end_ns    = now;
@@ -307,8 +311,9 @@ static long windows_tick(record_run *r) {
         window_open(r, now, "delay");
     }
     if (r->t_off_at && now >= r->t_off_at) {
-        r->t_off_at = 0;
-        window_close(r, now, "duration");
+        uint64_t end = r->t_off_at; /* where the engine stopped, however late this wake-up */
+        r->t_off_at  = 0;
+        window_close(r, end, "duration");
     }
     while (r->toggles_seen != g_toggles) {
         r->toggles_seen++;

@@ -203,7 +203,11 @@ __thread int ggprof_t_graph_on = -1;
 
 int ggprof_recording_now(void) {
     /* no ring: the C API alone (ggml-profiler.h) collects, and has its own switch */
-    return !g_ring.file || atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) == GGPROF_REC_ON;
+    if (!g_ring.file) return 1;
+    if (atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) != GGPROF_REC_ON) return 0;
+    /* a --duration window's end, as the collector set it: off from then on, however late it wakes to say so */
+    uint64_t off = atomic_load_explicit(&g_ring.file->off_at_ns, memory_order_relaxed);
+    return !off || ggprof_now_ns() < off;
 }
 
 int ggprof_emit(const ggprof_msg_hdr *msg) {
@@ -211,8 +215,7 @@ int ggprof_emit(const ggprof_msg_hdr *msg) {
     /* A scheduler graph is recorded whole or not at all, as the switch was when it began (ggprof_t_graph_on);
      * anything else as the switch is now. */
     if (msg->kind >= GGPROF_MSG_GRAPH && msg->kind <= GGPROF_MSG_EVENT &&
-        !(ggprof_t_graph_on >= 0 ? ggprof_t_graph_on
-                                 : atomic_load_explicit(&g_ring.file->recording, memory_order_relaxed) == GGPROF_REC_ON)) {
+        !(ggprof_t_graph_on >= 0 ? ggprof_t_graph_on : ggprof_recording_now())) {
         return 0;
     }
     if (t_slot == NULL && !t_slot_tried) {

@@ -56,6 +56,12 @@ typedef struct {
     _Atomic uint64_t dropped_freed;  /* drops counted in slots that were recycled */
     _Atomic uint64_t noslot_records; /* records (ggprof_msg_records) in the dropped_noslot messages */
     _Atomic uint64_t freed_records;  /* records in the dropped_freed messages */
+    /* record --duration: a capture window's end (CLOCK_MONOTONIC ns; 0: none). Producers treat the recording as
+     * off from then on, so that the window ends on time though the collector, at nice 19 on a machine whose CPUs
+     * the workload keeps busy, may wake a quarter of a second late to close it. A newer field in the header's
+     * zeroed room, no version bump: an older engine ignores it (the window ends when the collector wakes), an
+     * older collector leaves it 0. */
+    _Atomic uint64_t off_at_ns;
 } ggprof_ring_file;
 
 typedef struct {
@@ -74,7 +80,7 @@ typedef struct {
 
 /* Shared by processes built apart (a ring outlives neither side's build, but the collector reads what any engine
  * of the same version wrote): each field where the other side expects it, head and tail on lines of their own. */
-_Static_assert(sizeof(ggprof_ring_file) == 80 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
+_Static_assert(sizeof(ggprof_ring_file) == 88 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
 _Static_assert(sizeof(ggprof_ring_slot) == GGPROF_SLOT_HDR, "slot header layout");
 _Static_assert(offsetof(ggprof_ring_slot, head) == 64 && offsetof(ggprof_ring_slot, tail) == 128,
                "a slot's head and tail each on a cache line of its own");
