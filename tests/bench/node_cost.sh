@@ -43,7 +43,7 @@ if [ "$CALLGRIND" = 1 ]; then
     for run in $runs; do
         opt=
         [ "$run" = threads ] && opt=--threads
-        "$GGPROF" record -o "$out/$run.db" --level op --ring-kib 65536 $opt -- valgrind --tool=callgrind \
+        "$GGPROF" record --wait -o "$out/$run.db" --level op --ring-kib 65536 $opt -- valgrind --tool=callgrind \
             --callgrind-out-file="$out/$run.cg" "$out/node_cost" "$N_OPS" "$N_GRAPHS" "$th" > /dev/null 2> "$out/$run.err"
     done
     total() { callgrind_annotate "$1" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'; }
@@ -75,7 +75,7 @@ for threads in 1 2; do
         run_plain() { "$out/node_cost" "$N_OPS" "$N_GRAPHS" "$threads" > "$out/p.out"; }
         run_rec() {
             rm -f "$out/r.db" "$out/r.json.gz"
-            "$GGPROF" record -o "$out/r.db" --level op --ring-kib 65536 -- "$out/node_cost" "$N_OPS" "$N_GRAPHS" \
+            "$GGPROF" record --wait -o "$out/r.db" --level op --ring-kib 65536 -- "$out/node_cost" "$N_OPS" "$N_GRAPHS" \
                 "$threads" > "$out/r.out" 2> "$out/r.err"
             grep -q "of $N_GRAPHS CPU splits timed op by op" "$out/r.err" || { cat "$out/r.err" >&2; exit 1; }
             if grep -q "dropped" "$out/r.err"; then echo "records dropped: raise --ring-kib" >&2; exit 1; fi
@@ -91,7 +91,7 @@ for threads in 1 2; do
     : > "$out/alt"
     for i in $(seq 1 "${ALT_RUNS:-3}"); do
         rm -f "$out/a.db" "$out/a.json.gz"
-        "$GGPROF" record -o "$out/a.db" --alternate --level op --ring-kib 65536 -- "$out/node_cost" "$N_OPS" \
+        "$GGPROF" record --wait -o "$out/a.db" --alternate --level op --ring-kib 65536 -- "$out/node_cost" "$N_OPS" \
             "$N_GRAPHS" "$threads" > "$out/a.out" 2> "$out/a.err"
         if grep -q "dropped" "$out/a.err"; then echo "records dropped: raise --ring-kib" >&2; exit 1; fi
         nodes=$(awk '{ for (i = 1; i < NF; i++) if ($i == "nodes") print $(i + 1) }' "$out/a.out")
