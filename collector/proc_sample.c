@@ -5,9 +5,10 @@
  * others at the next barrier: the period backs off while no thread blocks or wakes, from 5 ms to 1 s while a
  * thread runs (to 100 ms while all are blocked), and while records arrive (graphs compute) it is 1 s at once, nor
  * are the threads listed again but when their count changes (tests/bench/overhead_parts.sh measures the sampler's
- * cost); the threads' final counters come from the engine (THREAD_END) however seldom they were sampled. A stretch's edges do not depend on the period: the
- * schedstat counters say how long the thread was neither on a CPU nor waiting for one between two samples, and a
- * thread that blocked (or woke) once in an interval did so that long before its end (after its start). Its children
+ * cost); the threads' final counters come from the engine (THREAD_END) however seldom they were sampled. A
+ * stretch's edges do not depend on the period: the schedstat counters say how long the thread was neither on a CPU
+ * nor waiting for one between two samples, and a thread that blocked (or woke) once in an interval did so that long
+ * before its end (after its start). Its children
  * (forked) are found in /proc/PID/task/TID/children, their fork and exit to the sample period, their counters from
  * /proc/PID/stat and status. No file is opened at a sample, only read again (see thread_kids). */
 #include "proc_sample.h"
@@ -360,7 +361,7 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
          * the sampler); one that did brings the base period back. While graphs compute (busy: every computing
          * thread runs, and each sample preempts one on a machine with no CPU to spare) the longest period comes at
          * once: a short run's generation fell in the start-up's doubling (samples 160 and 320 ms after the fork),
-         * which cost it about 1% of its tokens a second. The threads' counters at the end do not depend on it: the
+         * each a preemption there (docs/how-it-works.md, "Overhead", has what that cost). The threads' counters at the end do not depend on it: the
          * engine reads them as each thread ends and as the process exits (THREAD_END, merged by
          * ggprof_proc_sampler_store). Threads and processes that start or end do not bring the base period back: a
          * new one is sampled from the sample that finds it, and its runs' edges do not depend on the period. */
