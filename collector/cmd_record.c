@@ -524,6 +524,7 @@ static int record_prepare(record_run *r) {
     r->out_made = true;
     char why[512];
     if (ggprof_store_create(&r->store, r->out_file.tmp, why, sizeof(why)) != 0) return ggprof_fail(GGPROF_EXIT_USAGE, "%s", why);
+    ggprof_ring_sweep(); /* rings of collectors that were killed: memory no one will read */
     ggprof_ring_temp_path(r->ring_path, sizeof(r->ring_path), "record");
     if (ggprof_ring_create(&r->ring, r->ring_path, 64, (uint64_t) r->ring_kib * 1024, (uint32_t) r->level) != 0) {
         return ggprof_fail(GGPROF_EXIT_INTERNAL, "cannot create the ring '%s': %s", r->ring_path, strerror(errno));

@@ -1,7 +1,10 @@
 /* Shared-memory ring: a pool of single-producer slots in one mapped file (see ring.h). */
 #include "ring.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,8 +52,38 @@ uint64_t ggprof_msg_records(const ggprof_msg_hdr *msg, uint64_t *graph_id) {
 
 static char *slot_data(ggprof_ring_slot *s) { return (char *) s + GGPROF_SLOT_HDR; }
 
+static const char *ring_dir(void) {
+    return access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+}
+
+int ggprof_ring_sweep(void) {
+    const char *dir = ring_dir();
+    DIR        *d   = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char tag[16], hex[17], end[8];
+        int  pid;
+        /* ggprof-TAG-PID-RANDOM.ring, as ggprof_ring_temp_path names it, and nothing after */
+        if (sscanf(e->d_name, "ggprof-%15[a-z]-%d-%16[0-9a-f]%7s", tag, &pid, hex, end) != 4 || strcmp(end, ".ring") != 0 ||
+            strlen(hex) != 16 || pid <= 0 || (strcmp(tag, "record") != 0 && strcmp(tag, "profile") != 0)) {
+            continue;
+        }
+        char path[PATH_MAX];
+        struct stat st;
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int) sizeof(path) || lstat(path, &st) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+            continue;
+        }
+        if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* its maker lives (or is not ours to ask) */
+        if (unlink(path) == 0) n++;
+    }
+    closedir(d);
+    return n;
+}
+
 void ggprof_ring_temp_path(char *buf, size_t len, const char *tag) {
-    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const char *dir = ring_dir();
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd)) {
         struct timespec ts; /* no random source (very old kernels): still unique, O_EXCL still holds */

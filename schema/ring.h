@@ -121,6 +121,10 @@ typedef struct {
  * kernel's random source, so that no other user can guess it and plant a file or a link there first (and
  * ggprof_ring_create makes it with O_EXCL, mode 0600, whatever happens). */
 void ggprof_ring_temp_path(char *buf, size_t len, const char *tag);
+/* Removes the rings of this user left in that folder by a maker that no longer runs (a collector or a GGML_PROFILE
+ * program killed before it could remove its own: its written pages stay in memory while the name does). A process
+ * still mapping one keeps its memory; the name only goes. Returns how many went. */
+int  ggprof_ring_sweep(void);
 int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level);
 /* Hands every published byte to fn, in runs of whole messages (PAD messages included), and frees the slots
  * of threads that finished; returns the bytes read. Copying runs rather than messages keeps the collector's

@@ -38,6 +38,10 @@ wait "$collector" 2> /dev/null
 for _ in $(seq 1 120); do [ -s "$status" ] && break; sleep 1; done
 expect "collector killed: the workload still ends normally" "$(cat "$status" 2> /dev/null)" 0
 expect "collector killed: and generated to the end" "$(grep -ac 'common_perf_print: *eval time' "$OUT/killed.out")" 1
+shm=/dev/shm
+[ -w /dev/shm ] || shm=${TMPDIR:-/tmp}
+left() { find "$shm" -maxdepth 1 -name "ggprof-record-$collector-*.ring" | wc -l; }
+expect "collector killed: its ring is left behind" "$(left)" 1
 
 # Two records at once: with different outputs both complete; with the same output the second stops at once, with
 # one line, and leaves the first's trace whole.
@@ -48,6 +52,7 @@ first=$!
 expect "two at once, different outputs: the second completes" "$?" 0
 wait "$first"
 expect "... and so does the first" "$?" 0
+expect "the next record removes the killed collector's ring (its maker is gone)" "$(left)" 0
 expect "... each trace with its own graphs" "$(q "$OUT/a.db" "SELECT count(*) > 0 FROM graphs"):$(q "$OUT/b.db" \
     "SELECT count(*) > 0 FROM graphs")" "1:1"
 "$GGPROF" record -q -o "$OUT/same.db" -- sh -c "$(run_model) > /dev/null 2>&1; sleep 3" &
