@@ -39,7 +39,8 @@ const char ggprof_usage_record[] =
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are copied out of the ring (to OUT.db.spill) and stored by a\n"
-    "second thread at nice 19; what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
+    "second thread at nice 19 while at least half a CPU is idle (none is taken from a workload that keeps every\n"
+    "CPU busy; GGPROF_RECORD_BUILDER=1 stores regardless, =0 never); what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
     "the upstream profiler, one record per line), both readable by their owner only (mode 0600, as perf.data).\n"
     "Exits with CMD's exit status (128+N if signal N ended it).\n"
     "Ends with a line per process: the levels that produced records, the CPU splits timed op by op and with\n"
@@ -179,6 +180,11 @@ typedef struct {
     bool            started, off, stop, failed;
     atomic_bool     cut;      /* the workload ended: the round being stored ends at its next frame */
     uint64_t        bytes_ns[2]; /* spill bytes stored and the ns it took, rounds' JSON included: the build's rate */
+    /* Rounds go to the thread only while a CPU is spare (cpu_spare): /proc/stat, kept open, read at each drain */
+    int             stat_fd, n_cpus;
+    ggprof_cpu_idle idle;
+    bool            spare, always; /* the last decision; GGPROF_RECORD_BUILDER=1: every round, spare or not */
+    uint64_t        held;          /* drains whose round waited for a spare CPU */
 } record_builder;
 
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
@@ -186,6 +192,7 @@ typedef struct {
     const char *out, *level_str;
     int         level, quiet, serialize, alternate, start_paused, threads, wait;
     bool        no_builder, no_sampler; /* GGPROF_RECORD_BUILDER=0, GGPROF_RECORD_SAMPLER=0: the A/B of their cost */
+    bool        builder_always;         /* GGPROF_RECORD_BUILDER=1: build during the run even with no CPU spare */
     long        ring_kib, sample, max_mb;
     const char *snapshot_str, *metrics_str;
     ggprof_live           *live;    /* --metrics: the live aggregates and their HTTP server */
@@ -462,6 +469,8 @@ static int record_parse(record_run *r, int argc, char **argv) {
     }
     r->cmd = argv + a.next;
     r->no_builder = env_off("GGPROF_RECORD_BUILDER");
+    const char *bv = getenv("GGPROF_RECORD_BUILDER");
+    r->builder_always = bv && strcmp(bv, "1") == 0;
     r->no_sampler = env_off("GGPROF_RECORD_SAMPLER");
     const char *w = getenv("GGPROF_RECORD_WAIT"), *d = getenv("GGPROF_RECORD_DEFER_S");
     if (w && strcmp(w, "1") == 0) r->wait = 1;
@@ -663,7 +672,31 @@ static void builder_start(record_run *r) {
     pthread_mutex_init(&b->busy, NULL);
     pthread_cond_init(&b->cv, NULL);
     r->json_stream = ggprof_json_v3_stream_open(r->json);
+    b->always  = r->builder_always;
+    b->stat_fd = b->always ? -1 : open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    long nc    = sysconf(_SC_NPROCESSORS_ONLN);
+    b->n_cpus  = nc > 0 ? (int) nc : 1;
+    b->always |= b->stat_fd < 0; /* no /proc: as before, every round */
+    char text[256];
+    ssize_t n = b->stat_fd >= 0 ? pread(b->stat_fd, text, sizeof(text) - 1, 0) : -1;
+    if (n > 0) text[n] = 0, ggprof_cpu_idle_update(&b->idle, text, b->n_cpus); /* the first reading */
     b->started = pthread_create(&b->th, NULL, builder_main, r) == 0;
+    if (!b->started && b->stat_fd >= 0) close(b->stat_fd);
+}
+
+/* Whether a CPU was spare since the last drain: at least half a CPU idle on average. A reading too close to the
+ * last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
+ * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
+ * background when that takes more than a second: nothing takes a slice of a CPU a ggml thread wants meanwhile. */
+static bool cpu_spare(record_builder *b) {
+    if (b->always) return true;
+    char text[256];
+    ssize_t n = pread(b->stat_fd, text, sizeof(text) - 1, 0);
+    if (n <= 0) return b->spare;
+    text[n] = 0;
+    double idle = ggprof_cpu_idle_update(&b->idle, text, b->n_cpus);
+    if (idle >= 0) b->spare = idle >= 0.5;
+    return b->spare;
 }
 
 /* The spill's frames up to here are one round more for the builder; none from the moment the spill cannot be built
@@ -671,6 +704,10 @@ static void builder_start(record_run *r) {
 static void builder_push(record_run *r) {
     record_builder *b = &r->b;
     if (!b->started || b->off || r->spill.good_end == b->pushed) return;
+    if (!cpu_spare(b)) {
+        b->held++;
+        return;
+    }
     if (!ggprof_spill_can_build(&r->spill)) {
         b->off = true;
         return;
@@ -693,6 +730,8 @@ static void builder_stop(record_run *r) {
     pthread_mutex_unlock(&b->mu);
     pthread_join(b->th, NULL);
     b->started = false;
+    if (b->stat_fd >= 0) close(b->stat_fd);
+    b->stat_fd = -1;
     if (b->failed) ggprof_err("internal: cannot read back '%s'", r->spill_path);
 }
 

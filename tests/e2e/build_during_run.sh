@@ -1,14 +1,16 @@
 # The database and the JSON built while the workload runs (record's builder thread, collector/spill.c's
 # ggprof_spill_build): the trace holds records before the workload ends, and what record writes at the end is what
 # a build from nothing writes (the JSON byte for byte as `export --json` writes it from the database; every record
-# there once, in the order drained).
+# there once, in the order drained). The builder takes a round only while a CPU is spare: with every CPU kept busy,
+# nothing is stored until the workload ends, and then everything is.
 . "$(dirname "$0")/../lib.sh"
 
 build_ggml_program rate_workload "$GGPROF_ROOT/tests/bench/rate_workload.c"
 db="$OUT/during.db"
 rm -f "$db" "$OUT/during.json.gz"
-# 20k records a second for 4 s on 1 MiB slots: a drain, and a round for the builder, about every 0.3 s
-"$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 4 > "$OUT/out" 2> "$OUT/err" &
+# 20k records a second for 4 s on 1 MiB slots: a drain, and a round for the builder, about every 0.3 s (handed over
+# whether or not a CPU is idle: the machine running the tests may be busy)
+GGPROF_RECORD_BUILDER=1 "$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 4 > "$OUT/out" 2> "$OUT/err" &
 rec=$!
 grown=0
 for _ in $(seq 1 35); do # while the workload runs (4 s): the hidden database beside OUT (schema/outfile.c)
@@ -35,3 +37,38 @@ expect "record's JSON is the JSON of its database, byte for byte" \
     "$(zcat "$OUT/during.json.gz" | cmp - "$OUT/whole.json" > /dev/null && echo same)" same
 expect "no file of the build is left beside the trace" \
     "$(ls -a "$OUT" | grep -c -e '^\.during' -e '\.records$' -e '\.spill$')" 0
+
+# Every CPU busy (a spinning shell per CPU, at the workload's priority; 1 MiB slots, drained about every 0.4 s): no
+# round is handed to the builder, the hidden database holds no record while the workload runs, and the end stores
+# them all. (With GGPROF_RECORD_BUILDER=1 the builder stores some 11k of them meanwhile, at nice 19.)
+db="$OUT/busy.db"
+rm -f "$db" "$OUT/busy.json.gz"
+spinners=()
+for _ in $(seq 1 "$(nproc)"); do
+    (while :; do :; done) &
+    spinners+=($!)
+done
+"$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
+rec=$!
+seen=0 looked=0
+for _ in $(seq 1 25); do # while the workload runs (3 s): a count read while record's child is still there
+    sleep 0.1
+    for tmp in "$OUT"/.busy.db.ggprof-*; do
+        [ -f "$tmp" ] || continue
+        n=$(sqlite3 -cmd ".timeout 2000" "file:$tmp?mode=ro" "SELECT count(*) FROM events" 2> /dev/null)
+        pgrep -P "$rec" > /dev/null || break 2
+        looked=$((looked + 1))
+        [ "${n:-0}" -gt "$seen" ] && seen=$n
+    done
+done
+wait "$rec"
+rc=$?
+kill "${spinners[@]}" 2> /dev/null
+wait "${spinners[@]}" 2> /dev/null
+expect "record succeeds with every CPU busy" "$rc" 0
+expect_ge "the hidden database was there to look at" "$looked" 1
+expect "no record stored while no CPU was spare" "$seen" 0
+graphs=$(awk '{ print $2 }' "$OUT/out")
+expect "nothing was dropped (busy)" "$(q "$db" "SELECT value FROM meta WHERE key = 'dropped_records'")" 0
+expect "every graph's 500 ops stored at the end" "$(q "$db" "SELECT count(*) FROM events WHERE type = 0")" \
+    "$((graphs * 500))"

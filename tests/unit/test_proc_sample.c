@@ -16,6 +16,7 @@
 #include "proc_sample.h"
 #include "store.h"
 #include "trace_db.h"
+#include "wire.h"
 
 #define MS 1000000ull
 
@@ -330,8 +331,41 @@ static void thread_ends(void) {
     ggprof_proc_sampler_free(s);
 }
 
+/* The machine's idle CPUs between two readings of /proc/stat (record's builder waits while under half a CPU is
+ * idle): the made-up lines of two kernels (4 and 10 fields), a malformed one, and the real file twice. */
+static void cpu_idle(void) {
+    uint64_t busy = 0, idle = 0;
+    CHECK(ggprof_stat_cpu_parse("cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 1 2 3 4\n", &busy, &idle));
+    CHECK_EQ_INT((int) busy, 161); /* user nice system irq softirq steal; guest time is in user already */
+    CHECK_EQ_INT((int) idle, 1020);
+    CHECK(ggprof_stat_cpu_parse("cpu 10 0 5 85\n", &busy, &idle) && busy == 15 && idle == 85);
+    CHECK(!ggprof_stat_cpu_parse("cpu0 10 0 5 85\n", &busy, &idle));
+    CHECK(!ggprof_stat_cpu_parse("cpu  10 0 5\n", &busy, &idle));
+    CHECK(!ggprof_stat_cpu_parse("intr 1 2 3 4\n", &busy, &idle));
+
+    ggprof_cpu_idle c = { 0 };
+    CHECK(ggprof_cpu_idle_update(&c, "cpu  100 0 0 100 0 0 0 0\n", 2) < 0); /* nothing before it */
+    /* 2 CPUs, 100 ticks each since: one busy, one idle */
+    double d = ggprof_cpu_idle_update(&c, "cpu  200 0 0 200 0 0 0 0\n", 2);
+    CHECK(d > 0.99 && d < 1.01);
+    /* both busy (steal counts as busy): none idle */
+    d = ggprof_cpu_idle_update(&c, "cpu  300 0 50 200 0 0 0 50\n", 2);
+    CHECK(d >= 0 && d < 0.01);
+    CHECK(ggprof_cpu_idle_update(&c, "cpu  301 0 50 200 0 0 0 50\n", 2) < 0); /* 1 tick: too short, kept */
+    d = ggprof_cpu_idle_update(&c, "cpu  301 0 50 204 0 0 0 50\n", 2); /* measured from the kept reading */
+    CHECK(d > 1.59 && d < 1.61);
+    CHECK(ggprof_cpu_idle_update(&c, "garbage", 2) < 0);
+    CHECK(ggprof_cpu_idle_update(&c, "cpu  1 0 0 1 0 0 0 0\n", 2) < 0); /* counters went back: a new start */
+    CHECK(c.busy == 1 && c.idle == 1);
+
+    char buf[256];
+    long n = ggprof_read_small("/proc/stat", buf, sizeof(buf));
+    CHECK(n > 0 && ggprof_stat_cpu_parse(buf, &busy, &idle) && busy + idle > 0);
+}
+
 int main(void) {
     int failures = 0;
+    RUN(cpu_idle);
     RUN(back_off);
     RUN(edges);
     RUN(cpu_threads);
