@@ -10,6 +10,8 @@
 #        BENCH_BUILD=static tests/bench/overhead.sh 201   the static LTO build's llama-bench (ggml inside it)
 #        BASE_GGPROF=/old/build/bin/ggprof tests/bench/overhead.sh 101   another ggprof recording in place of the
 #                 plain runs: this ggprof's runs over that one's (a change's cost, both recording; target >= 1)
+#        AA=1 tests/bench/overhead.sh 101   plain runs on both sides (an A/A test): how far apart two sets of plain
+#                 processes come out on this machine, i.e. the smallest cost the same number of pairs can resolve
 # Run it on an idle machine: ggml's spinning barriers make any concurrent build distort the numbers.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,7 +38,11 @@ else
     run_plain() { plain+=("$(tps "$BIN_DIR/llama-bench")"); }
 fi
 # shellcheck disable=SC2086 # RECORD_ARGS: options, split on spaces
-run_prof() { prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" ${RECORD_ARGS:-} -o "$tmp/bench.db" -- "$BIN_DIR/llama-bench")"); }
+if [ "${AA:-}" = 1 ]; then
+    run_prof() { prof+=("$(tps "$BIN_DIR/llama-bench")"); }
+else
+    run_prof() { prof+=("$(tps "$GGPROF" record -q --level "$LEVEL" ${RECORD_ARGS:-} -o "$tmp/bench.db" -- "$BIN_DIR/llama-bench")"); }
+fi
 for i in $(seq 1 "$PAIRS"); do
     if [ $((i % 2)) = 1 ]; then run_plain; run_prof; else run_prof; run_plain; fi
     echo "pair $i: plain ${plain[-1]} t/s, profiled ${prof[-1]} t/s" >&2
@@ -54,10 +60,15 @@ quartiles=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { p
 # and their mean (geometric: they are ratios) with its 95% interval says how far it can be trusted. The ratio of
 # the two sides' medians ignores the pairing; it is printed last.
 geoci=$(printf '%s\n' "${ratios[@]}" | geomean_ci)
-records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
-dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
-awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v base="${BASE_GGPROF:-}" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$(case "${RECORD_ARGS:-}" in *--sample*) echo 0.995 ;; *) echo 0.99 ;; esac)" 'BEGIN {
-    printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
+records=0 dropped=0
+if [ "${AA:-}" != 1 ]; then
+    records=$("$GGPROF" query "$tmp/bench.db" "SELECT count(*) FROM records")
+    dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
+fi
+awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v base="${BASE_GGPROF:-}" -v aa="${AA:-}" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$(case "${RECORD_ARGS:-}" in *--sample*) echo 0.995 ;; *) echo 0.99 ;; esac)" 'BEGIN {
+    if (aa == 1) printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, plain on both sides\n", b, tok, n
+    else printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
+    if (aa == 1) printf "A/A: the profiled side is plain llama-bench too: the ratios below are this machine\047s own spread between processes\n"
     if (base != "") printf "the plain side is %s recording (BASE_GGPROF): the ratios are this ggprof over it\n", base
     printf "tokens/s ratio, profiled / plain, geometric mean of the %d pairs: %s (95%% interval; target >= %s)\n", n, mc, tg
     printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq
