@@ -13,6 +13,21 @@ expect() {
     if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got '$2', expected '$3'"; fi
 }
 
+# spinners_start N [CPUS]: N CPU-bound shells (pinned to CPUS with taskset when given), their pids in SPINNERS;
+# spinners_stop ends them
+spinners_start() {
+    SPINNERS=()
+    local i
+    for ((i = 0; i < $1; i++)); do
+        if [ -n "${2:-}" ]; then taskset -c "$2" sh -c 'while :; do :; done' & else sh -c 'while :; do :; done' & fi
+        SPINNERS+=($!)
+    done
+}
+spinners_stop() {
+    kill "${SPINNERS[@]}" 2> /dev/null
+    wait "${SPINNERS[@]}" 2> /dev/null
+}
+
 # expect_ge NAME ACTUAL MIN (integers)
 expect_ge() {
     if [ -n "$2" ] && [ "$2" -ge "$3" ] 2>/dev/null; then ok "$1"; else not_ok "$1" "got '$2', expected >= $3"; fi

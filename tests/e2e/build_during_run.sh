@@ -43,11 +43,7 @@ expect "no file of the build is left beside the trace" \
 # them all. (With GGPROF_RECORD_BUILDER=1 the builder stores some 11k of them meanwhile, at nice 19.)
 db="$OUT/busy.db"
 rm -f "$db" "$OUT/busy.json.gz"
-spinners=()
-for _ in $(seq 1 "$(nproc)"); do
-    (while :; do :; done) &
-    spinners+=($!)
-done
+spinners_start "$(nproc)"
 "$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
 rec=$!
 seen=0 looked=0
@@ -63,8 +59,7 @@ for _ in $(seq 1 25); do # while the workload runs (3 s): a count read while rec
 done
 wait "$rec"
 rc=$?
-kill "${spinners[@]}" 2> /dev/null
-wait "${spinners[@]}" 2> /dev/null
+spinners_stop
 expect "record succeeds with every CPU busy" "$rc" 0
 expect_ge "the hidden database was there to look at" "$looked" 1
 expect "no record stored while no CPU was spare" "$seen" 0

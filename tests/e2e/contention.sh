@@ -12,15 +12,10 @@ rec() { # DB: llama-completion on the dense model, 2 threads on CPUs 0 and 1, 64
 first() { python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["findings"]; print(f[0]["rule"] if f else "none")' "$1"; }
 has() { python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["findings"]
 print(" ".join(k + " " + v for k, v in sorted(x["change"].items())) or "-" if (x := next((x for x in f if x["rule"] == sys.argv[2]), None)) else "absent")' "$@"; }
-hogs=()
-for _ in 1 2; do
-    taskset -c 0,1 sh -c 'while :; do :; done' &
-    hogs+=($!)
-done
+spinners_start 2 0,1
 rec "$D/busy.db"
 rc=$?
-kill "${hogs[@]}" 2> /dev/null
-wait "${hogs[@]}" 2> /dev/null
+spinners_stop
 expect "busy: llama-completion runs beside two CPU-bound processes" "$rc" 0
 rec "$D/idle.db"
 expect "idle: llama-completion runs alone" "$?" 0
