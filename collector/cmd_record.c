@@ -183,16 +183,16 @@ typedef struct {
     /* Rounds go to the thread only while a CPU is spare (cpu_spare): /proc/stat, kept open, read at each drain */
     int             stat_fd, n_cpus;
     ggprof_cpu_idle idle;
-    bool            spare, always; /* the last decision; GGPROF_RECORD_BUILDER=1: every round, spare or not */
-    uint64_t        held;          /* drains whose round waited for a spare CPU */
+    bool            spare, always; /* the last decision; every round, spare or not (GGPROF_RECORD_BUILDER=1, no /proc) */
 } record_builder;
 
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
 typedef struct {
     const char *out, *level_str;
     int         level, quiet, serialize, alternate, start_paused, threads, wait;
-    bool        no_builder, no_sampler; /* GGPROF_RECORD_BUILDER=0, GGPROF_RECORD_SAMPLER=0: the A/B of their cost */
-    bool        builder_always;         /* GGPROF_RECORD_BUILDER=1: build during the run even with no CPU spare */
+    bool        no_sampler; /* GGPROF_RECORD_SAMPLER=0: the A/B of its cost */
+    int         builder;    /* GGPROF_RECORD_BUILDER: 0 no round built during the run (the A/B of its cost), 1 every
+                             * round, -1 (unset) the rounds while a CPU is spare */
     long        ring_kib, sample, max_mb;
     const char *snapshot_str, *metrics_str;
     ggprof_live           *live;    /* --metrics: the live aggregates and their HTTP server */
@@ -468,9 +468,8 @@ static int record_parse(record_run *r, int argc, char **argv) {
         return ggprof_fail(GGPROF_EXIT_USAGE, "no command to run; usage: ggprof record [OPTIONS] -- CMD [ARGS...]");
     }
     r->cmd = argv + a.next;
-    r->no_builder = env_off("GGPROF_RECORD_BUILDER");
     const char *bv = getenv("GGPROF_RECORD_BUILDER");
-    r->builder_always = bv && strcmp(bv, "1") == 0;
+    r->builder = !bv ? -1 : strcmp(bv, "0") == 0 ? 0 : strcmp(bv, "1") == 0 ? 1 : -1;
     r->no_sampler = env_off("GGPROF_RECORD_SAMPLER");
     const char *w = getenv("GGPROF_RECORD_WAIT"), *d = getenv("GGPROF_RECORD_DEFER_S");
     if (w && strcmp(w, "1") == 0) r->wait = 1;
@@ -663,27 +662,6 @@ static void *builder_main(void *arg) {
     return NULL;
 }
 
-/* Starts the builder (the collector is at nice 19 by now: its threads, and the JSON's compressing ones, are too).
- * A flight recorder's database is built at the end, as its oldest records may still go; so is its JSON. */
-static void builder_start(record_run *r) {
-    record_builder *b = &r->b;
-    if (r->max_mb > 0 || r->no_builder) return;
-    pthread_mutex_init(&b->mu, NULL);
-    pthread_mutex_init(&b->busy, NULL);
-    pthread_cond_init(&b->cv, NULL);
-    r->json_stream = ggprof_json_v3_stream_open(r->json);
-    b->always  = r->builder_always;
-    b->stat_fd = b->always ? -1 : open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    long nc    = sysconf(_SC_NPROCESSORS_ONLN);
-    b->n_cpus  = nc > 0 ? (int) nc : 1;
-    b->always |= b->stat_fd < 0; /* no /proc: as before, every round */
-    char text[256];
-    ssize_t n = b->stat_fd >= 0 ? pread(b->stat_fd, text, sizeof(text) - 1, 0) : -1;
-    if (n > 0) text[n] = 0, ggprof_cpu_idle_update(&b->idle, text, b->n_cpus); /* the first reading */
-    b->started = pthread_create(&b->th, NULL, builder_main, r) == 0;
-    if (!b->started && b->stat_fd >= 0) close(b->stat_fd);
-}
-
 /* Whether a CPU was spare since the last drain: at least half a CPU idle on average. A reading too close to the
  * last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
  * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
@@ -699,15 +677,30 @@ static bool cpu_spare(record_builder *b) {
     return b->spare;
 }
 
+/* Starts the builder (the collector is at nice 19 by now: its threads, and the JSON's compressing ones, are too).
+ * A flight recorder's database is built at the end, as its oldest records may still go; so is its JSON. */
+static void builder_start(record_run *r) {
+    record_builder *b = &r->b;
+    if (r->max_mb > 0 || r->builder == 0) return;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_init(&b->busy, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    r->json_stream = ggprof_json_v3_stream_open(r->json);
+    b->stat_fd = r->builder == 1 ? -1 : open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    b->always  = b->stat_fd < 0; /* no /proc: as before, every round */
+    long nc    = sysconf(_SC_NPROCESSORS_ONLN);
+    b->n_cpus  = nc > 0 ? (int) nc : 1;
+    cpu_spare(b); /* the first reading */
+    b->started = pthread_create(&b->th, NULL, builder_main, r) == 0;
+    if (!b->started && b->stat_fd >= 0) close(b->stat_fd);
+}
+
 /* The spill's frames up to here are one round more for the builder; none from the moment the spill cannot be built
  * during the run (a disk short of room): from there on it all waits for the end, in order. */
 static void builder_push(record_run *r) {
     record_builder *b = &r->b;
     if (!b->started || b->off || r->spill.good_end == b->pushed) return;
-    if (!cpu_spare(b)) {
-        b->held++;
-        return;
-    }
+    if (!cpu_spare(b)) return;
     if (!ggprof_spill_can_build(&r->spill)) {
         b->off = true;
         return;
