@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -180,8 +181,12 @@ typedef struct {
     bool            started, off, stop, failed;
     atomic_bool     cut;      /* the workload ended: the round being stored ends at its next frame */
     uint64_t        bytes_ns[2]; /* spill bytes stored and the ns it took, rounds' JSON included: the build's rate */
-    /* Rounds go to the thread only while a CPU is spare (cpu_spare): /proc/stat, kept open, read at each drain */
-    int             stat_fd, n_cpus;
+    /* Rounds go to the thread only while a CPU is spare (cpu_spare): /proc/stat, kept open, read at each drain
+     * into stat_text, over the CPUs of record's affinity (the workload's too, unless it changes its own) */
+    int             stat_fd;
+    char           *stat_text;
+    size_t          stat_cap;
+    cpu_set_t       cpus;
     ggprof_cpu_idle idle;
     bool            spare, always; /* the last decision; every round, spare or not (GGPROF_RECORD_BUILDER=1, no /proc) */
 } record_builder;
@@ -662,17 +667,23 @@ static void *builder_main(void *arg) {
     return NULL;
 }
 
+static void builder_stat_close(record_builder *b) {
+    if (b->stat_fd >= 0) close(b->stat_fd);
+    b->stat_fd = -1;
+    free(b->stat_text);
+    b->stat_text = NULL;
+}
+
 /* Whether a CPU was spare since the last drain: at least half a CPU idle on average. A reading too close to the
  * last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
  * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
  * background when that takes more than a second: nothing takes a slice of a CPU a ggml thread wants meanwhile. */
 static bool cpu_spare(record_builder *b) {
     if (b->always) return true;
-    char text[256];
-    ssize_t n = pread(b->stat_fd, text, sizeof(text) - 1, 0);
+    ssize_t n = pread(b->stat_fd, b->stat_text, b->stat_cap - 1, 0);
     if (n <= 0) return b->spare;
-    text[n] = 0;
-    double idle = ggprof_cpu_idle_update(&b->idle, text, b->n_cpus);
+    b->stat_text[n] = 0;
+    double idle = ggprof_cpu_idle_update(&b->idle, b->stat_text, &b->cpus);
     if (idle >= 0) b->spare = idle >= 0.5;
     return b->spare;
 }
@@ -686,13 +697,15 @@ static void builder_start(record_run *r) {
     pthread_mutex_init(&b->busy, NULL);
     pthread_cond_init(&b->cv, NULL);
     r->json_stream = ggprof_json_v3_stream_open(r->json);
-    b->stat_fd = r->builder == 1 ? -1 : open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    b->always  = b->stat_fd < 0; /* no /proc: as before, every round */
-    long nc    = sysconf(_SC_NPROCESSORS_ONLN);
-    b->n_cpus  = nc > 0 ? (int) nc : 1;
+    long nc      = sysconf(_SC_NPROCESSORS_CONF);
+    b->stat_cap  = 256 * (size_t) (nc > 0 ? nc + 1 : 2); /* the "cpu" lines come first, each under 256 bytes */
+    b->stat_text = r->builder == 1 ? NULL : malloc(b->stat_cap);
+    b->stat_fd   = b->stat_text ? open("/proc/stat", O_RDONLY | O_CLOEXEC) : -1;
+    if (sched_getaffinity(0, sizeof(b->cpus), &b->cpus) != 0) CPU_ZERO(&b->cpus);
+    b->always = b->stat_fd < 0 || !CPU_COUNT(&b->cpus); /* no /proc: as before, every round */
     cpu_spare(b); /* the first reading */
     b->started = pthread_create(&b->th, NULL, builder_main, r) == 0;
-    if (!b->started && b->stat_fd >= 0) close(b->stat_fd);
+    if (!b->started) builder_stat_close(b);
 }
 
 /* The spill's frames up to here are one round more for the builder; none from the moment the spill cannot be built
@@ -723,8 +736,7 @@ static void builder_stop(record_run *r) {
     pthread_mutex_unlock(&b->mu);
     pthread_join(b->th, NULL);
     b->started = false;
-    if (b->stat_fd >= 0) close(b->stat_fd);
-    b->stat_fd = -1;
+    builder_stat_close(b);
     if (b->failed) ggprof_err("internal: cannot read back '%s'", r->spill_path);
 }
 

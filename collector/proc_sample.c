@@ -101,35 +101,49 @@ int ggprof_cpu_list_count(const char *list) {
     return n;
 }
 
-bool ggprof_stat_cpu_parse(const char *text, uint64_t *busy, uint64_t *idle) {
-    if (strncmp(text, "cpu ", 4) != 0) return false;
-    const char *s = text + 4;
-    uint64_t v[8] = { 0 };
+bool ggprof_stat_cpu_parse(const char *text, const cpu_set_t *set, uint64_t *busy, uint64_t *idle, int *n_cpus) {
+    uint64_t sb = 0, si = 0;
     int n = 0;
-    while (n < 8) {
-        while (*s == ' ') s++;
-        if (*s < '0' || *s > '9') break;
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, "cpu", 3) != 0 || l[3] < '0' || l[3] > '9') continue; /* the "cpu " line, intr, ctxt ... */
         char *e;
-        v[n++] = strtoull(s, &e, 10);
-        s = e;
+        unsigned long cpu = strtoul(l + 3, &e, 10);
+        if (*e != ' ') return false;
+        if (set && (cpu >= CPU_SETSIZE || !CPU_ISSET((int) cpu, set))) continue;
+        const char *s = e;
+        uint64_t v[8] = { 0 };
+        int k = 0;
+        while (k < 8) {
+            while (*s == ' ') s++;
+            if (*s < '0' || *s > '9') break;
+            v[k++] = strtoull(s, &e, 10);
+            s = e;
+        }
+        if (k < 4) return false; /* user nice system idle, in every kernel since 2.6 */
+        sb += v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        si += v[3] + v[4];
+        n++;
     }
-    if (n < 4) return false; /* user nice system idle, in every kernel since 2.6 */
-    *busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    *idle = v[3] + v[4];
+    if (!n) return false;
+    *busy   = sb;
+    *idle   = si;
+    *n_cpus = n;
     return true;
 }
 
-double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, int n_cpus) {
+double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, const cpu_set_t *set) {
     uint64_t busy, idle;
-    if (!ggprof_stat_cpu_parse(text, &busy, &idle)) return -1;
-    bool     had = c->have && busy >= c->busy && idle >= c->idle;
+    int n;
+    if (!ggprof_stat_cpu_parse(text, set, &busy, &idle, &n)) return -1;
+    bool     had = c->have && n == c->n_cpus && busy >= c->busy && idle >= c->idle;
     uint64_t db = had ? busy - c->busy : 0, di = had ? idle - c->idle : 0;
-    if (had && db + di < 2 * (uint64_t) (n_cpus > 0 ? n_cpus : 1)) return -1; /* too short to tell: keep the reading */
-    c->busy = busy;
-    c->idle = idle;
-    c->have = true;
+    if (had && db + di < 2 * (uint64_t) n) return -1; /* too short to tell: keep the reading */
+    c->busy   = busy;
+    c->idle   = idle;
+    c->n_cpus = n;
+    c->have   = true;
     if (!had) return -1;
-    return (double) di / (double) (db + di) * (n_cpus > 0 ? n_cpus : 1);
+    return (double) di / (double) (db + di) * n;
 }
 
 /* The CPUs the process may use: its affinity (Cpus_allowed_list) and the tightest cgroup v2 cpu.max from its

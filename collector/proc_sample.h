@@ -3,6 +3,7 @@
 #ifndef GGPROF_PROC_SAMPLE_H
 #define GGPROF_PROC_SAMPLE_H
 
+#include <sched.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -30,21 +31,24 @@ void ggprof_proc_sampler_free(ggprof_proc_sampler *s);
 /* "0-3,6" -> 5; -1 when it cannot be read. */
 int ggprof_cpu_list_count(const char *list);
 
-/* The machine's idle CPU time between two readings of /proc/stat's first line (all CPUs together). record's
- * builder stores rounds while the workload runs only when at least half a CPU was idle since the last reading: a
- * nice-19 thread still gets its share of a busy CPU (about 1.5%), and on a machine whose CPUs ggml's threads keep
- * busy each of its slices stops a ggml thread, and the others at the next barrier. */
+/* The idle CPU time between two readings of /proc/stat, over the CPUs record may run on (its affinity: the CPUs a
+ * taskset or a container's cpuset leaves it). record's builder stores rounds while the workload runs only when at
+ * least half of one of them was idle since the last reading: a nice-19 thread still gets its share of a busy CPU
+ * (about 1.5%), and on a machine whose CPUs ggml's threads keep busy each of its slices stops a ggml thread, and
+ * the others at the next barrier. */
 typedef struct {
     uint64_t busy, idle; /* USER_HZ ticks at the last reading */
+    int      n_cpus;     /* the CPUs summed then */
     bool     have;
 } ggprof_cpu_idle;
 
-/* Reads the "cpu  user nice system idle iowait irq softirq steal ..." line that /proc/stat's text starts with: busy
- * (user, nice, system, irq, softirq, steal) and idle (idle, iowait) ticks. false when it is not such a line. */
-bool ggprof_stat_cpu_parse(const char *text, uint64_t *busy, uint64_t *idle);
+/* Sums the "cpuN user nice system idle iowait irq softirq steal ..." lines of /proc/stat's text whose N is in set
+ * (every one when set is NULL): busy (user, nice, system, irq, softirq, steal) and idle (idle, iowait) ticks, and
+ * the lines summed in *n_cpus. false when no line was summed or one of them is malformed. */
+bool ggprof_stat_cpu_parse(const char *text, const cpu_set_t *set, uint64_t *busy, uint64_t *idle, int *n_cpus);
 
 /* Takes the reading in text and returns the idle CPUs on average since the one before (the idle share of the ticks
- * times n_cpus), or -1 when there is none before, the text is not a reading, or under 2 ticks a CPU passed. */
-double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, int n_cpus);
+ * times the CPUs summed), or -1 when there is none before, the text is not a reading, or under 2 ticks a CPU passed. */
+double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, const cpu_set_t *set);
 
 #endif

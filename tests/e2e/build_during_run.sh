@@ -38,32 +38,42 @@ expect "record's JSON is the JSON of its database, byte for byte" \
 expect "no file of the build is left beside the trace" \
     "$(ls -a "$OUT" | grep -c -e '^\.during' -e '\.records$' -e '\.spill$')" 0
 
-# Every CPU busy (a spinning shell per CPU, at the workload's priority; 1 MiB slots, drained about every 0.4 s): no
-# round is handed to the builder, the hidden database holds no record while the workload runs, and the end stores
-# them all. (With GGPROF_RECORD_BUILDER=1 the builder stores some 11k of them meanwhile, at nice 19.)
-db="$OUT/busy.db"
-rm -f "$db" "$OUT/busy.json.gz"
-spinners_start "$(nproc)"
-"$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
-rec=$!
-seen=0 looked=0
-for _ in $(seq 1 25); do # while the workload runs (3 s): a count read while record's child is still there
-    sleep 0.1
-    for tmp in "$OUT"/.busy.db.ggprof-*; do
-        [ -f "$tmp" ] || continue
-        n=$(sqlite3 -cmd ".timeout 2000" "file:$tmp?mode=ro" "SELECT count(*) FROM events" 2> /dev/null)
-        pgrep -P "$rec" > /dev/null || break 2
-        looked=$((looked + 1))
-        [ "${n:-0}" -gt "$seen" ] && seen=$n
+# No CPU spare (1 MiB slots, drained about every 0.4 s): no round is handed to the builder, the hidden database holds
+# no record while the workload runs, and the end stores them all. (With GGPROF_RECORD_BUILDER=1 the builder stores
+# some 11-35k of them meanwhile, at nice 19.) busy_case NAME SPINNERS SPIN_CPUS [PIN]: SPINNERS CPU-bound shells (on
+# SPIN_CPUS, or anywhere when empty) beside record, which runs under `taskset -c PIN` when PIN is given.
+busy_case() {
+    local name=$1 db="$OUT/$1.db" pin=() rec rc seen=0 looked=0 n graphs
+    [ -n "${4:-}" ] && pin=(taskset -c "$4")
+    rm -f "$db" "$OUT/$name.json.gz"
+    spinners_start "$2" "$3"
+    "${pin[@]}" "$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
+    rec=$!
+    for _ in $(seq 1 25); do # while the workload runs (3 s): a count read while record's child is still there
+        sleep 0.1
+        for tmp in "$OUT"/."$name".db.ggprof-*; do
+            [ -f "$tmp" ] || continue
+            n=$(sqlite3 -cmd ".timeout 2000" "file:$tmp?mode=ro" "SELECT count(*) FROM events" 2> /dev/null)
+            pgrep -P "$rec" > /dev/null || break 2
+            looked=$((looked + 1))
+            [ "${n:-0}" -gt "$seen" ] && seen=$n
+        done
     done
-done
-wait "$rec"
-rc=$?
-spinners_stop
-expect "record succeeds with every CPU busy" "$rc" 0
-expect_ge "the hidden database was there to look at" "$looked" 1
-expect "no record stored while no CPU was spare" "$seen" 0
-graphs=$(awk '{ print $2 }' "$OUT/out")
-expect "nothing was dropped (busy)" "$(q "$db" "SELECT value FROM meta WHERE key = 'dropped_records'")" 0
-expect "every graph's 500 ops stored at the end" "$(q "$db" "SELECT count(*) FROM events WHERE type = 0")" \
-    "$((graphs * 500))"
+    wait "$rec"
+    rc=$?
+    spinners_stop
+    expect "$name: record succeeds" "$rc" 0
+    expect_ge "$name: the hidden database was there to look at" "$looked" 1
+    expect "$name: no record stored while no CPU was spare" "$seen" 0
+    graphs=$(awk '{ print $2 }' "$OUT/out")
+    expect "$name: nothing was dropped" "$(q "$db" "SELECT value FROM meta WHERE key = 'dropped_records'")" 0
+    expect "$name: every graph's 500 ops stored at the end" "$(q "$db" "SELECT count(*) FROM events WHERE type = 0")" \
+        "$((graphs * 500))"
+}
+# every CPU busy
+busy_case busy "$(nproc)" ""
+# record and its workload on CPU 0, kept busy; the other CPUs idle, but not theirs (the sum over all CPUs would say
+# spare: the builder would run on CPU 0)
+if [ "$(nproc)" -ge 2 ]; then
+    busy_case pinned 1 0 0
+fi

@@ -331,36 +331,53 @@ static void thread_ends(void) {
     ggprof_proc_sampler_free(s);
 }
 
-/* The machine's idle CPUs between two readings of /proc/stat (record's builder waits while under half a CPU is
- * idle): the made-up lines of two kernels (4 and 10 fields), a malformed one, and the real file twice. */
+/* The idle CPUs between two readings of /proc/stat over a set of CPUs (record's builder waits while under half of
+ * one is idle): made-up texts with the lines of two kernels (4 and 10 fields), a set that leaves a CPU out,
+ * malformed lines, and the real file twice. */
 static void cpu_idle(void) {
+    const char *two = "cpu  300 5 50 1100 20 3 2 1 0 0\ncpu0 100 5 50 1000 20 3 2 1 0 0\n"
+                      "cpu1 200 0 0 100 0 0 0 0 0 0\nintr 1 2 3 4\nctxt 99\n";
     uint64_t busy = 0, idle = 0;
-    CHECK(ggprof_stat_cpu_parse("cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 1 2 3 4\n", &busy, &idle));
-    CHECK_EQ_INT((int) busy, 161); /* user nice system irq softirq steal; guest time is in user already */
-    CHECK_EQ_INT((int) idle, 1020);
-    CHECK(ggprof_stat_cpu_parse("cpu 10 0 5 85\n", &busy, &idle) && busy == 15 && idle == 85);
-    CHECK(!ggprof_stat_cpu_parse("cpu0 10 0 5 85\n", &busy, &idle));
-    CHECK(!ggprof_stat_cpu_parse("cpu  10 0 5\n", &busy, &idle));
-    CHECK(!ggprof_stat_cpu_parse("intr 1 2 3 4\n", &busy, &idle));
+    int n = 0;
+    CHECK(ggprof_stat_cpu_parse(two, NULL, &busy, &idle, &n));
+    CHECK(busy == 361 && idle == 1120 && n == 2); /* user nice system irq softirq steal; guest time is in user already */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    CHECK(ggprof_stat_cpu_parse(two, &one, &busy, &idle, &n) && busy == 200 && idle == 100 && n == 1);
+    CHECK(ggprof_stat_cpu_parse("cpu  10 0 5 85\ncpu0 10 0 5 85\n", NULL, &busy, &idle, &n) && busy == 15 && idle == 85);
+    CPU_ZERO(&one);
+    CPU_SET(7, &one);
+    CHECK(!ggprof_stat_cpu_parse(two, &one, &busy, &idle, &n)); /* none of its CPUs there */
+    CHECK(!ggprof_stat_cpu_parse("cpu  10 0 5\ncpu0 10 0 5\n", NULL, &busy, &idle, &n));
+    CHECK(!ggprof_stat_cpu_parse("cpu0x 1 2 3 4\n", NULL, &busy, &idle, &n));
+    CHECK(!ggprof_stat_cpu_parse("intr 1 2 3 4\n", NULL, &busy, &idle, &n));
 
     ggprof_cpu_idle c = { 0 };
-    CHECK(ggprof_cpu_idle_update(&c, "cpu  100 0 0 100 0 0 0 0\n", 2) < 0); /* nothing before it */
+    CHECK(ggprof_cpu_idle_update(&c, "cpu0 50 0 0 50\ncpu1 50 0 0 50\n", NULL) < 0); /* nothing before it */
     /* 2 CPUs, 100 ticks each since: one busy, one idle */
-    double d = ggprof_cpu_idle_update(&c, "cpu  200 0 0 200 0 0 0 0\n", 2);
+    double d = ggprof_cpu_idle_update(&c, "cpu0 150 0 0 50\ncpu1 50 0 0 150\n", NULL);
     CHECK(d > 0.99 && d < 1.01);
     /* both busy (steal counts as busy): none idle */
-    d = ggprof_cpu_idle_update(&c, "cpu  300 0 50 200 0 0 0 50\n", 2);
+    d = ggprof_cpu_idle_update(&c, "cpu0 250 0 0 50\ncpu1 50 0 50 150 0 0 0 50\n", NULL);
     CHECK(d >= 0 && d < 0.01);
-    CHECK(ggprof_cpu_idle_update(&c, "cpu  301 0 50 200 0 0 0 50\n", 2) < 0); /* 1 tick: too short, kept */
-    d = ggprof_cpu_idle_update(&c, "cpu  301 0 50 204 0 0 0 50\n", 2); /* measured from the kept reading */
+    CHECK(ggprof_cpu_idle_update(&c, "cpu0 251 0 0 50\ncpu1 50 0 50 150 0 0 0 50\n", NULL) < 0); /* too short */
+    d = ggprof_cpu_idle_update(&c, "cpu0 251 0 0 52\ncpu1 50 0 50 152 0 0 0 50\n", NULL); /* from the kept one */
     CHECK(d > 1.59 && d < 1.61);
-    CHECK(ggprof_cpu_idle_update(&c, "garbage", 2) < 0);
-    CHECK(ggprof_cpu_idle_update(&c, "cpu  1 0 0 1 0 0 0 0\n", 2) < 0); /* counters went back: a new start */
-    CHECK(c.busy == 1 && c.idle == 1);
+    /* only CPU 1 counts: it was idle all along while CPU 0 was busy */
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    ggprof_cpu_idle c1 = { 0 };
+    ggprof_cpu_idle_update(&c1, "cpu0 0 0 0 0\ncpu1 0 0 0 0\n", &one);
+    d = ggprof_cpu_idle_update(&c1, "cpu0 100 0 0 0\ncpu1 0 0 0 100\n", &one);
+    CHECK(d > 0.99 && d < 1.01);
+    CHECK(ggprof_cpu_idle_update(&c, "garbage", NULL) < 0);
+    CHECK(ggprof_cpu_idle_update(&c, "cpu0 1 0 0 1\ncpu1 1 0 0 1\n", NULL) < 0); /* counters went back: a new start */
+    CHECK(c.busy == 2 && c.idle == 2);
 
-    char buf[256];
-    long n = ggprof_read_small("/proc/stat", buf, sizeof(buf));
-    CHECK(n > 0 && ggprof_stat_cpu_parse(buf, &busy, &idle) && busy + idle > 0);
+    char buf[65536];
+    long r = ggprof_read_small("/proc/stat", buf, sizeof(buf));
+    CHECK(r > 0 && ggprof_stat_cpu_parse(buf, NULL, &busy, &idle, &n) && busy + idle > 0 && n >= 1);
 }
 
 int main(void) {
