@@ -170,15 +170,17 @@ static void edges(void) {
     }
     sqlite3_finalize(q);
     CHECK_EQ_INT(n, 1);
-    /* The block: after the child noted blocked_at (10 ms for a preemption before its read). The wake: once the
-     * parent wrote, by the time the child ran (time in the run queue is not blocked). 2 ms for the clocks' reads,
-     * 18 more for a running thread's CPU time in schedstat, which the kernel brings up to date at its ticks (up to
-     * 13 ms late seen on a loaded machine). Samples 150 and 160 ms apart: an edge at a sample is far outside. */
+    /* The block: after the child noted blocked_at (10 ms for a preemption before its read), or up to a tick before
+     * it: the sample before the block read the running child's schedstat CPU time, which the kernel brings up to
+     * date at its ticks, so the stretch can start that much early (-4.4 ms seen under ASan beside two busy CPUs;
+     * 10 ms allowed, a tick at HZ=100). The wake: once the parent wrote, by the time the child ran (time in the run
+     * queue is not blocked). 2 ms for the clocks' reads, 18 more for the same lag of the CPU time (up to 13 ms late
+     * seen on a loaded machine). Samples 150 and 160 ms apart: an edge at a sample is far outside. */
     double ds = (double) (start - (int64_t) blocked_at) / 1e6, de0 = (double) (end - (int64_t) woken_at) / 1e6;
     double de1 = (double) (end - (int64_t) woke_at) / 1e6;
-    CHECK(ds >= -2 && ds <= 30);
+    CHECK(ds >= -12 && ds <= 30);
     CHECK(de0 >= -2 && de1 <= 20);
-    if (!(ds >= -2 && ds <= 30 && de0 >= -2 && de1 <= 20)) {
+    if (!(ds >= -12 && ds <= 30 && de0 >= -2 && de1 <= 20)) {
         fprintf(stderr, "  idle run: starts %.1f ms after the block, ends %.1f ms after the write, %.1f ms after the wake\n", ds, de0, de1);
     }
     sqlite3_close(db);
