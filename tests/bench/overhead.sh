@@ -66,9 +66,10 @@ if [ "${AA:-}" != 1 ]; then
     dropped=$("$GGPROF" query "$tmp/bench.db" "SELECT value FROM meta WHERE key = 'dropped_records'")
 fi
 awk -v p="$mp" -v r="$mr" -v q="$mq" -v iq="$quartiles" -v mc="$geoci" -v n="$PAIRS" -v l="$LEVEL" -v rec="$records" -v drop="$dropped" -v tok="$TOKENS" -v base="${BASE_GGPROF:-}" -v aa="${AA:-}" -v b="${BENCH_BUILD:-shared}" -v ra="${RECORD_ARGS:+$RECORD_ARGS }" -v tg="$(case "${RECORD_ARGS:-}" in *--sample*) echo 0.995 ;; *) echo 0.99 ;; esac)" 'BEGIN {
-    if (aa == 1) printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, plain on both sides\n", b, tok, n
-    else printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
-    if (aa == 1) printf "A/A: the profiled side is plain llama-bench too: the ratios below are this machine\047s own spread between processes\n"
+    if (aa == 1) {
+        printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, plain on both sides\n", b, tok, n
+        printf "A/A: the profiled side is plain llama-bench too: the ratios below are this machine\047s own spread between processes\n"
+    } else printf "%s llama-bench -p 0 -n %d -r 3 -t 2, %d alternating pairs, --level %s %s(%d records per profiled run, %d dropped)\n", b, tok, n, l, ra, rec, drop
     if (base != "") printf "the plain side is %s recording (BASE_GGPROF): the ratios are this ggprof over it\n", base
     printf "tokens/s ratio, profiled / plain, geometric mean of the %d pairs: %s (95%% interval; target >= %s)\n", n, mc, tg
     printf "median of the per-pair ratios: %.3f (quartiles %s)\n", q, iq
