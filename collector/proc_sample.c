@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,8 +147,128 @@ double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, const cpu_se
     return (double) di / (double) (db + di) * n;
 }
 
-/* The CPUs the process may use: its affinity (Cpus_allowed_list) and the tightest cgroup v2 cpu.max from its
- * cgroup up to the root. */
+/* One hierarchy's cgroup of a process, from /proc/PID/cgroup's text: the path of the line whose controllers
+ * (its second field) include ctl, or of the v2 line ("0::") when ctl is NULL; "" as the root's. false when there is
+ * no such line, or its path is relative, too long, or climbs ("..": the text may come from anywhere). */
+static bool cgroup_path(const char *text, const char *ctl, char *path, size_t len) {
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *c = strchr(l, ':'), *end = strchr(l, '\n');
+        if (!end) end = l + strlen(l);
+        if (!c || c > end) continue;
+        const char *ce = memchr(c + 1, ':', (size_t) (end - c - 1));
+        if (!ce) continue;
+        bool match = false;
+        if (!ctl) match = ce == c + 1 && strncmp(l, "0:", 2) == 0;
+        for (const char *k = c + 1; ctl && k < ce && !match;) { /* "cpu,cpuacct": whole names only */
+            size_t n = strcspn(k, ",:");
+            match = n == strlen(ctl) && strncmp(k, ctl, n) == 0;
+            k += n + 1;
+        }
+        if (!match) continue;
+        const char *v = ce + 1;
+        size_t      n = (size_t) (end - v);
+        if (n == 0 || *v != '/' || n >= len || memmem(v, n, "..", 2)) return false;
+        while (n > 0 && v[n - 1] == '/') n--; /* the root's "/" becomes "" */
+        memcpy(path, v, n);
+        path[n] = 0;
+        return true;
+    }
+    return false;
+}
+
+/* The quota of the cgroup at dir, in CPUs, or -1 for none: v2 "QUOTA PERIOD" in cpu.max ("max PERIOD": none),
+ * v1 cpu.cfs_quota_us over cpu.cfs_period_us (-1: none). */
+static double cgroup_quota_at(const char *dir, bool v2) {
+    char f[GGPROF_CGROUP_PATH_MAX + 32], q[128], r[64];
+    long long quota, period;
+    if (v2) {
+        snprintf(f, sizeof(f), "%s/cpu.max", dir);
+        if (ggprof_read_small(f, q, sizeof(q)) <= 0 || sscanf(q, "%lld %lld", &quota, &period) != 2) return -1;
+    } else {
+        snprintf(f, sizeof(f), "%s/cpu.cfs_quota_us", dir);
+        if (ggprof_read_small(f, q, sizeof(q)) <= 0 || sscanf(q, "%lld", &quota) != 1) return -1;
+        snprintf(f, sizeof(f), "%s/cpu.cfs_period_us", dir);
+        if (ggprof_read_small(f, r, sizeof(r)) <= 0 || sscanf(r, "%lld", &period) != 1) return -1;
+    }
+    return quota > 0 && period > 0 ? (double) quota / (double) period : -1;
+}
+
+/* Climbs from root/rel to root, keeping the tightest quota in *c (its usage file from usage_root, the same
+ * relative path, where usage_root is given). */
+static void cgroup_climb(const char *root, const char *rel, bool v2, const char *usage_root, ggprof_cgroup_cpu *c) {
+    char dir[GGPROF_CGROUP_PATH_MAX + 32];
+    size_t root_len = strlen(root);
+    if (snprintf(dir, sizeof(dir), "%s%s", root, rel) >= (int) sizeof(dir)) return;
+    for (;;) {
+        double q = cgroup_quota_at(dir, v2);
+        if (q > 0 && (c->quota < 0 || q < c->quota)) {
+            c->quota = q;
+            c->v2    = v2;
+            c->usage[0] = 0;
+            if (usage_root) {
+                snprintf(c->usage, sizeof(c->usage), "%s%s/%s", usage_root, dir + root_len,
+                         v2 ? "cpu.stat" : "cpuacct.usage");
+            }
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || (size_t) (slash - dir) < root_len) break;
+        *slash = 0;
+    }
+}
+
+void ggprof_cgroup_cpu_find_in(const char *cgroup_text, const char *root, ggprof_cgroup_cpu *c) {
+    char rel[GGPROF_CGROUP_PATH_MAX], acct[GGPROF_CGROUP_PATH_MAX], base[GGPROF_CGROUP_PATH_MAX + 32],
+        acct_base[GGPROF_CGROUP_PATH_MAX + 32];
+    c->quota    = -1;
+    c->usage[0] = 0;
+    c->v2       = false;
+    if (strlen(root) > 256) return;
+    if (cgroup_path(cgroup_text, NULL, rel, sizeof(rel))) cgroup_climb(root, rel, true, root, c);
+    /* v1: the cpu controller's hierarchy, mounted as cpu or beside cpuacct; the CPU time is cpuacct's, at the same
+     * path where the two are set alike (a container's runtime does) */
+    if (!cgroup_path(cgroup_text, "cpu", rel, sizeof(rel))) return;
+    bool same = cgroup_path(cgroup_text, "cpuacct", acct, sizeof(acct)) && strcmp(acct, rel) == 0;
+    static const char *const mounts[][2] = { { "cpu", "cpuacct" }, { "cpu,cpuacct", "cpu,cpuacct" } };
+    for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]); i++) {
+        struct stat st;
+        snprintf(base, sizeof(base), "%s/%s", root, mounts[i][0]);
+        snprintf(acct_base, sizeof(acct_base), "%s/%s", root, mounts[i][1]);
+        if (stat(base, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        cgroup_climb(base, rel, false, same ? acct_base : NULL, c);
+        return;
+    }
+}
+
+void ggprof_cgroup_cpu_find(pid_t pid, ggprof_cgroup_cpu *c) {
+    char path[64], text[4096];
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+    c->quota    = -1;
+    c->usage[0] = 0;
+    if (ggprof_read_small(path, text, sizeof(text)) > 0) ggprof_cgroup_cpu_find_in(text, "/sys/fs/cgroup", c);
+}
+
+bool ggprof_cgroup_usage_parse(const char *text, bool v2, uint64_t *ns) {
+    char *e;
+    if (!v2) { /* cpuacct.usage: ns */
+        if (*text < '0' || *text > '9') return false;
+        unsigned long long v = strtoull(text, &e, 10);
+        if (*e != '\n' && *e != 0) return false;
+        *ns = v;
+        return true;
+    }
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, "usage_usec ", 11) != 0) continue;
+        if (l[11] < '0' || l[11] > '9') return false;
+        unsigned long long v = strtoull(l + 11, &e, 10);
+        if ((*e != '\n' && *e != 0) || v > UINT64_MAX / 1000) return false;
+        *ns = v * 1000;
+        return true;
+    }
+    return false;
+}
+
+/* The CPUs the process may use: its affinity (Cpus_allowed_list) and the tightest cgroup quota from its cgroup up
+ * to the root (ggprof_cgroup_cpu_find). */
 static void read_cpus(proc *p) {
     char path[64], buf[4096];
     snprintf(path, sizeof(path), "/proc/%d/status", (int) p->pid);
@@ -166,27 +287,9 @@ static void read_cpus(proc *p) {
         if (v) p->nvcsw = strtoull(v + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
         if (nv) p->nivcsw = strtoull(nv + strlen("\nnonvoluntary_ctxt_switches:"), NULL, 10);
     }
-    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) p->pid);
-    if (ggprof_read_small(path, buf, sizeof(buf)) <= 0) return;
-    const char *g = strstr(buf, "0::/");
-    if (!g || (g != buf && g[-1] != '\n')) return;
-    char dir[4096 + 32];
-    size_t k = strcspn(g + 3, "\n");
-    if (k > 4000 || memmem(g + 3, k, "..", 2)) return;
-    snprintf(dir, sizeof(dir), "/sys/fs/cgroup%.*s", (int) k, g + 3);
-    p->quota = -1;
-    for (;;) {
-        char f[sizeof(dir) + 16], q[128];
-        snprintf(f, sizeof(f), "%s/cpu.max", dir);
-        long long quota, period;
-        if (ggprof_read_small(f, q, sizeof(q)) > 0 && sscanf(q, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
-            double c = (double) quota / (double) period;
-            if (p->quota < 0 || c < p->quota) p->quota = c;
-        }
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash - dir <= (long) strlen("/sys/fs/cgroup")) break;
-        *slash = 0;
-    }
+    ggprof_cgroup_cpu c;
+    ggprof_cgroup_cpu_find(p->pid, &c);
+    p->quota = c.quota;
 }
 
 /* The process's counters (/proc/PID/stat: ppid, minflt, majflt, utime, stime, num_threads), through a descriptor

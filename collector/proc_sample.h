@@ -51,4 +51,24 @@ bool ggprof_stat_cpu_parse(const char *text, const cpu_set_t *set, uint64_t *bus
  * times the CPUs summed), or -1 when there is none before, the text is not a reading, or under 2 ticks a CPU passed. */
 double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, const cpu_set_t *set);
 
+/* A process's CPU quota: the tightest over its cgroup and the cgroup's ancestors, in CPUs (quota over period), in
+ * either hierarchy: cgroup v2 (`cpu.max`) and v1's cpu controller (`cpu.cfs_quota_us`, `cpu.cfs_period_us`, where a
+ * host still mounts it: Docker's --cpus sets one or the other). usage names the file that counts the CPU time of the
+ * cgroup that quota belongs to (v2 `cpu.stat`'s usage_usec, v1 `cpuacct.usage` where cpuacct's cgroup is the cpu
+ * controller's), "" when none does. */
+#define GGPROF_CGROUP_PATH_MAX 4096
+typedef struct {
+    double quota; /* < 0: none */
+    bool   v2;    /* the quota is v2's (usage is a cpu.stat) */
+    char   usage[GGPROF_CGROUP_PATH_MAX + 320];
+} ggprof_cgroup_cpu;
+
+/* From /proc/PID/cgroup's text, under a cgroup file system mounted at root (/sys/fs/cgroup: v2 there, v1's
+ * controllers in root/cpu or root/cpu,cpuacct). A path that is not absolute or climbs ("..") is not followed. */
+void ggprof_cgroup_cpu_find_in(const char *cgroup_text, const char *root, ggprof_cgroup_cpu *c);
+void ggprof_cgroup_cpu_find(pid_t pid, ggprof_cgroup_cpu *c);
+
+/* The CPU time in a usage file's text (ggprof_cgroup_cpu.usage), in ns; false when it is not one. */
+bool ggprof_cgroup_usage_parse(const char *text, bool v2, uint64_t *ns);
+
 #endif

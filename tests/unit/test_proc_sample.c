@@ -3,11 +3,14 @@
  * blocks or wakes (a child blocks on a pipe, then spins; the sampler is
  * driven with made-up times, its intervals, over the child's real /proc files); and a blocked stretch's edges are
  * where the thread blocked and woke, not where the samples around them fell (real times, samples 150 and 160 ms
- * apart, the edges within a few ms of the child's own clock readings). */
+ * apart, the edges within a few ms of the child's own clock readings); the CPU idle and cgroup quota readings of
+ * record's builder gate. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -382,9 +385,79 @@ static void cpu_idle(void) {
     CHECK(r > 0 && ggprof_stat_cpu_parse(buf, NULL, &busy, &idle, &n) && busy + idle > 0 && n >= 1);
 }
 
+/* Writes text into root/rel (its folders made). */
+static void put(const char *root, const char *rel, const char *text) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", root, rel);
+    for (char *s = strchr(path + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        mkdir(path, 0700);
+        *s = '/';
+    }
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fputs(text, f), fclose(f);
+}
+
+/* The tightest quota over a cgroup and its ancestors, in a made-up cgroup file system: v2, v1 (cpu beside cpuacct,
+ * or mounted together), both at once (a hybrid host), and texts that must not be followed. */
+static void cgroup_quota(void) {
+    char root[] = "/tmp/ggprof-cgroup-XXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    ggprof_cgroup_cpu c;
+    char want[512];
+    /* v2: the quota of an ancestor is tighter than its child's; "max" is none */
+    put(root, "a/cpu.max", "150000 100000\n");
+    put(root, "a/b/cpu.max", "400000 100000\n");
+    put(root, "a/b/c/cpu.max", "max 100000\n");
+    ggprof_cgroup_cpu_find_in("0::/a/b/c\n", root, &c);
+    snprintf(want, sizeof(want), "%s/a/cpu.stat", root);
+    CHECK(c.quota > 1.49 && c.quota < 1.51 && c.v2 && strcmp(c.usage, want) == 0);
+    ggprof_cgroup_cpu_find_in("0::/a/b/c/\n", root, &c); /* a trailing slash */
+    CHECK(c.quota > 1.49 && c.quota < 1.51);
+    ggprof_cgroup_cpu_find_in("0::/\n", root, &c); /* the root: no quota */
+    CHECK(c.quota < 0 && c.usage[0] == 0);
+    ggprof_cgroup_cpu_find_in("0::/a/../a/b\n", root, &c); /* climbing: not followed */
+    CHECK(c.quota < 0);
+    ggprof_cgroup_cpu_find_in("0::a/b\n", root, &c); /* relative: not followed */
+    CHECK(c.quota < 0);
+    /* v1: the cpu controller's quota, cpuacct's usage at the same path; a half CPU */
+    put(root, "cpu/docker/x/cpu.cfs_quota_us", "50000\n");
+    put(root, "cpu/docker/x/cpu.cfs_period_us", "100000\n");
+    put(root, "cpu/docker/cpu.cfs_quota_us", "-1\n");
+    put(root, "cpu/docker/cpu.cfs_period_us", "100000\n");
+    mkdir(strcat(strcpy(want, root), "/cpuacct"), 0700);
+    const char *v1 = "12:pids:/docker/x\n4:cpuacct:/docker/x\n3:cpu:/docker/x\n1:name=systemd:/docker/x\n0::/\n";
+    ggprof_cgroup_cpu_find_in(v1, root, &c);
+    snprintf(want, sizeof(want), "%s/cpuacct/docker/x/cpuacct.usage", root);
+    CHECK(c.quota > 0.49 && c.quota < 0.51 && !c.v2 && strcmp(c.usage, want) == 0);
+    /* cpuacct's cgroup elsewhere: the quota is known, its use is not */
+    ggprof_cgroup_cpu_find_in("4:cpuacct:/\n3:cpu:/docker/x\n", root, &c);
+    CHECK(c.quota > 0.49 && c.quota < 0.51 && c.usage[0] == 0);
+    /* a controller named only within another's name is not it ("cpuset" is not "cpu") */
+    ggprof_cgroup_cpu_find_in("5:cpuset:/docker/x\n", root, &c);
+    CHECK(c.quota < 0);
+    /* a hybrid host: v2 and v1 at once; the tighter wins (v2's 1.5 against v1's 0.5) */
+    ggprof_cgroup_cpu_find_in("4:cpuacct:/docker/x\n3:cpu:/docker/x\n0::/a/b\n", root, &c);
+    CHECK(c.quota > 0.49 && c.quota < 0.51 && !c.v2);
+    /* the usage files' texts */
+    uint64_t ns = 0;
+    CHECK(ggprof_cgroup_usage_parse("usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n", true, &ns) && ns == 1234000);
+    CHECK(ggprof_cgroup_usage_parse("nr_periods 3\nusage_usec 7\n", true, &ns) && ns == 7000);
+    CHECK(!ggprof_cgroup_usage_parse("user_usec 1000\n", true, &ns));
+    CHECK(!ggprof_cgroup_usage_parse("usage_usec x\n", true, &ns));
+    CHECK(!ggprof_cgroup_usage_parse("usage_usec 99999999999999999999\n", true, &ns));
+    CHECK(ggprof_cgroup_usage_parse("2037382894\n", false, &ns) && ns == 2037382894ull);
+    CHECK(!ggprof_cgroup_usage_parse("", false, &ns) && !ggprof_cgroup_usage_parse("12 ns\n", false, &ns));
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
     int failures = 0;
     RUN(cpu_idle);
+    RUN(cgroup_quota);
     RUN(back_off);
     RUN(edges);
     RUN(cpu_threads);
