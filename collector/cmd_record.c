@@ -40,8 +40,9 @@ const char ggprof_usage_record[] =
     "\n"
     "Runs CMD with the ggprof engine injected (LD_PRELOAD) and records every ggml graph, split, copy and\n"
     "CPU op it computes. While CMD runs, records are copied out of the ring (to OUT.db.spill) and stored by a\n"
-    "second thread at nice 19 while at least half a CPU is idle (none is taken from a workload that keeps every\n"
-    "CPU busy; GGPROF_RECORD_BUILDER=1 stores regardless, =0 never); what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
+    "second thread at nice 19 while at least half a CPU is idle, and half a CPU of the cgroup's CPU quota if it\n"
+    "has one (none is taken from a workload that keeps every CPU busy; GGPROF_RECORD_BUILDER=1 stores regardless,\n"
+    "=0 never); what is left is stored when CMD ends. Writes OUT.db (SQLite; see 'ggprof query') and OUT.json.gz (the version-3 JSON of\n"
     "the upstream profiler, one record per line), both readable by their owner only (mode 0600, as perf.data).\n"
     "Exits with CMD's exit status (128+N if signal N ended it).\n"
     "Ends with a line per process: the levels that produced records, the CPU splits timed op by op and with\n"
@@ -189,6 +190,12 @@ typedef struct {
     cpu_set_t       cpus;
     ggprof_cpu_idle idle;
     bool            spare, always; /* the last decision; every round, spare or not (GGPROF_RECORD_BUILDER=1, no /proc) */
+    /* ... and within record's cgroup CPU quota, where it has one: the CPU time that cgroup used, read with /proc/stat
+     * from its usage file (kept open), against the quota */
+    ggprof_cgroup_cpu cg;
+    int               usage_fd;
+    uint64_t          usage_ns, usage_at; /* at the last reading (usage_at 0: none yet) */
+    bool              quota_ok;           /* half a CPU of the quota was left between the last two readings */
 } record_builder;
 
 /* One `record` run: what the options asked for, then what each phase set up (undone by record_cleanup). */
@@ -669,7 +676,8 @@ static void *builder_main(void *arg) {
 
 static void builder_stat_close(record_builder *b) {
     if (b->stat_fd >= 0) close(b->stat_fd);
-    b->stat_fd = -1;
+    if (b->usage_fd >= 0) close(b->usage_fd);
+    b->stat_fd = b->usage_fd = -1;
     free(b->stat_text);
     b->stat_text = NULL;
 }
@@ -678,13 +686,28 @@ static void builder_stat_close(record_builder *b) {
  * last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
  * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
  * background when that takes more than a second: nothing takes a slice of a CPU a ggml thread wants meanwhile. */
+static void quota_update(record_builder *b) {
+    char     t[1024];
+    uint64_t used, now = ggprof_now_ns();
+    ssize_t  n = b->usage_fd >= 0 ? pread(b->usage_fd, t, sizeof(t) - 1, 0) : -1;
+    if (n <= 0) return;
+    t[n] = 0;
+    if (!ggprof_cgroup_usage_parse(t, b->cg.v2, &used)) return;
+    const uint64_t shortest = 10 * 1000000ull; /* a shorter interval keeps the last decision, as /proc/stat's */
+    if (b->usage_at && now - b->usage_at < shortest) return;
+    if (b->usage_at && used >= b->usage_ns) b->quota_ok = b->cg.quota - (double) (used - b->usage_ns) / (double) (now - b->usage_at) >= 0.5;
+    b->usage_ns = used;
+    b->usage_at = now;
+}
+
 static bool cpu_spare(record_builder *b) {
     if (b->always) return true;
     ssize_t n = pread(b->stat_fd, b->stat_text, b->stat_cap - 1, 0);
     if (n <= 0) return b->spare;
     b->stat_text[n] = 0;
     double idle = ggprof_cpu_idle_update(&b->idle, b->stat_text, &b->cpus);
-    if (idle >= 0) b->spare = idle >= 0.5;
+    quota_update(b);
+    if (idle >= 0) b->spare = idle >= 0.5 && b->quota_ok;
     return b->spare;
 }
 
@@ -703,6 +726,9 @@ static void builder_start(record_run *r) {
     b->stat_fd   = b->stat_text ? open("/proc/stat", O_RDONLY | O_CLOEXEC) : -1;
     if (sched_getaffinity(0, sizeof(b->cpus), &b->cpus) != 0) CPU_ZERO(&b->cpus);
     b->always = b->stat_fd < 0 || !CPU_COUNT(&b->cpus); /* no /proc: as before, every round */
+    ggprof_cgroup_cpu_find(getpid(), &b->cg);
+    b->usage_fd = b->always || b->cg.quota <= 0 || !b->cg.usage[0] ? -1 : open(b->cg.usage, O_RDONLY | O_CLOEXEC);
+    b->quota_ok = b->usage_fd < 0; /* a quota whose use cannot be read is not counted */
     cpu_spare(b); /* the first reading */
     b->started = pthread_create(&b->th, NULL, builder_main, r) == 0;
     if (!b->started) builder_stat_close(b);

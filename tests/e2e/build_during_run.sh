@@ -41,13 +41,18 @@ expect "no file of the build is left beside the trace" \
 # No CPU spare (1 MiB slots, drained about every 0.4 s): no round is handed to the builder, the hidden database holds
 # no record while the workload runs, and the end stores them all. (With GGPROF_RECORD_BUILDER=1 the builder stores
 # some 11-35k of them meanwhile, at nice 19.) busy_case NAME SPINNERS SPIN_CPUS [PIN]: SPINNERS CPU-bound shells (on
-# SPIN_CPUS, or anywhere when empty) beside record, which runs under `taskset -c PIN` when PIN is given.
+# SPIN_CPUS, or anywhere when empty) beside record, which runs under `taskset -c PIN` when PIN is given; the
+# spinners and record join the cgroups whose cgroup.procs files JOIN lists, if any.
+JOIN=()
 busy_case() {
-    local name=$1 db="$OUT/$1.db" pin=() rec rc seen=0 looked=0 n graphs
+    local name=$1 db="$OUT/$1.db" pin=() rec rc seen=0 looked=0 n graphs f p
     [ -n "${4:-}" ] && pin=(taskset -c "$4")
     rm -f "$db" "$OUT/$name.json.gz"
     spinners_start "$2" "$3"
-    "${pin[@]}" "$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
+    for f in "${JOIN[@]}"; do for p in "${SPINNERS[@]}"; do echo "$p" > "$f"; done; done
+    # shellcheck disable=SC2016 # the inner shell's $$ and $@
+    [ "${#JOIN[@]}" -gt 0 ] && pin=(sh -c 'for f in $JOIN_FILES; do echo $$ > "$f"; done; exec "$@"' sh)
+    JOIN_FILES="${JOIN[*]}" "${pin[@]}" "$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
     rec=$!
     for _ in $(seq 1 25); do # while the workload runs (3 s): a count read while record's child is still there
         sleep 0.1
@@ -77,3 +82,30 @@ busy_case busy "$(nproc)" ""
 if [ "$(nproc)" -ge 2 ]; then
     busy_case pinned 1 0 0
 fi
+# record and its workload in a cgroup whose quota is one CPU, used up by a spinner there; the other CPUs idle, but the
+# quota lets the cgroup have none of them (/proc/stat alone would say spare: the builder would run on the quota). The
+# cgroup is v2's where the cpu controller is there, else v1's cpu controller with cpuacct (Docker's --cpus on either).
+quota_cgroup() { # makes the cgroups, their cgroup.procs files in JOIN, their directories in QUOTA_DIRS
+    local v2=/sys/fs/cgroup name="ggprof-test-$$"
+    QUOTA_DIRS=()
+    if grep -qw cpu "$v2/cgroup.controllers" 2> /dev/null; then
+        grep -qw cpu "$v2/cgroup.subtree_control" || echo +cpu > "$v2/cgroup.subtree_control" || return 1
+        mkdir "$v2/$name" && QUOTA_DIRS=("$v2/$name") && echo "100000 100000" > "$v2/$name/cpu.max" || return 1
+    elif [ -d "$v2/cpu" ] && [ -d "$v2/cpuacct" ]; then
+        mkdir "$v2/cpu/$name" && QUOTA_DIRS=("$v2/cpu/$name") && mkdir "$v2/cpuacct/$name" &&
+            QUOTA_DIRS+=("$v2/cpuacct/$name") && echo 100000 > "$v2/cpu/$name/cpu.cfs_period_us" &&
+            echo 100000 > "$v2/cpu/$name/cpu.cfs_quota_us" || return 1
+    else
+        return 1
+    fi
+    JOIN=("${QUOTA_DIRS[@]/%//cgroup.procs}")
+}
+if [ "$(nproc)" -ge 2 ] && quota_cgroup 2> /dev/null; then
+    busy_case quota 1 ""
+    expect "quota: the trace says the workload had one CPU's quota" \
+        "$(q "$OUT/quota.db" "SELECT cpu_quota FROM processes_time ORDER BY pid LIMIT 1")" 1.0
+    JOIN=()
+else
+    echo "# build_during_run: quota case not run: no cgroup with a CPU quota can be made here (root and a cpu controller)"
+fi
+for d in "${QUOTA_DIRS[@]}"; do rmdir "$d" 2> /dev/null; done
