@@ -682,10 +682,8 @@ static void builder_stat_close(record_builder *b) {
     b->stat_text = NULL;
 }
 
-/* Whether a CPU was spare since the last drain: at least half a CPU idle on average. A reading too close to the
- * last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
- * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
- * background when that takes more than a second: nothing takes a slice of a CPU a ggml thread wants meanwhile. */
+/* Reads the cgroup's CPU time (where record's cgroup has a quota whose use it can read): quota_ok says whether
+ * half a CPU of the quota was left unused since the last reading. */
 static void quota_update(record_builder *b) {
     char     t[1024];
     uint64_t used, now = ggprof_now_ns();
@@ -695,11 +693,18 @@ static void quota_update(record_builder *b) {
     if (!ggprof_cgroup_usage_parse(t, b->cg.v2, &used)) return;
     const uint64_t shortest = 10 * 1000000ull; /* a shorter interval keeps the last decision, as /proc/stat's */
     if (b->usage_at && now - b->usage_at < shortest) return;
-    if (b->usage_at && used >= b->usage_ns) b->quota_ok = b->cg.quota - (double) (used - b->usage_ns) / (double) (now - b->usage_at) >= 0.5;
+    if (b->usage_at && used >= b->usage_ns) {
+        double cpus = (double) (used - b->usage_ns) / (double) (now - b->usage_at); /* the cgroup's, on average */
+        b->quota_ok = b->cg.quota - cpus >= 0.5;
+    }
     b->usage_ns = used;
     b->usage_at = now;
 }
 
+/* Whether a CPU was spare since the last drain: at least half a CPU idle on average, and half a CPU of the cgroup's
+ * quota unused where it has one. A reading too close to the last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
+ * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
+ * background when that takes more than a second: nothing takes a slice of a CPU a ggml thread wants meanwhile. */
 static bool cpu_spare(record_builder *b) {
     if (b->always) return true;
     ssize_t n = pread(b->stat_fd, b->stat_text, b->stat_cap - 1, 0);
