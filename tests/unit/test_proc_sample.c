@@ -440,6 +440,13 @@ static void cgroup_quota(void) {
     /* a hybrid host: v2 and v1 at once; the tighter wins (v2's 1.5 against v1's 0.5) */
     ggprof_cgroup_cpu_find_in("4:cpuacct:/docker/x\n3:cpu:/docker/x\n0::/a/b\n", root, &c);
     CHECK(c.quota > 0.49 && c.quota < 0.51 && !c.v2);
+    /* inside a container's cgroup namespace its own cgroup is the root ("0::/"): its cpu.max is the container's */
+    put(root, "cpu.max", "200000 100000\n");
+    ggprof_cgroup_cpu_find_in("0::/\n", root, &c);
+    snprintf(want, sizeof(want), "%s/cpu.stat", root);
+    CHECK(c.quota > 1.99 && c.quota < 2.01 && c.v2 && strcmp(c.usage, want) == 0);
+    ggprof_cgroup_cpu_find_in("0::/a/b/c\n", root, &c); /* still a's, the tighter */
+    CHECK(c.quota > 1.49 && c.quota < 1.51);
     /* the usage files' texts */
     uint64_t ns = 0;
     CHECK(ggprof_cgroup_usage_parse("usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n", true, &ns) && ns == 1234000);
