@@ -102,10 +102,16 @@ int ggprof_cpu_list_count(const char *list) {
     return n;
 }
 
+/* The line after l's, or "" at the end of the text. */
+static const char *next_line(const char *l) {
+    const char *e = strchr(l, '\n');
+    return e ? e + 1 : l + strlen(l);
+}
+
 bool ggprof_stat_cpu_parse(const char *text, const cpu_set_t *set, uint64_t *busy, uint64_t *idle, int *n_cpus) {
     uint64_t sb = 0, si = 0;
     int n = 0;
-    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    for (const char *l = text; *l; l = next_line(l)) {
         if (strncmp(l, "cpu", 3) != 0 || l[3] < '0' || l[3] > '9') continue; /* the "cpu " line, intr, ctxt ... */
         char *e;
         unsigned long cpu = strtoul(l + 3, &e, 10);
@@ -151,7 +157,7 @@ double ggprof_cpu_idle_update(ggprof_cpu_idle *c, const char *text, const cpu_se
  * (its second field) include ctl, or of the v2 line ("0::") when ctl is NULL; "" as the root's. false when there is
  * no such line, or its path is relative, too long, or climbs ("..": the text may come from anywhere). */
 static bool cgroup_path(const char *text, const char *ctl, char *path, size_t len) {
-    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    for (const char *l = text; *l; l = next_line(l)) {
         const char *c = strchr(l, ':'), *end = strchr(l, '\n');
         if (!end) end = l + strlen(l);
         if (!c || c > end) continue;
@@ -256,7 +262,7 @@ bool ggprof_cgroup_usage_parse(const char *text, bool v2, uint64_t *ns) {
         *ns = v;
         return true;
     }
-    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    for (const char *l = text; *l; l = next_line(l)) {
         if (strncmp(l, "usage_usec ", 11) != 0) continue;
         if (l[11] < '0' || l[11] > '9') return false;
         unsigned long long v = strtoull(l + 11, &e, 10);
