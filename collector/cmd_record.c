@@ -702,9 +702,10 @@ static void quota_update(record_builder *b) {
 }
 
 /* Whether a CPU was spare since the last drain: at least half a CPU idle on average, and half a CPU of the cgroup's
- * quota unused where it has one. A reading too close to the last one keeps the last decision (at first: none spare). Where the workload's threads keep every CPU busy (ggml
- * spinning at its barriers, as many threads as CPUs), the rounds wait, and the end stores them, deferred to the
- * background when that takes more than a second: nothing takes a slice of a CPU a ggml thread wants meanwhile. */
+ * quota unused where it has one. A reading too close to the last one keeps the last decision (at first: none
+ * spare). Where the workload's threads keep every CPU busy (ggml spinning at its barriers, as many threads as CPUs),
+ * the rounds wait, and the end stores them, deferred to the background when that takes more than a second: nothing
+ * takes a slice of a CPU a ggml thread wants meanwhile. */
 static bool cpu_spare(record_builder *b) {
     if (b->always) return true;
     ssize_t n = pread(b->stat_fd, b->stat_text, b->stat_cap - 1, 0);

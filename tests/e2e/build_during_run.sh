@@ -51,7 +51,7 @@ busy_case() {
     spinners_start "$2" "$3"
     for f in "${JOIN[@]}"; do for p in "${SPINNERS[@]}"; do echo "$p" > "$f"; done; done
     # shellcheck disable=SC2016 # the inner shell's $$ and $@
-    [ "${#JOIN[@]}" -gt 0 ] && pin=(sh -c 'for f in $JOIN_FILES; do echo $$ > "$f"; done; exec "$@"' sh)
+    [ "${#JOIN[@]}" -gt 0 ] && pin=(sh -c 'for f in $JOIN_FILES; do echo $$ > "$f"; done; exec "$@"' sh "${pin[@]}")
     JOIN_FILES="${JOIN[*]}" "${pin[@]}" "$GGPROF" record --ring-kib 1024 -o "$db" -- "$OUT/rate_workload" 500 20000 3 > "$OUT/out" 2> "$OUT/err" &
     rec=$!
     for _ in $(seq 1 25); do # while the workload runs (3 s): a count read while record's child is still there
