@@ -95,6 +95,11 @@ _Noreturn void ggprof_missing_real(const char *name);
 
 /* Emitters: each writes one message to the calling thread's ring slot; 0 if written, -1 if dropped. */
 int      ggprof_emit(const ggprof_msg_hdr *msg);
+/* A message built in place, in the calling thread's slot (no copy): room for size bytes of that kind, or NULL (then
+ * build it elsewhere and hand it to ggprof_emit, which writes, drops and counts, or leaves it out as it would have);
+ * ggprof_emit_commit publishes it, whole and with its header, before this thread emits anything else. */
+void    *ggprof_emit_reserve(uint32_t size, uint16_t kind);
+void     ggprof_emit_commit(uint32_t size);
 /* A node's description sent once (describe.c; ggprof_node_id, internal.h, in one step), in two steps, for callers that remember ids by a node's place in its graph: the key of the node's
  * description, and its id. *kept says whether the id may be remembered (its description reached the trace);
  * remembered ids hold only while ggprof_desc_epoch() returns the value it had when they were given. */

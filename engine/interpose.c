@@ -414,7 +414,10 @@ static enum ggml_status backend_compute(ggml_backend_t backend, struct ggml_cgra
     uint64_t t0 = ggprof_now_ns();
     enum ggml_status r = st.serial ? compute_serialized(backend, cgraph, st.nodes, st.n_nodes, &st.where, st.se, real)
                                    : real(backend, cgraph);
+    uint64_t a  = st.ticked ? ggprof_stamp() : 0;
     uint64_t t1 = ggprof_now_ns();
+    st.where.end_stamp_before = a;
+    st.where.end_stamp_after  = st.ticked ? ggprof_stamp() : 0;
     split_end(&st, t0, t1);
     t_in_compute = false;
     return r;

@@ -210,25 +210,40 @@ int ggprof_recording_now(void) {
     return !off || ggprof_now_ns() < off;
 }
 
-int ggprof_emit(const ggprof_msg_hdr *msg) {
-    if (g_ring.file == NULL) return -1;
-    /* A scheduler graph is recorded whole or not at all, as the switch was when it began (ggprof_t_graph_on);
-     * anything else as the switch is now. */
-    if (msg->kind >= GGPROF_MSG_GRAPH && msg->kind <= GGPROF_MSG_EVENT &&
-        !(ggprof_t_graph_on >= 0 ? ggprof_t_graph_on : ggprof_recording_now())) {
-        return 0;
-    }
+/* A scheduler graph is recorded whole or not at all, as the switch was when it began (ggprof_t_graph_on); anything
+ * else as the switch is now. */
+static bool switched_off(uint16_t kind) {
+    return kind >= GGPROF_MSG_GRAPH && kind <= GGPROF_MSG_EVENT &&
+           !(ggprof_t_graph_on >= 0 ? ggprof_t_graph_on : ggprof_recording_now());
+}
+
+/* The calling thread's slot, claimed at its first message; the losses it counted, said first. */
+static ggprof_ring_slot *own_slot(void) {
     if (t_slot == NULL && !t_slot_tried) {
         t_slot_tried = 1;
         t_slot = ggprof_ring_claim(&g_ring, ggprof_eng.pid, (int32_t) syscall(SYS_gettid));
         if (t_slot) pthread_setspecific(g_slot_key, t_slot);
     }
     if (t_loss_n) loss_flush();
+    return t_slot;
+}
+
+int ggprof_emit(const ggprof_msg_hdr *msg) {
+    if (g_ring.file == NULL) return -1;
+    if (switched_off(msg->kind)) return 0;
+    ggprof_ring_slot *slot = own_slot();
     uint64_t lost, graph_id;
-    int rc = ggprof_ring_write_counted(&g_ring, t_slot, msg, &lost, &graph_id);
-    if (rc != 0 && lost && t_slot) loss_add(graph_id, lost); /* no slot: nowhere to say it, the counter has it */
+    int rc = ggprof_ring_write_counted(&g_ring, slot, msg, &lost, &graph_id);
+    if (rc != 0 && lost && slot) loss_add(graph_id, lost); /* no slot: nowhere to say it, the counter has it */
     return rc;
 }
+
+void *ggprof_emit_reserve(uint32_t size, uint16_t kind) {
+    if (g_ring.file == NULL || switched_off(kind)) return NULL;
+    return ggprof_ring_reserve(&g_ring, own_slot(), size);
+}
+
+void ggprof_emit_commit(uint32_t size) { ggprof_ring_commit(&g_ring, t_slot, size); }
 
 static void emit_process(void) {
     const ggprof_ggml *g = &ggprof_eng.g;

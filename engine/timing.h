@@ -10,12 +10,25 @@
 #include "ggml_abi.h"
 #include "wire.h"
 
+/* The CPU timing's time-stamp counter (kernels/cpu/cpu_ticks.c says why), CLOCK_MONOTONIC where there is none. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t ggprof_stamp(void) { return __rdtsc(); }
+#else
+#include "clock_map.h"
+static inline uint64_t ggprof_stamp(void) { return ggprof_now_ns(); }
+#endif
+
 /* Where a split's records belong. */
 typedef struct {
     uint64_t graph_id;
     uint32_t sched_id;
     int32_t  split_id, backend_id, node_start;
     uint64_t start_ns, end_ns;
+    /* ggprof_stamp() read just before and just after end_ns (0 and 0 where not read): the end's anchor comes from
+     * that clock read when the two lie close, which after the compute is a cold one (vDSO and clock pages
+     * evicted by the weights: hundreds to thousands of TSC cycles a read here). */
+    uint64_t end_stamp_before, end_stamp_after;
 } ggprof_split_place;
 
 typedef void (*ggprof_set_abort_fn)(ggml_backend_t, ggml_abort_callback, void *);

@@ -239,42 +239,63 @@ int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr 
     return ggprof_ring_write_counted(r, s, msg, &lost, &graph);
 }
 
-int ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
-                              uint64_t *graph_id) {
-    const uint64_t cap  = r->slot_cap;
-    const uint64_t size = msg->size;
-    *lost = 0;
-    if (s == NULL) {
-        /* Counted on the drop path only: what a message carries costs nothing while the ring accepts. */
-        *lost = ggprof_msg_records(msg, graph_id);
-        atomic_fetch_add_explicit(&r->file->dropped_noslot, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->file->noslot_records, *lost, memory_order_relaxed);
-        return -1;
-    }
-    uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
+/* Where a message of size bytes goes next in the slot, with the padding that must come before it (a message never
+ * wraps: the slot's end is padded first); false when it would not fit (or the header is out of range). */
+static bool room_for(const ggprof_ring *r, ggprof_ring_slot *s, uint64_t size, uint64_t *head, uint64_t *pad) {
+    const uint64_t cap = r->slot_cap;
+    *head = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-    uint64_t pos  = head & (cap - 1);
-    uint64_t pad  = (pos + size > cap) ? cap - pos : 0; /* a message never wraps: pad to the end first */
+    uint64_t pos  = *head & (cap - 1);
+    *pad = (pos + size > cap) ? cap - pos : 0;
     /* head and tail lie in memory the workload can write: whatever they say, the bytes written stay in the slot. */
-    if (size > cap || tail > head || head + pad + size - tail > cap) {
-        *lost = ggprof_msg_records(msg, graph_id);
-        atomic_fetch_add_explicit(&s->dropped_msgs, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->dropped_bytes, size, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->dropped_records, *lost, memory_order_relaxed);
-        return -1;
-    }
+    return size <= cap && tail <= *head && *head + *pad + size - tail <= cap;
+}
+
+void *ggprof_ring_reserve(ggprof_ring *r, ggprof_ring_slot *s, uint32_t size) {
+    uint64_t head, pad;
+    if (s == NULL || !room_for(r, s, size, &head, &pad)) return NULL;
     char *data = slot_data(s);
+    uint64_t pos = head & (r->slot_cap - 1);
     if (pad) {
         ggprof_msg_hdr filler = { (uint32_t) pad, GGPROF_MSG_PAD, 0 };
         memcpy(data + pos, &filler, sizeof(filler));
         pos = 0;
     }
-    memcpy(data + pos, msg, size);
+    return data + pos;
+}
+
+void ggprof_ring_commit(ggprof_ring *r, ggprof_ring_slot *s, uint32_t size) {
+    const uint64_t cap  = r->slot_cap;
+    uint64_t       head = atomic_load_explicit(&s->head, memory_order_relaxed);
+    uint64_t       tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+    uint64_t       pos  = head & (cap - 1);
+    uint64_t       pad  = (pos + size > cap) ? cap - pos : 0; /* as ggprof_ring_reserve found it */
     atomic_store_explicit(&s->head, head + pad + size, memory_order_release);
     /* The watermark: the message that fills the slot past half wakes the collector, which may be asleep for up to
      * a second (it sleeps long so as not to preempt the workload's threads; a burst after a quiet stretch would
      * otherwise fill the slot first). Once a drain, at most: the next crossing needs the tail to move. */
     if (head - tail < cap / 2 && head + pad + size - tail >= cap / 2 && r->file) ggprof_ring_poke(r);
+}
+
+int ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
+                              uint64_t *graph_id) {
+    *lost = 0;
+    void *at = ggprof_ring_reserve(r, s, msg->size);
+    if (at == NULL) {
+        /* Counted on the drop path only: what a message carries costs nothing while the ring accepts. */
+        *lost = ggprof_msg_records(msg, graph_id);
+        if (s == NULL) {
+            atomic_fetch_add_explicit(&r->file->dropped_noslot, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&r->file->noslot_records, *lost, memory_order_relaxed);
+        } else {
+            atomic_fetch_add_explicit(&s->dropped_msgs, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->dropped_bytes, msg->size, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->dropped_records, *lost, memory_order_relaxed);
+        }
+        return -1;
+    }
+    memcpy(at, msg, msg->size);
+    ggprof_ring_commit(r, s, msg->size);
     return 0;
 }
 

@@ -165,6 +165,11 @@ int  ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr
 /* The same; on a drop, *lost and *graph_id say what the message carried (ggprof_msg_records). */
 int  ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
                                uint64_t *graph_id);
+/* The same in two steps, for a message built in place: room for size bytes (a multiple of 8) in the slot, or NULL
+ * where ggprof_ring_write would drop it (nothing counted: write it then, which counts the drop); then, once the
+ * message is whole there, header filled, commit publishes it (with nothing written to the slot in between). */
+void *ggprof_ring_reserve(ggprof_ring *r, ggprof_ring_slot *s, uint32_t size);
+void  ggprof_ring_commit(ggprof_ring *r, ggprof_ring_slot *s, uint32_t size);
 /* A producer that ends (its thread exits) hands its slot back: the collector frees it once it has read it,
  * and is woken for that (ggprof_ring_poke): a program that starts and ends threads faster than the collector's
  * sleeps would otherwise run out of slots. */

@@ -21,12 +21,7 @@
  * and end, so only ratios within one split on one thread are used (an invariant TSC is required by that
  * much only; elsewhere the clock itself is read). The reader of the CPU_OPS message does that conversion
  * (ggprof_cpu_ops_expand), not the computing thread. */
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t stamp(void) { return __rdtsc(); }
-#else
-static inline uint64_t stamp(void) { return ggprof_now_ns(); }
-#endif
+static inline uint64_t stamp(void) { return ggprof_stamp(); }
 
 /* Thread 0's times for one node, in stamp() units (CPU_OPS carries them so): one stream of lines for the tick and
  * the barriers to write (the weights streaming between two nodes evict whatever the last node touched). */
@@ -176,6 +171,8 @@ static bool tick_cb(void *data) {
         if (n < s->limit) {
             s->times[n].tick     = stamp();
             s->times[n].bar_exit = 0;
+            /* The next node's in-op waits start here (cpu_begin zeroes only the first node's). */
+            if (n + 1 < s->limit) s->times[n + 1].inop_wait = 0;
             if (n + 4 < s->limit) __builtin_prefetch(&s->times[n + 4], 1);
         }
         s->n_ticks++;
@@ -211,7 +208,12 @@ static set_abort_fn setter_for(ggml_backend_t backend) {
     return set;
 }
 
+/* The backend the tick was installed on last: every op-level CPU split asks again, and the lock and the search
+ * cost thread 0 about 200 TSC cycles a split. Cleared wherever that backend's tick goes. */
+static _Atomic(ggml_backend_t) g_last_hooked;
+
 static void cpu_hook_backend(ggml_backend_t backend) {
+    if (atomic_load_explicit(&g_last_hooked, memory_order_acquire) == backend) return;
     pthread_mutex_lock(&g_hooks_lock);
     cpu_hook *h = hook_for(backend);
     bool install = h && !h->installed;
@@ -223,6 +225,7 @@ static void cpu_hook_backend(ggml_backend_t backend) {
     set_abort_fn set = setter_for(backend);
     if (set) {
         set(backend, tick_cb, h);
+        atomic_store_explicit(&g_last_hooked, backend, memory_order_release);
     } else {
         h->installed = false;
     }
@@ -519,9 +522,10 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
 
 /* stamp() and CLOCK_MONOTONIC read together: the clock between two stamps, retried when they lie far apart (the
  * thread was preempted between the reads, which would skew every tick of the split by as much). */
+#define ANCHOR_CLOSE 2000 /* stamp() units between the two stamps around the clock read, at most */
 static void read_anchor(uint64_t *st, uint64_t *ns) {
     uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 4 && best > 2000; i++) {
+    for (int i = 0; i < 4 && best > ANCHOR_CLOSE; i++) {
         uint64_t a = stamp(), t = ggprof_now_ns(), b = stamp();
         if (b - a < best) {
             best = b - a;
@@ -579,7 +583,9 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     s->n_exp = p->n_exp;
     /* Room for a tick per node while the models are tested: the right one may expect more than the current. */
     s->limit = p->tested ? n : p->n_exp;
-    for (int k = 0; k < s->limit; k++) s->times[k].inop_wait = 0;
+    /* The other nodes' waits are zeroed by the tick before them (tick_cb): a loop here cost about 500 TSC cycles a
+     * split on thread 0, over lines the weights had evicted. */
+    if (s->limit > 0) s->times[0].inop_wait = 0;
     s->n_ticks         = 0;
     s->pending_between = false;
     s->gc_entry        = 0;
@@ -591,9 +597,12 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
 
 typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, void *user);
 
-static void flush_chunk(ggprof_msg_cpu_ops *m, const cpu_split *s, const ggprof_split_place *w, uint16_t flags,
-                        uint32_t n, uint64_t start, uint64_t floor, chunk_fn on_chunk, void *user) {
-    m->h              = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, flags };
+static uint32_t chunk_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops) + n * sizeof(ggprof_cpu_op)); }
+
+/* The chunk's header, then out: published where it was built in the ring (in_ring), else emitted from s->msg. */
+static void flush_chunk(ggprof_msg_cpu_ops *m, bool in_ring, const cpu_split *s, const ggprof_split_place *w,
+                        uint16_t flags, uint32_t n, uint64_t start, uint64_t floor, chunk_fn on_chunk, void *user) {
+    m->h              = (ggprof_msg_hdr){ chunk_size(n), GGPROF_MSG_CPU_OPS, flags };
     m->graph_id       = w->graph_id;
     m->sched_id       = w->sched_id;
     m->split_id       = w->split_id;
@@ -608,7 +617,11 @@ static void flush_chunk(ggprof_msg_cpu_ops *m, const cpu_split *s, const ggprof_
     m->anchor_ns      = s->anchor_ns;
     m->end_stamp      = s->end_stamp;
     m->end_anchor_ns  = s->end_ns;
-    ggprof_emit(&m->h);
+    if (in_ring) {
+        ggprof_emit_commit(m->h.size);
+    } else {
+        ggprof_emit(&m->h);
+    }
     if (on_chunk) on_chunk(m, user);
 }
 
@@ -699,21 +712,30 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     /* The anchors at the split's end: with those at its start, they put the stamps on CLOCK_MONOTONIC. The reader
      * converts (ggprof_cpu_ops_expand): here each op is copied as it was stamped, which costs the computing thread
      * about half of what converting did. */
-    read_anchor(&s->end_stamp, &s->end_ns);
+    uint64_t a = w->end_stamp_before, b = w->end_stamp_after;
+    if (a && b >= a && b - a <= ANCHOR_CLOSE) {
+        s->end_stamp = a + (b - a) / 2;
+        s->end_ns    = w->end_ns;
+    } else {
+        read_anchor(&s->end_stamp, &s->end_ns);
+    }
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
     uint64_t floor = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
     /* In locals: the stores into the message could alias the plan's arrays, which the compiler would read again at
-     * every op. */
+     * every op. Each chunk is built where it will be read, in the thread's ring slot (a copy of ~4 KiB from a
+     * buffer of its own cost about 1,000 TSC cycles a split here), or in s->msg where the ring has no room. */
     const split_plan  *p     = s->plan;
     const ggprof_tick *exp   = p->exp;
     const uint32_t    *ids   = p->exp_id, *fids = p->exp_fid;
     const node_times  *times = s->times;
-    ggprof_cpu_op     *ops   = s->msg->ops;
     int32_t            base  = w->node_start;
     uint16_t           flags = GGPROF_CPU_OPS_FIRST;
-    uint32_t           n;
     for (int k = 0;;) {
-        n = s->n_exp - k < GGPROF_CPU_OPS_MAX ? (uint32_t) (s->n_exp - k) : GGPROF_CPU_OPS_MAX;
+        uint32_t n = s->n_exp - k < GGPROF_CPU_OPS_MAX ? (uint32_t) (s->n_exp - k) : GGPROF_CPU_OPS_MAX;
+        ggprof_msg_cpu_ops *m = ggprof_emit_reserve(chunk_size(n), GGPROF_MSG_CPU_OPS);
+        bool in_ring = m != NULL;
+        if (!in_ring) m = s->msg;
+        ggprof_cpu_op *ops = m->ops;
         for (uint32_t i = 0; i < n; i++, k++) {
             ggprof_cpu_op    *op = &ops[i];
             const node_times *nt = &times[k];
@@ -727,13 +749,12 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
             op->barrier       = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
             op->wait          = nt->inop_wait > UINT32_MAX ? UINT32_MAX : (uint32_t) nt->inop_wait;
         }
-        if (k >= s->n_exp) break;
-        flush_chunk(s->msg, s, w, flags, n, start, floor, on_chunk, user);
-        ggprof_cpu_ops_carry(s->msg, &floor, &start); /* where the next chunk's first op starts */
+        bool last = k >= s->n_exp;
+        flush_chunk(m, in_ring, s, w, last ? flags | GGPROF_CPU_OPS_LAST : flags, n, start, floor, on_chunk, user);
+        if (last) return 1;
+        ggprof_cpu_ops_carry(m, &floor, &start); /* where the next chunk's first op starts */
         flags = 0;
     }
-    flush_chunk(s->msg, s, w, flags | GGPROF_CPU_OPS_LAST, n, start, floor, on_chunk, user);
-    return 1;
 }
 
 /* ---- hooks on thread 0 while it computes ---- */
@@ -773,6 +794,8 @@ static void cpu_thread_start(void) {
  * out again, is a new backend with no tick and no callback of the program's. */
 static void cpu_backend_freed(ggml_backend_t backend) {
     pthread_mutex_lock(&g_hooks_lock);
+    ggml_backend_t was = backend; /* (the exchange overwrites it when it fails) */
+    atomic_compare_exchange_strong(&g_last_hooked, &was, NULL);
     for (int i = 0; i < g_n_hooks; i++) {
         if (g_hooks[i].backend != backend) continue;
         g_hooks[i].installed = false;

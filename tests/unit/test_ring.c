@@ -107,6 +107,46 @@ static void test_unpublished_message_is_invisible(void) {
     done(&c, &p);
 }
 
+/* Messages built in place (ggprof_ring_reserve, then commit) interleave with copied ones, pad the slot's end as a
+ * copy does, are invisible until committed, and a full slot answers NULL without counting a drop. */
+static void test_built_in_place(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 4096);
+    ggprof_ring_slot *s = ggprof_ring_claim(&p, 1, 1);
+    CHECK(ggprof_ring_reserve(&p, NULL, sizeof(ggprof_msg_event)) == NULL);
+    seen_t   seen = { 0 };
+    uint32_t next = 0;
+    for (int round = 0; round < 50; round++) { /* 96-byte events in a 4096-byte slot: the end is padded often */
+        for (int i = 0; i < 10; i++) {
+            ggprof_msg_event e = event(next++);
+            if (i % 2) {
+                CHECK(ggprof_ring_write(&p, s, &e.h) == 0);
+                continue;
+            }
+            void *at = ggprof_ring_reserve(&p, s, sizeof(e));
+            CHECK(at != NULL);
+            if (!at) break;
+            memcpy(at, &e, sizeof(e));
+            if (i == 4) { /* not yet committed: nothing of it is read */
+                ggprof_ring_drain(&c, on_msg, &seen);
+                CHECK_EQ_INT(seen.n, (int) next - 1);
+            }
+            ggprof_ring_commit(&p, s, sizeof(e));
+        }
+        ggprof_ring_drain(&c, on_msg, &seen);
+    }
+    CHECK_EQ_INT(seen.n, 500);
+    for (int i = 0; i < 500; i++) CHECK_EQ_INT(seen.seq[i], i);
+    /* Full: reserve says no and counts nothing; the write that follows drops and counts. */
+    int written = 0;
+    for (ggprof_msg_event e = event(0); ggprof_ring_write(&p, s, &e.h) == 0; written++) {}
+    CHECK(written > 0);
+    uint64_t was = ggprof_ring_dropped(&c);
+    CHECK(ggprof_ring_reserve(&p, s, sizeof(ggprof_msg_event)) == NULL);
+    CHECK_EQ_INT(ggprof_ring_dropped(&c), was);
+    done(&c, &p);
+}
+
 static void test_released_slot_is_reused_after_drain(void) {
     ggprof_ring c, p;
     fresh(&c, &p, 4096);
@@ -376,6 +416,7 @@ int main(void) {
     RUN(test_order_and_wrap);
     RUN(test_full_ring_drops_and_counts);
     RUN(test_unpublished_message_is_invisible);
+    RUN(test_built_in_place);
     RUN(test_released_slot_is_reused_after_drain);
     RUN(test_wait_ends_on_a_poke_from_another_process);
     RUN(test_attach_rejects_other_versions);
