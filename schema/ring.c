@@ -239,14 +239,20 @@ int ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr 
     return ggprof_ring_write_counted(r, s, msg, &lost, &graph);
 }
 
-/* Where a message of size bytes goes next in the slot, with the padding that must come before it (a message never
- * wraps: the slot's end is padded first); false when it would not fit (or the header is out of range). */
+/* The padding a message of size bytes needs before it at head: a message never wraps, the slot's end is padded
+ * first. */
+static uint64_t pad_at(uint64_t head, uint64_t size, uint64_t cap) {
+    uint64_t pos = head & (cap - 1);
+    return pos + size > cap ? cap - pos : 0;
+}
+
+/* Where a message of size bytes goes next in the slot, with the padding that must come before it; false when it
+ * would not fit (or the header is out of range). */
 static bool room_for(const ggprof_ring *r, ggprof_ring_slot *s, uint64_t size, uint64_t *head, uint64_t *pad) {
     const uint64_t cap = r->slot_cap;
     *head = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-    uint64_t pos  = *head & (cap - 1);
-    *pad = (pos + size > cap) ? cap - pos : 0;
+    *pad = pad_at(*head, size, cap);
     /* head and tail lie in memory the workload can write: whatever they say, the bytes written stay in the slot. */
     return size <= cap && tail <= *head && *head + *pad + size - tail <= cap;
 }
@@ -268,8 +274,7 @@ void ggprof_ring_commit(ggprof_ring *r, ggprof_ring_slot *s, uint32_t size) {
     const uint64_t cap  = r->slot_cap;
     uint64_t       head = atomic_load_explicit(&s->head, memory_order_relaxed);
     uint64_t       tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-    uint64_t       pos  = head & (cap - 1);
-    uint64_t       pad  = (pos + size > cap) ? cap - pos : 0; /* as ggprof_ring_reserve found it */
+    uint64_t       pad  = pad_at(head, size, cap); /* as ggprof_ring_reserve found it */
     atomic_store_explicit(&s->head, head + pad + size, memory_order_release);
     /* The watermark: the message that fills the slot past half wakes the collector, which may be asleep for up to
      * a second (it sleeps long so as not to preempt the workload's threads; a burst after a quiet stretch would
