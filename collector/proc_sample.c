@@ -248,9 +248,8 @@ void ggprof_cgroup_cpu_find_in(const char *cgroup_text, const char *root, ggprof
 void ggprof_cgroup_cpu_find(pid_t pid, ggprof_cgroup_cpu *c) {
     char path[64], text[4096];
     snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
-    c->quota    = -1;
-    c->usage[0] = 0;
-    if (ggprof_read_small(path, text, sizeof(text)) > 0) ggprof_cgroup_cpu_find_in(text, "/sys/fs/cgroup", c);
+    if (ggprof_read_small(path, text, sizeof(text)) <= 0) text[0] = 0; /* no cgroup: no quota */
+    ggprof_cgroup_cpu_find_in(text, "/sys/fs/cgroup", c);
 }
 
 bool ggprof_cgroup_usage_parse(const char *text, bool v2, uint64_t *ns) {
