@@ -65,11 +65,13 @@ expect "completion -t 2: report says it is not oversubscribed" "$(grep -c 'ggml 
     "$OUT/completion2.report")" 1
 # The findings read the same numbers: -t 4 on two CPUs ranks threads_oversubscribed first, -t 2 has none. 64 tokens:
 # in a run of a few tokens the start (fork to the first graph) is most of the wall, and `loading` rightly outranks
-# everything there (docs/findings.md).
+# everything there (docs/findings.md): where the model file had left the page cache (this VM's guest reclaims a file
+# nobody maps within seconds), `loading` came first even at 64 tokens, so it is left out of the ranking checked.
 first_and_has() { "$GGPROF" report "$1" --format json | python3 -c 'import json,sys
 f=[x["rule"] for x in json.load(sys.stdin)["findings"]]
-print(f[0] if f else "-", "threads_oversubscribed" in f)'; }
-expect "completion -t 4: threads_oversubscribed is the first finding" "$(first_and_has "$OUT/completion4.db")" \
+g=[r for r in f if r != "loading"]
+print(g[0] if g else "-", "threads_oversubscribed" in f)'; }
+expect "completion -t 4: threads_oversubscribed is the first finding after loading" "$(first_and_has "$OUT/completion4.db")" \
     "threads_oversubscribed True"
 expect "completion -t 2: no threads_oversubscribed finding" "$(first_and_has "$OUT/completion2.db" | cut -d' ' -f2)" False
 # From its first graph to its last: before them the main thread can truly block (the model read from a cold page
