@@ -7,7 +7,8 @@
 # tests/bench/overhead_ab.sh measures inside one process.
 # VARIANTS="plain graph alt op" adds `record --alternate` (a pseudo-random half of the graphs at level op, the others
 # at level graph): a cost paid per op-level graph puts it halfway between graph and op, a cost the process pays once
-# at level op (the tick installed, the collector's share) puts it with op. `split` (record --level split) is there too.
+# at level op (the tick installed, the collector's share) puts it with op. `split` (record --level split) is there too,
+# and `bare`: `record` running the workload without the library (env -u LD_PRELOAD), the collector's share alone.
 # usage: tests/bench/levels.sh [ROUNDS]     (default 100; 3-5 s per round here; run it on an idle machine)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,10 +27,11 @@ run_graph() { tps "$GGPROF" record -q --level graph -o "$tmp/graph.db" -- "${ben
 run_split() { tps "$GGPROF" record -q --level split -o "$tmp/split.db" -- "${bench[@]}"; }
 run_op() { tps "$GGPROF" record -q --level op -o "$tmp/op.db" -- "${bench[@]}"; }
 run_alt() { tps "$GGPROF" record -q --level op --alternate -o "$tmp/alt.db" -- "${bench[@]}"; }
+run_bare() { tps "$GGPROF" record -q --level op -o "$tmp/bare.db" -- env -u LD_PRELOAD "${bench[@]}"; }
 
 read -r -a variants <<< "${VARIANTS:-plain preload graph op}"
 for v in "${variants[@]}"; do
-    declare -F "run_$v" > /dev/null || { echo "levels.sh: unknown variant '$v' in VARIANTS (plain preload graph split alt op)" >&2; exit 2; }
+    declare -F "run_$v" > /dev/null || { echo "levels.sh: unknown variant '$v' in VARIANTS (plain preload graph split alt bare op)" >&2; exit 2; }
 done
 [ "${variants[0]}" = plain ] || { echo "levels.sh: VARIANTS must start with plain, the runs the others are divided by" >&2; exit 2; }
 n=${#variants[@]}
