@@ -444,8 +444,11 @@ static int record_parse(record_run *r, int argc, char **argv) {
           "CMD runs on; report, export and query read it. SIGUSR2 sent to this process writes one now. Removed "
           "once CMD ends and OUT is written" },
         { "--ring-kib", NULL, GGPROF_OPT_COUNT, &r->ring_kib, NULL, "N",
-          "ring size per producing thread in KiB, a power of two (default 4096); when the workload outruns the "
-          "collector, records are dropped and counted" },
+          "ring size per producing thread in KiB, a power of two (default 4096; each thread writes its whole ring "
+          "once, when it first records). While CMD runs, a thread's records are copied out once they fill a "
+          "quarter of it, which takes a CPU for a few ms from a workload that keeps every CPU busy: a ring four "
+          "times the size of a run's records keeps that out of the run. When the workload outruns the collector, "
+          "records are dropped and counted" },
         { "--metrics", NULL, GGPROF_OPT_STRING, &r->metrics_str, NULL, "[HOST:]PORT",
           "while CMD runs, serve live totals at http://HOST:PORT/metrics for Prometheus and 'ggprof top' (HOST "
           "defaults to 127.0.0.1; PORT 0 picks a free port, printed on stderr; docs/metrics.md)" },
