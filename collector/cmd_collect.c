@@ -127,6 +127,7 @@ int ggprof_cmd_collect(int argc, char **argv) {
          * slot is freed for the next one). The pacer sees what arrived while it slept. */
         uint32_t seen = ggprof_ring_wake_seen(&ring);
         long ms = 0;
+        ggprof_ring_map_claimed(&ring);
         ggprof_ring_pace(&pacer, &ring, 0, 50, &ms);
         size_t n = ggprof_ring_drain_raw(&ring, on_chunk, &c);
         unwritten |= n > 0;

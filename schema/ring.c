@@ -95,7 +95,7 @@ void ggprof_ring_temp_path(char *buf, size_t len, const char *tag) {
 
 int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
     size_t size = ring_size(n_slots, slot_cap);
-    uint64_t *tails = size ? calloc(n_slots, sizeof(uint64_t)) : NULL;
+    uint64_t *tails = size ? calloc(n_slots, sizeof(uint64_t) + 1) : NULL; /* the tails, then the mapped flags */
     if (!tails) {
         errno = size ? ENOMEM : EINVAL;
         return -1;
@@ -129,7 +129,8 @@ int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint6
     f->slot_cap = slot_cap;
     f->level    = level;
     atomic_store(&f->recording, 1);
-    *r = (ggprof_ring){ .file = f, .map_size = size, .n_slots = n_slots, .slot_cap = slot_cap, .tails = tails };
+    *r = (ggprof_ring){ .file = f, .map_size = size, .n_slots = n_slots, .slot_cap = slot_cap, .tails = tails,
+                        .mapped = (uint8_t *) (tails + n_slots) };
     /* The magic goes last: an engine that sees it sees a complete header. */
     atomic_thread_fence(memory_order_release);
     memcpy(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC));
@@ -190,13 +191,14 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
     }
     /* A collector that attaches (ggprof collect, for GGML_PROFILE's ring) reads with its own tails, as the one
      * that creates the ring does; the producers never touch them. */
-    uint64_t *tails = calloc(n_slots, sizeof(uint64_t));
+    uint64_t *tails = calloc(n_slots, sizeof(uint64_t) + 1);
     if (!tails) {
         snprintf(why, why_len, "ring '%s': out of memory", path);
         munmap(p, (size_t) st.st_size);
         return -1;
     }
-    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap, .tails = tails };
+    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap, .tails = tails,
+                        .mapped = (uint8_t *) (tails + n_slots) };
     atomic_fetch_add(&f->n_processes, 1);
     return 0;
 }
@@ -228,6 +230,7 @@ ggprof_ring_slot *ggprof_ring_claim(ggprof_ring *r, int32_t pid, int32_t tid) {
             s->pid = pid;
             s->tid = tid;
             prefault(s, r->slot_cap);
+            if (r->file) ggprof_ring_poke(r); /* the collector maps the slot now (ggprof_ring_map_claimed) */
             return s;
         }
     }
@@ -330,6 +333,20 @@ bool ggprof_ring_wait(ggprof_ring *r, uint32_t seen, long ms) {
 /* A slot's head is valid when it is at most a slot's capacity ahead of what the collector read (its own tail, never
  * the one in shared memory). */
 static bool head_valid(const ggprof_ring *r, uint64_t head, uint64_t tail) { return head >= tail && head - tail <= r->slot_cap; }
+
+size_t ggprof_ring_map_claimed(ggprof_ring *r) {
+    size_t n = 0, page = (size_t) sysconf(_SC_PAGESIZE);
+    for (uint32_t i = 0; i < r->n_slots; i++) {
+        ggprof_ring_slot *s = slot_at(r, i);
+        if (r->mapped[i] || atomic_load_explicit(&s->state, memory_order_acquire) == GGPROF_SLOT_FREE) continue;
+        /* Once per slot for the ring's life: the pages stay mapped when the slot goes to another thread. */
+        const volatile char *data = slot_data(s);
+        for (uint64_t off = 0; off < r->slot_cap; off += page) (void) data[off];
+        r->mapped[i] = 1;
+        n += r->slot_cap;
+    }
+    return n;
+}
 
 size_t ggprof_ring_drain_raw(ggprof_ring *r, ggprof_ring_chunk_fn fn, void *user) {
     size_t n = 0;

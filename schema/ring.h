@@ -113,6 +113,7 @@ typedef struct {
     uint32_t          n_slots;
     uint64_t          slot_cap;
     uint64_t         *tails;   /* collector only: bytes consumed per slot */
+    uint8_t          *mapped;  /* collector only, in tails' block: the slot's pages were read once (map_claimed) */
     uint64_t          corrupt; /* collector only: slots skipped, their head beyond what a producer can write */
 } ggprof_ring;
 
@@ -126,6 +127,11 @@ void ggprof_ring_temp_path(char *buf, size_t len, const char *tag);
  * still mapping one keeps its memory; the name only goes. Returns how many went. */
 int  ggprof_ring_sweep(void);
 int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level);
+/* Collector side: reads one byte of every page of each slot claimed since the last call (a thread's first record
+ * claims one and pokes the ring). Under a hypervisor that fills its shadow of the guest's page tables lazily, the
+ * collector's first read of each page of its own mapping costs a fault on the host (about 3 us here), which a drain
+ * would otherwise pay on every page of a slot's first lap, while the workload computes. Returns the bytes read. */
+size_t ggprof_ring_map_claimed(ggprof_ring *r);
 /* Hands every published byte to fn, in runs of whole messages (PAD messages included), and frees the slots
  * of threads that finished; returns the bytes read. Copying runs rather than messages keeps the collector's
  * share of the CPU small while the workload runs. */

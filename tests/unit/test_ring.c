@@ -1,5 +1,5 @@
 /* Unit tests of the shared-memory ring: order, wrap-around, drops, crash visibility, slot reuse, versions,
- * the collector's pacing, drops counted in records, a header the workload scribbled on. */
+ * the collector's pacing, drops counted in records, a header the workload scribbled on, claimed slots mapped once. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -411,6 +411,25 @@ static void test_attach_rejects_impossible_geometry(void) {
     done(&c, &p);
 }
 
+/* The collector maps a slot once, when it first sees it claimed; a slot handed to another thread is not read again. */
+static void test_claimed_slots_mapped_once(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 64u << 10);
+    uint32_t seen = ggprof_ring_wake_seen(&c);
+    CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 0);
+    ggprof_ring_slot *a = ggprof_ring_claim(&p, 1, 1);
+    CHECK(ggprof_ring_wake_seen(&c) != seen); /* the claim pokes the collector */
+    CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 64u << 10);
+    CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 0);
+    ggprof_ring_release(&p, a);
+    ggprof_ring_drain_raw(&c, NULL, NULL); /* frees it: nothing was written */
+    ggprof_ring_slot *b = ggprof_ring_claim(&p, 1, 2);
+    CHECK(b == a);
+    ggprof_ring_claim(&p, 1, 3);
+    CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 64u << 10);
+    done(&c, &p);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_order_and_wrap);
@@ -425,5 +444,6 @@ int main(void) {
     RUN(test_drops_are_counted_in_records);
     RUN(test_scribbled_header_and_head);
     RUN(test_attach_rejects_impossible_geometry);
+    RUN(test_claimed_slots_mapped_once);
     return failures ? 1 : 0;
 }
