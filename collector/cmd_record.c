@@ -203,6 +203,7 @@ typedef struct {
     const char *out, *level_str;
     int         level, quiet, serialize, alternate, start_paused, threads, wait;
     bool        no_sampler; /* GGPROF_RECORD_SAMPLER=0: the A/B of its cost */
+    bool        no_map;     /* GGPROF_RECORD_MAP=0: claimed slots not mapped ahead (tests/bench/drain_cost.sh's A/B) */
     int         builder;    /* GGPROF_RECORD_BUILDER: 0 no round built during the run (the A/B of its cost), 1 every
                              * round, -1 (unset) the rounds while a CPU is spare */
     long        ring_kib, sample, max_mb;
@@ -238,6 +239,9 @@ typedef struct {
     int64_t       clock_real, clock_mono; /* CLOCK_REALTIME and CLOCK_MONOTONIC read together at the start */
     ggprof_proc_sampler *sampler; /* the whole run: fork to exit, rusage, threads' blocked time (proc_sample.c) */
     struct rusage ru;
+    /* What the collector did with the ring while the workload ran (meta collector_*: its cost, docs/how-it-works.md
+     * "Overhead"): the drains, the bytes they moved, their CPU time, and the CPU time of mapping claimed slots */
+    uint64_t      drains, drained_bytes, drain_cpu_ns, map_cpu_ns;
     double        defer_s;  /* the end's work, in seconds, beyond which it is finished in the background */
     int           lock_fd;  /* OUT.lock, held while the trace is finished in the background; -1: none */
 } record_run;
@@ -486,6 +490,7 @@ static int record_parse(record_run *r, int argc, char **argv) {
     const char *bv = getenv("GGPROF_RECORD_BUILDER");
     r->builder = !bv ? -1 : strcmp(bv, "0") == 0 ? 0 : strcmp(bv, "1") == 0 ? 1 : -1;
     r->no_sampler = env_off("GGPROF_RECORD_SAMPLER");
+    r->no_map     = env_off("GGPROF_RECORD_MAP");
     const char *w = getenv("GGPROF_RECORD_WAIT"), *d = getenv("GGPROF_RECORD_DEFER_S");
     if (w && strcmp(w, "1") == 0) r->wait = 1;
     r->defer_s = 1;
@@ -775,6 +780,12 @@ static void builder_stop(record_run *r) {
     if (b->failed) ggprof_err("internal: cannot read back '%s'", r->spill_path);
 }
 
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
 static int record_drain(record_run *r) {
     g_poke_ring = &r->ring;
     struct sigaction chld = { 0 };
@@ -791,9 +802,14 @@ static int record_drain(record_run *r) {
         if (w == r->child || (w < 0 && errno != EINTR)) break;
         long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
         if (snap >= 0 && (due < 0 || snap < due)) due = snap;
+        uint64_t cpu0 = thread_cpu_ns();
+        if (!r->no_map && ggprof_ring_map_claimed(&r->ring)) r->map_cpu_ns += thread_cpu_ns() - cpu0;
         /* --metrics: every wake-up drains, at least 4 a second, so that a scrape is at most that late */
         if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 1000, &ms)) {
-            ggprof_spill_drain(&r->spill, &r->ring);
+            cpu0 = thread_cpu_ns();
+            r->drained_bytes += ggprof_spill_drain(&r->spill, &r->ring);
+            r->drain_cpu_ns += thread_cpu_ns() - cpu0;
+            r->drains++;
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
             builder_push(r);
         }
@@ -1000,6 +1016,10 @@ static int record_finish(record_run *r) {
     ggprof_store_meta_int(r->store, "started_unix", (int64_t) r->wall_start);
     ggprof_store_meta_int(r->store, "clock_realtime_ns", r->clock_real);
     ggprof_store_meta_int(r->store, "clock_monotonic_ns", r->clock_mono);
+    ggprof_store_meta_int(r->store, "collector_drains", (int64_t) r->drains);
+    ggprof_store_meta_int(r->store, "collector_drained_bytes", (int64_t) r->drained_bytes);
+    ggprof_store_meta_int(r->store, "collector_drain_cpu_ns", (int64_t) r->drain_cpu_ns);
+    ggprof_store_meta_int(r->store, "collector_map_cpu_ns", (int64_t) r->map_cpu_ns);
     ggprof_store_commit(r->store); /* a full disk shows here at the latest */
     ggprof_store_counts c = ggprof_store_get_counts(r->store);
     r->keep_out = true;
