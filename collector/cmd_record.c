@@ -381,6 +381,22 @@ static void snapshot_write(record_run *r) {
     _exit(ggprof_outfile_end(&of, 1) == 0 ? 0 : 1);
 }
 
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* A drain while the workload runs (the pacer's, a snapshot's), counted with its CPU time in the meta collector_*. */
+static size_t run_drain(record_run *r) {
+    uint64_t cpu0 = thread_cpu_ns();
+    size_t   n    = ggprof_spill_drain(&r->spill, &r->ring);
+    r->drain_cpu_ns += thread_cpu_ns() - cpu0;
+    r->drained_bytes += n;
+    r->drains++;
+    return n;
+}
+
 /* Starts a snapshot when one is due (--snapshot-every, SIGUSR2) and none is being written. Returns the ms until
  * the next is due (-1: none). */
 static long snapshot_tick(record_run *r) {
@@ -391,7 +407,7 @@ static long snapshot_tick(record_run *r) {
     if ((asked || due) && r->snapshot_child <= 0) {
         r->snapshots_seen = g_snapshots;
         if (due) r->next_snapshot = now + (uint64_t) (r->snapshot_every * 1e9);
-        while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
+        while (run_drain(r) > 0) {}
     if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 1);
         /* not while the builder is in SQLite: the child would find its locks taken */
         if (r->b.started) pthread_mutex_lock(&r->b.busy);
@@ -780,12 +796,6 @@ static void builder_stop(record_run *r) {
     if (b->failed) ggprof_err("internal: cannot read back '%s'", r->spill_path);
 }
 
-static uint64_t thread_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
 static int record_drain(record_run *r) {
     g_poke_ring = &r->ring;
     struct sigaction chld = { 0 };
@@ -806,10 +816,7 @@ static int record_drain(record_run *r) {
         if (!r->no_map && ggprof_ring_map_claimed(&r->ring)) r->map_cpu_ns += thread_cpu_ns() - cpu0;
         /* --metrics: every wake-up drains, at least 4 a second, so that a scrape is at most that late */
         if (ggprof_ring_pace(&pacer, &r->ring, r->live ? 0 : r->ring.slot_cap / 4, r->live ? 250 : 1000, &ms)) {
-            cpu0 = thread_cpu_ns();
-            r->drained_bytes += ggprof_spill_drain(&r->spill, &r->ring);
-            r->drain_cpu_ns += thread_cpu_ns() - cpu0;
-            r->drains++;
+            run_drain(r);
             if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 0);
             builder_push(r);
         }
