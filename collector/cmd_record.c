@@ -796,6 +796,11 @@ static void builder_stop(record_run *r) {
     if (b->failed) ggprof_err("internal: cannot read back '%s'", r->spill_path);
 }
 
+/* A thread that began to record: the sampler follows it from its first record (ggprof_ring_new_owners). */
+static void follow_thread(int32_t pid, int32_t tid, void *sampler) {
+    ggprof_proc_sampler_follow(sampler, (pid_t) pid, (pid_t) tid, ggprof_now_ns());
+}
+
 static int record_drain(record_run *r) {
     g_poke_ring = &r->ring;
     struct sigaction chld = { 0 };
@@ -812,6 +817,9 @@ static int record_drain(record_run *r) {
         if (w == r->child || (w < 0 && errno != EINTR)) break;
         long ms = 0, due = windows_tick(r), snap = snapshot_tick(r);
         if (snap >= 0 && (due < 0 || snap < due)) due = snap;
+        /* the new owners first: reading one of their /proc files costs a few us, mapping a slot's pages at nice 19
+         * may take longer than a short thread lives */
+        if (!r->no_sampler) ggprof_ring_new_owners(&r->ring, follow_thread, r->sampler);
         uint64_t cpu0 = thread_cpu_ns();
         if (!r->no_map && ggprof_ring_map_claimed(&r->ring)) r->map_cpu_ns += thread_cpu_ns() - cpu0;
         /* --metrics: every wake-up drains, at least 4 a second, so that a scrape is at most that late */

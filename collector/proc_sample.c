@@ -5,7 +5,9 @@
  * others at the next barrier: the period backs off while no thread blocks or wakes, from 5 ms to 1 s while a
  * thread runs (to 100 ms while all are blocked), and while records arrive (graphs compute) it is 1 s at once, nor
  * are the threads listed again but when their count changes (tests/bench/overhead_parts.sh measures the sampler's
- * cost); the threads' final counters come from the engine (THREAD_END) however seldom they were sampled. A
+ * cost), save a thread that begins to record: the ring tells record (ggprof_ring_new_owners), and it is followed from
+ * then (ggprof_proc_sampler_follow). The threads' final counters come from the engine (THREAD_END) however seldom
+ * they were sampled, and close the last interval as a sample would. A
  * stretch's edges do not depend on the period: the schedstat counters say how long the thread was neither on a CPU
  * nor waiting for one between two samples, and a thread that blocked (or woke) once in an interval did so that long
  * before its end (after its start). Its children
@@ -351,8 +353,8 @@ static bool idle_close(thr *t, uint64_t end, uint64_t min_ns) {
     return true;
 }
 
-static void thr_gone(thr *t, uint64_t min_ns) {
-    idle_close(t, t->prev_ns, min_ns);
+/* A thread no longer read: its descriptors closed; an open blocked run stays open for the store. */
+static void thr_gone(thr *t) {
     if (t->fd_stat >= 0) close(t->fd_stat);
     if (t->fd_sched >= 0) close(t->fd_sched);
     if (t->fd_kids >= 0) close(t->fd_kids);
@@ -360,10 +362,10 @@ static void thr_gone(thr *t, uint64_t min_ns) {
 }
 
 /* A process no longer sampled (it ended, or the workload did): its descriptors closed, its threads' runs ended. */
-static void proc_gone(proc *p, uint64_t min_ns) {
+static void proc_gone(proc *p) {
     if (p->fd_stat >= 0) close(p->fd_stat);
     p->fd_stat = -1;
-    for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k], min_ns);
+    for (size_t k = 0; k < p->n_t; k++) thr_gone(&p->t[k]);
 }
 
 static void add_thread(proc *p, pid_t tid, uint64_t now) {
@@ -425,47 +427,55 @@ static void thread_kids(ggprof_proc_sampler *s, proc *p, thr *t, uint64_t now) {
     }
 }
 
-/* One thread at now: its state and schedstat. A thread not runnable at a sample is in a blocked run; where the run
- * begins and ends comes from the counters: the time the thread was neither on a CPU nor in the run queue between
- * two samples (blocked) lies at the end of the interval in which it went from running to blocked, at the start of
- * the one in which it woke, exact when it did so once there. An interval in which it woke, ran a tenth of it or
- * more, and blocked again ends the run at the interval's start and begins another at its end. Returns whether a
- * run of at least min_idle_ns began (once it is that long) or ended. */
+/* The thread's counters read at now, in state ('R' running or runnable, 'S', 'D'...): the interval since its last
+ * reading moves its blocked runs. A thread not runnable at a reading is in a blocked run; where the run begins and
+ * ends comes from the counters: the time the thread was neither on a CPU nor in the run queue between two readings
+ * (blocked) lies at the end of the interval in which it went from running to blocked, at the start of the one in
+ * which it woke, exact when it did so once there. An interval in which it woke, ran a tenth of it or more, and
+ * blocked again ends the run at the interval's start and begins another at its end. A thread found blocked at its
+ * first reading is in a run from then (what came before is not claimed). Returns whether a run of at least min_ns
+ * began (once it is that long) or ended. */
+static bool thread_advance(thr *t, uint64_t now, char state, uint64_t cpu, uint64_t runq, uint64_t slices, uint64_t min_ns) {
+    uint64_t dt = now - t->prev_ns, dcpu = cpu >= t->cpu_ns ? cpu - t->cpu_ns : 0;
+    uint64_t drunq = runq >= t->runq_ns ? runq - t->runq_ns : 0, busy = dcpu + drunq;
+    uint64_t blocked = dt > busy ? dt - busy : 0;
+    bool sampled = t->state != 0, asleep = state != 'R', changed = false;
+    t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices, t->last_ns = now;
+    if (!sampled && asleep) {
+        t->in_idle = true, t->reported = false, t->idle_start = now;
+    } else if (sampled && dt > 0) {
+        if (t->in_idle && (!asleep || dcpu * 10 > dt)) {
+            changed = idle_close(t, asleep ? t->prev_ns : t->prev_ns + blocked, min_ns) || t->reported;
+            if (asleep) t->in_idle = true, t->reported = false, t->idle_start = now; /* blocked again */
+        } else if (!t->in_idle && asleep) {
+            t->in_idle = true, t->reported = false, t->idle_start = now - blocked;
+        }
+        if (t->in_idle && !t->reported && now >= t->idle_start + min_ns) changed = t->reported = true;
+    }
+    t->prev_ns = now;
+    t->state   = state;
+    return changed;
+}
+
+/* One thread at now, from its stat and schedstat (thread_advance). A thread that has ended keeps its open run, if
+ * any, for the store: the engine's reading at its end says where it ended (thread_end_merge). */
 static bool sample_thread(ggprof_proc_sampler *s, thr *t, uint64_t now) {
     char st[512], sc[128];
     ssize_t a = pread(t->fd_stat, st, sizeof(st) - 1, 0), b = pread(t->fd_sched, sc, sizeof(sc) - 1, 0);
     if (a <= 0 || b <= 0) {
-        thr_gone(t, s->min_idle_ns);
+        thr_gone(t);
         return false;
     }
     st[a] = 0, sc[b] = 0;
     ggprof_proc_thread pt;
     if (ggprof_proc_thread_parse(st, sc, &pt) != 0) return false;
     if (!t->name[0]) snprintf(t->name, sizeof(t->name), "%s", pt.name);
-    char     state = pt.state;
-    uint64_t cpu = pt.cpu_ns, runq = pt.runq_ns, slices = pt.slices;
-    uint64_t dt = now - t->prev_ns, dcpu = cpu >= t->cpu_ns ? cpu - t->cpu_ns : 0;
-    uint64_t drunq = runq >= t->runq_ns ? runq - t->runq_ns : 0, busy = dcpu + drunq;
-    uint64_t blocked = dt > busy ? dt - busy : 0;
-    bool sampled = t->state != 0; /* the first sample only reads the counters */
-    t->cpu_ns = cpu, t->runq_ns = runq, t->slices = slices, t->last_ns = now;
-    if (state == 'Z' || state == 'X') {
-        thr_gone(t, s->min_idle_ns);
+    if (pt.state == 'Z' || pt.state == 'X') {
+        t->cpu_ns = pt.cpu_ns, t->runq_ns = pt.runq_ns, t->slices = pt.slices, t->last_ns = now;
+        thr_gone(t);
         return false;
     }
-    bool asleep = state != 'R', changed = false;
-    if (sampled && dt > 0) {
-        if (t->in_idle && (!asleep || dcpu * 10 > dt)) {
-            changed = idle_close(t, asleep ? t->prev_ns : t->prev_ns + blocked, s->min_idle_ns) || t->reported;
-            if (asleep) t->in_idle = true, t->reported = false, t->idle_start = now; /* blocked again */
-        } else if (!t->in_idle && asleep) {
-            t->in_idle = true, t->reported = false, t->idle_start = now - blocked;
-        }
-        if (t->in_idle && !t->reported && now >= t->idle_start + s->min_idle_ns) changed = t->reported = true;
-    }
-    t->prev_ns = now;
-    t->state   = state;
-    return changed;
+    return thread_advance(t, now, pt.state, pt.cpu_ns, pt.runq_ns, pt.slices, s->min_idle_ns);
 }
 
 ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms) {
@@ -496,7 +506,7 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
             if (!read_proc_stat(p) && !p->waited) {
                 /* a sampled child ended (or was reaped) since the last sample */
                 p->gone = true, p->exit_ns = now;
-                proc_gone(p, s->min_idle_ns);
+                proc_gone(p);
                 continue;
             }
             if (due || p->n_t == 0 || p->n_threads != n_threads) rescan(p, now);
@@ -525,13 +535,25 @@ long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
     return (long) ((s->next_ns - now + 999999) / 1000000);
 }
 
+void ggprof_proc_sampler_follow(ggprof_proc_sampler *s, pid_t pid, pid_t tid, uint64_t now) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n_p; i++) {
+        proc *p = &s->p[i];
+        if (p->pid != pid || p->gone) continue;
+        size_t n = p->n_t;
+        add_thread(p, tid, now);
+        if (p->n_t > n) sample_thread(s, &p->t[n], now); /* its counters from now: the next sample follows it */
+        return;
+    }
+}
+
 void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int status, const struct rusage *ru) {
     if (!s) return;
     proc *p    = &s->p[0];
     p->exit_ns = exit_ns, p->gone = true;
     p->status  = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     if (ru) p->ru = *ru, p->has_ru = true;
-    for (size_t i = 0; i < s->n_p; i++) proc_gone(&s->p[i], s->min_idle_ns);
+    for (size_t i = 0; i < s->n_p; i++) proc_gone(&s->p[i]);
 }
 
 /* "key.PID" = value: a meta key of one process. */
@@ -608,20 +630,23 @@ static bool is_ggml_thread(sqlite3_stmt *rec, int32_t pid, pid_t tid) {
 
 /* The engine's reading of a thread's counters as it ended (or as its process exited: THREAD_END, kept in
  * temp.thread_ends by the store), where it is later than the sampler's last: a short run's threads, sampled rarely
- * while its graphs compute, still get their whole time on and off the CPUs. */
-static void thread_end_merge(sqlite3_stmt *ends, int32_t pid, thr *t) {
-    ggprof_db_bind_int(ends, ":pid", pid);
-    ggprof_db_bind_int(ends, ":tid", t->tid);
-    if (sqlite3_step(ends) == SQLITE_ROW && (uint64_t) sqlite3_column_int64(ends, 3) >= t->last_ns) {
-        t->last_ns = (uint64_t) sqlite3_column_int64(ends, 3);
-        t->cpu_ns  = (uint64_t) sqlite3_column_int64(ends, 4);
-        t->runq_ns = (uint64_t) sqlite3_column_int64(ends, 5);
-        t->slices  = (uint64_t) sqlite3_column_int64(ends, 6);
-        if (!t->name[0] && sqlite3_column_text(ends, 1)) {
-            snprintf(t->name, sizeof(t->name), "%s", (const char *) sqlite3_column_text(ends, 1));
+ * while its graphs compute, still get their whole time on and off the CPUs, and the interval since their last sample
+ * moves their blocked runs as a sample would (the thread reading its own counters runs; one read at its process's
+ * exit at least was not blocked past it). Then a run still open ends at the last reading. */
+static void thread_end_merge(sqlite3_stmt *ends, int32_t pid, thr *t, uint64_t min_ns) {
+    if (ends) {
+        ggprof_db_bind_int(ends, ":pid", pid);
+        ggprof_db_bind_int(ends, ":tid", t->tid);
+        if (sqlite3_step(ends) == SQLITE_ROW && (uint64_t) sqlite3_column_int64(ends, 3) >= t->last_ns) {
+            thread_advance(t, (uint64_t) sqlite3_column_int64(ends, 3), 'R', (uint64_t) sqlite3_column_int64(ends, 4),
+                           (uint64_t) sqlite3_column_int64(ends, 5), (uint64_t) sqlite3_column_int64(ends, 6), min_ns);
+            if (!t->name[0] && sqlite3_column_text(ends, 1)) {
+                snprintf(t->name, sizeof(t->name), "%s", (const char *) sqlite3_column_text(ends, 1));
+            }
         }
+        sqlite3_reset(ends);
     }
-    sqlite3_reset(ends);
+    idle_close(t, t->prev_ns, min_ns);
 }
 
 /* The rows of the threads of p that only the engine reported; 0 or -1. */
@@ -679,9 +704,10 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
         if (p->n_cpus > 0) snprintf(v, sizeof(v), "%d", p->n_cpus), meta_of(db, "cpus_allowed", p->pid, v);
         if (p->quota > 0) snprintf(v, sizeof(v), "%.3f", p->quota), meta_of(db, "cpu_quota", p->pid, v);
         for (size_t k = 0; k < p->n_t && rc == 0; k++) {
-            thr t = p->t[k]; /* a copy: the engine's counters go into the row, not into the sampler's state */
-            if (ends) thread_end_merge(ends, p->pid, &t);
-            rc = store_thread(ts, ti, p->pid, &t, is_ggml_thread(rec, p->pid, t.tid), true);
+            /* the sampler's own state: a store ends the sampling (the last, or a snapshot's in a child of its own) */
+            thr *t = &p->t[k];
+            thread_end_merge(ends, p->pid, t, s->min_idle_ns);
+            rc = store_thread(ts, ti, p->pid, t, is_ggml_thread(rec, p->pid, t->tid), true);
         }
         /* threads the sampler never saw (born and gone between two samples, or after the last): the engine's
          * counters only, their blocked time not followed */
@@ -701,7 +727,7 @@ int ggprof_proc_sampler_store(ggprof_proc_sampler *s, sqlite3 *db) {
 void ggprof_proc_sampler_free(ggprof_proc_sampler *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n_p; i++) {
-        proc_gone(&s->p[i], s->min_idle_ns);
+        proc_gone(&s->p[i]);
         for (size_t k = 0; k < s->p[i].n_t; k++) free(s->p[i].t[k].idle);
         free(s->p[i].t);
     }

@@ -19,6 +19,11 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
  * records since the last call (its graphs compute): a thread blocking or waking then does not shorten the period. */
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy);
 
+/* A thread of pid that began to record at now (ggprof_ring_new_owners): followed from now, not from the next listing
+ * of the threads, which waits while graphs compute (a thread born and gone within that wait was never followed, its
+ * idle unknown). A process the sampler has not found yet is left to its listing. */
+void ggprof_proc_sampler_follow(ggprof_proc_sampler *s, pid_t pid, pid_t tid, uint64_t now);
+
 /* The workload ended at exit_ns (wait4 returned it) with status and its rusage. */
 void ggprof_proc_sampler_exit(ggprof_proc_sampler *s, uint64_t exit_ns, int status, const struct rusage *ru);
 

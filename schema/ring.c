@@ -93,9 +93,13 @@ void ggprof_ring_temp_path(char *buf, size_t len, const char *tag) {
     snprintf(buf, len, "%s/ggprof-%s-%d-%016" PRIx64 ".ring", dir, tag, (int) getpid(), rnd);
 }
 
+/* The collector's own state of n slots in one block: the tails, the owners seen (ggprof_ring_new_owners), then the
+ * mapped flags. */
+static uint64_t *collector_side(uint32_t n) { return calloc(n, 2 * sizeof(uint64_t) + 1); }
+
 int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
     size_t size = ring_size(n_slots, slot_cap);
-    uint64_t *tails = size ? calloc(n_slots, sizeof(uint64_t) + 1) : NULL; /* the tails, then the mapped flags */
+    uint64_t *tails = size ? collector_side(n_slots) : NULL;
     if (!tails) {
         errno = size ? ENOMEM : EINVAL;
         return -1;
@@ -130,7 +134,7 @@ int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint6
     f->level    = level;
     atomic_store(&f->recording, 1);
     *r = (ggprof_ring){ .file = f, .map_size = size, .n_slots = n_slots, .slot_cap = slot_cap, .tails = tails,
-                        .mapped = (uint8_t *) (tails + n_slots) };
+                        .owners = tails + n_slots, .mapped = (uint8_t *) (tails + 2 * (size_t) n_slots) };
     /* The magic goes last: an engine that sees it sees a complete header. */
     atomic_thread_fence(memory_order_release);
     memcpy(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC));
@@ -191,14 +195,14 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
     }
     /* A collector that attaches (ggprof collect, for GGML_PROFILE's ring) reads with its own tails, as the one
      * that creates the ring does; the producers never touch them. */
-    uint64_t *tails = calloc(n_slots, sizeof(uint64_t) + 1);
+    uint64_t *tails = collector_side(n_slots);
     if (!tails) {
         snprintf(why, why_len, "ring '%s': out of memory", path);
         munmap(p, (size_t) st.st_size);
         return -1;
     }
     *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap, .tails = tails,
-                        .mapped = (uint8_t *) (tails + n_slots) };
+                        .owners = tails + n_slots, .mapped = (uint8_t *) (tails + 2 * (size_t) n_slots) };
     atomic_fetch_add(&f->n_processes, 1);
     return 0;
 }
@@ -344,6 +348,23 @@ size_t ggprof_ring_map_claimed(ggprof_ring *r) {
         for (uint64_t off = 0; off < r->slot_cap; off += page) (void) data[off];
         r->mapped[i] = 1;
         n += r->slot_cap;
+    }
+    return n;
+}
+
+size_t ggprof_ring_new_owners(ggprof_ring *r, ggprof_ring_owner_fn fn, void *user) {
+    size_t n = 0;
+    for (uint32_t i = 0; i < r->n_slots; i++) {
+        ggprof_ring_slot *s = slot_at(r, i);
+        if (atomic_load_explicit(&s->state, memory_order_acquire) == GGPROF_SLOT_FREE) continue;
+        /* The claimer writes pid and tid after the state and pokes after both: a reading in between sees the last
+         * owner's (or none), and the poke's wake-up the new one. */
+        int32_t  pid = ((volatile ggprof_ring_slot *) s)->pid, tid = ((volatile ggprof_ring_slot *) s)->tid;
+        uint64_t who = (uint64_t) (uint32_t) pid << 32 | (uint32_t) tid;
+        if (pid <= 0 || tid <= 0 || who == r->owners[i]) continue;
+        r->owners[i] = who;
+        fn(pid, tid, user);
+        n++;
     }
     return n;
 }

@@ -113,6 +113,7 @@ typedef struct {
     uint32_t          n_slots;
     uint64_t          slot_cap;
     uint64_t         *tails;   /* collector only: bytes consumed per slot */
+    uint64_t         *owners;  /* collector only, in tails' block: the slot's pid << 32 | tid when last seen */
     uint8_t          *mapped;  /* collector only, in tails' block: the slot's pages were read once (map_claimed) */
     uint64_t          corrupt; /* collector only: slots skipped, their head beyond what a producer can write */
 } ggprof_ring;
@@ -132,6 +133,11 @@ int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint
  * collector's first read of each page of its own mapping costs a fault on the host (about 3 us here), which a drain
  * would otherwise pay on every page of a slot's first lap, while the workload computes. Returns the bytes read. */
 size_t ggprof_ring_map_claimed(ggprof_ring *r);
+/* Collector side: calls fn with the pid and tid of each slot's owner not seen there at the last call: a thread that
+ * began to record since (its first record claims a slot and pokes the ring). record's /proc sampler follows it from
+ * then, not from its next listing of the threads, which waits while graphs compute. Returns how many. */
+typedef void (*ggprof_ring_owner_fn)(int32_t pid, int32_t tid, void *user);
+size_t ggprof_ring_new_owners(ggprof_ring *r, ggprof_ring_owner_fn fn, void *user);
 /* Hands every published byte to fn, in runs of whole messages (PAD messages included), and frees the slots
  * of threads that finished; returns the bytes read. Copying runs rather than messages keeps the collector's
  * share of the CPU small while the workload runs. */

@@ -16,7 +16,8 @@ run_checks() {
         AND maxrss_kib > 0")" 1
     expect "$l: the CPUs allowed, as a list and its count" "$(sqlite3 "$db" "SELECT count(*) FROM processes_time
         WHERE how = 'wait4' AND n_cpus_allowed >= 1 AND cpus_allowed IS NOT NULL")" 1
-    # the sampler reads /proc every 5 ms at nice 19: a thread that recorded for 50 ms (ten periods) is always seen
+    # a thread's first record wakes record, whose sampler follows it from there whatever its period (a second while
+    # graphs compute): one that recorded for 50 ms is always seen, though record runs at nice 19
     expect "$l: every thread that recorded for 50 ms has its stats (schedstat) and an idle figure" "$(sqlite3 "$db" "SELECT
         count(*) FROM (SELECT pid, tid FROM events GROUP BY pid, tid HAVING max(start_ns) - min(start_ns) >= 50000000) e
         WHERE NOT EXISTS (SELECT 1 FROM thread_stats s WHERE s.pid = e.pid AND s.tid = e.tid AND s.cpu_ns > 0
@@ -106,7 +107,8 @@ run_checks "$db" node
 expect_ge "node: ggml's CPU threads known" "$(sqlite3 "$db" "SELECT n_threads FROM processes_time")" 1
 
 # ---- a ggml program that is not llama.cpp: samples/threads (four threads, two ggml threads per compute; 5000
-# computes, a quarter of a second: threads that live much less than the sampler's listing period, 50 ms, go unseen)
+# computes, under a second: the four live between two of the sampler's samples while graphs compute, and are seen
+# because they record; ggml's workers, made for each compute and recording nothing, go unseen)
 build_ggml_program threads "$GGPROF_ROOT/samples/threads/threads.c"
 db=$OUT/threads.db
 "$GGPROF" record -o "$db" -- "$OUT/threads" 4 5000 > "$OUT/threads.out" 2>&1

@@ -5,12 +5,14 @@
  * where the thread blocked and woke, not where the samples around them fell (real times, samples 150 and 160 ms
  * apart, the edges within a few ms of the child's own clock readings); the CPU idle and cgroup quota readings of
  * record's builder gate. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,6 +194,18 @@ static void edges(void) {
     close(said[0]);
 }
 
+
+/* Waits for the child, tells the sampler of its end, and returns an empty store for the engine's messages (NULL,
+ * counted as a failure, when it cannot be made). */
+static ggprof_store *reaped(ggprof_proc_sampler *s, pid_t child) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
+    ggprof_store *st = NULL;
+    char why[256];
+    CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
+    return st;
+}
 /* The CPU threads a plan asked for come as a number (the engine's CPU_PLAN message): the store keeps the most as meta
  * threads.PID where the message arrives, whatever order the slots drain in, and the sampler's processes_time row reads
  * it there; the engine's note for people stays as it was and is not read (a note with another number changes
@@ -206,13 +220,8 @@ static void cpu_threads(void) {
     CHECK(s != NULL);
     ggprof_proc_sampler_tick(s, mono_ns(), false);
     kill(child, SIGKILL);
-    int status;
-    waitpid(child, &status, 0);
-    ggprof_proc_sampler_exit(s, mono_ns(), status, NULL);
-
-    ggprof_store *st = NULL;
+    ggprof_store *st = reaped(s, child);
     char why[256];
-    CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
     if (!st) return;
     ggprof_msg_cpu_plan plan = { { sizeof(plan), GGPROF_MSG_CPU_PLAN, 0 }, 3, 0 };
     ggprof_store_msg(st, child, child, &plan.h);
@@ -334,6 +343,91 @@ static void thread_ends(void) {
     CHECK_EQ_INT(q_int(db, sql), 1);
     sqlite3_close(db);
     ggprof_proc_sampler_free(s);
+}
+
+/* What followed()'s thread reports of itself: its tid first, then its counters as it ends. */
+typedef struct {
+    int ack; /* read end: the parent's word to go on */
+    int out; /* write end */
+} follow_pipes;
+static void *sleepy_thread(void *arg) {
+    follow_pipes *fp  = arg;
+    int32_t       tid = (int32_t) syscall(SYS_gettid);
+    char          c;
+    if (write(fp->out, &tid, sizeof(tid)) != sizeof(tid) || read(fp->ack, &c, 1) != 1) return NULL;
+    sleep_ms(120);
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    unsigned long long v[3] = { 0, 0, 0 };
+    if (f) {
+        if (fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]) != 3) v[0] = v[1] = v[2] = 0;
+        fclose(f);
+    }
+    uint64_t end[4] = { mono_ns(), v[0], v[1], v[2] };
+    if (write(fp->out, end, sizeof(end)) != sizeof(end)) return NULL;
+    return NULL;
+}
+
+/* A thread that begins to record while graphs compute (the sampler reads at its longest period and lists no
+ * threads) is followed from its first record (ggprof_proc_sampler_follow, as record calls it on the ring's new
+ * owner); it blocks 120 ms and ends between two samples, and the engine's reading at its end closes its run: a
+ * kept thread with an idle figure of its runs, the run inside its life, and at least the 120 ms it slept. Before,
+ * such a thread was never followed (idle NULL). */
+static void followed(void) {
+    int go[2], ack[2], out[2];
+    CHECK(pipe(go) == 0 && pipe(ack) == 0 && pipe(out) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        char         c;
+        follow_pipes fp = { ack[0], out[1] };
+        pthread_t    th;
+        if (read(go[0], &c, 1) != 1 || pthread_create(&th, NULL, sleepy_thread, &fp) != 0) _exit(1);
+        pthread_join(th, NULL);
+        if (read(go[0], &c, 1) != 1) _exit(1); /* blocked until the parent is done */
+        _exit(0);
+    }
+    CHECK(child > 0 && wait_state(child, "S"));
+    uint64_t fork_ns = mono_ns();
+    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, fork_ns, 5);
+    CHECK(s != NULL);
+    CHECK(ggprof_proc_sampler_tick(s, mono_ns(), true) >= 100); /* records arrive: the longest period */
+    CHECK(write(go[1], "x", 1) == 1);
+    int32_t tid = 0;
+    CHECK(read(out[0], &tid, sizeof(tid)) == sizeof(tid) && tid > 0);
+    uint64_t followed_ns = mono_ns();
+    ggprof_proc_sampler_follow(s, child, tid, followed_ns);
+    ggprof_proc_sampler_follow(s, child, tid, mono_ns()); /* told twice: one thread */
+    ggprof_proc_sampler_follow(s, child + 1, 5, mono_ns()); /* a process it does not know: nothing */
+    CHECK(write(ack[1], "x", 1) == 1);
+    uint64_t end[4] = { 0 };
+    CHECK(read(out[0], end, sizeof(end)) == sizeof(end) && end[0] > followed_ns);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d", (int) child, (int) tid);
+    for (int i = 0; i < 1000 && access(path, F_OK) == 0; i++) sleep_ms(1); /* it has ended */
+    CHECK(write(go[1], "x", 1) == 1);
+    ggprof_store *st = reaped(s, child);
+    char why[256];
+    if (!st) return;
+    ggprof_msg_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ggprof_store_event(st, child, tid, &ev, "x", NULL); /* it recorded: a ggml thread */
+    ggprof_msg_thread_end e = { { sizeof(e), GGPROF_MSG_THREAD_END, 0 }, tid, 0, followed_ns, end[0], end[1], end[2],
+                                end[3], "sleepy" };
+    ggprof_store_msg(st, child, tid, &e.h);
+    sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
+    CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM thread_stats WHERE pid = %d AND tid = %d", (int) child, (int) tid);
+    CHECK_EQ_INT(q_int(db, sql), 1);
+    snprintf(sql, sizeof(sql), "SELECT idle_ns >= 120000000 AND idle_ns = (SELECT sum(end_ns - start_ns) FROM"
+             " thread_idle i WHERE i.pid = s.pid AND i.tid = s.tid) AND last_ns = %llu FROM thread_stats s WHERE"
+             " pid = %d AND tid = %d", (unsigned long long) end[0], (int) child, (int) tid);
+    CHECK_EQ_INT(q_int(db, sql), 1);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM thread_idle WHERE pid = %d AND tid = %d AND start_ns >= %llu AND"
+             " end_ns <= %llu", (int) child, (int) tid, (unsigned long long) followed_ns, (unsigned long long) end[0]);
+    CHECK_EQ_INT(q_int(db, sql), 1);
+    sqlite3_close(db);
+    ggprof_proc_sampler_free(s);
+    for (int i = 0; i < 2; i++) close(go[i]), close(ack[i]), close(out[i]);
 }
 
 /* The idle CPUs between two readings of /proc/stat over a set of CPUs (record's builder waits while under half of
@@ -469,5 +563,6 @@ int main(void) {
     RUN(edges);
     RUN(cpu_threads);
     RUN(thread_ends);
+    RUN(followed);
     return failures ? 1 : 0;
 }

@@ -1,5 +1,6 @@
 /* Unit tests of the shared-memory ring: order, wrap-around, drops, crash visibility, slot reuse, versions,
- * the collector's pacing, drops counted in records, a header the workload scribbled on, claimed slots mapped once. */
+ * the collector's pacing, drops counted in records, a header the workload scribbled on, claimed slots mapped once,
+ * their owners told once. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -430,6 +431,41 @@ static void test_claimed_slots_mapped_once(void) {
     done(&c, &p);
 }
 
+/* ggprof_ring_new_owners' callback: the owners in order, as pid * 1000 + tid. */
+typedef struct {
+    int n, who[8];
+} owners_seen;
+static void on_owner(int32_t pid, int32_t tid, void *user) {
+    owners_seen *o = user;
+    if (o->n < 8) o->who[o->n] = pid * 1000 + tid;
+    o->n++;
+}
+
+/* Each thread that claims a slot is told once, a slot handed to another thread again; a slot claimed whose owner is
+ * not written yet (pid 0) is told once it is. */
+static void test_new_owners_told_once(void) {
+    ggprof_ring c, p;
+    fresh(&c, &p, 64u << 10);
+    owners_seen o = { 0 };
+    CHECK_EQ_INT(ggprof_ring_new_owners(&c, on_owner, &o), 0);
+    ggprof_ring_slot *a = ggprof_ring_claim(&p, 7, 11);
+    ggprof_ring_claim(&p, 7, 12);
+    CHECK_EQ_INT(ggprof_ring_new_owners(&c, on_owner, &o), 2);
+    CHECK(o.n == 2 && o.who[0] == 7011 && o.who[1] == 7012);
+    CHECK_EQ_INT(ggprof_ring_new_owners(&c, on_owner, &o), 0);
+    ggprof_ring_release(&p, a);
+    CHECK_EQ_INT(ggprof_ring_new_owners(&c, on_owner, &o), 0); /* released, not yet freed: the same owner */
+    ggprof_ring_drain_raw(&c, NULL, NULL);
+    ggprof_ring_slot *b = ggprof_ring_claim(&p, 7, 13);
+    CHECK(b == a);
+    b->pid = 0, b->tid = 0; /* as between the claimer's state and its pid */
+    CHECK_EQ_INT(ggprof_ring_new_owners(&c, on_owner, &o), 0);
+    b->pid = 7, b->tid = 13;
+    CHECK_EQ_INT(ggprof_ring_new_owners(&c, on_owner, &o), 1);
+    CHECK(o.n == 3 && o.who[2] == 7013);
+    done(&c, &p);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_order_and_wrap);
@@ -445,5 +481,6 @@ int main(void) {
     RUN(test_scribbled_header_and_head);
     RUN(test_attach_rejects_impossible_geometry);
     RUN(test_claimed_slots_mapped_once);
+    RUN(test_new_owners_told_once);
     return failures ? 1 : 0;
 }
