@@ -343,7 +343,9 @@ size_t ggprof_ring_map_claimed(ggprof_ring *r) {
     for (uint32_t i = 0; i < r->n_slots; i++) {
         ggprof_ring_slot *s = slot_at(r, i);
         if (r->mapped[i] || atomic_load_explicit(&s->state, memory_order_acquire) == GGPROF_SLOT_FREE) continue;
-        /* Once per slot for the ring's life: the pages stay mapped when the slot goes to another thread. */
+        /* Once per slot for the ring's life: the pages stay mapped when the slot goes to another thread. The claimer
+         * may still be writing them (it pokes after): a read first allocates the shared file's page, which the
+         * claimer's write then finds, the same page in both mappings. */
         const volatile char *data = slot_data(s);
         for (uint64_t off = 0; off < r->slot_cap; off += page) (void) data[off];
         r->mapped[i] = 1;
