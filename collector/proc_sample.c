@@ -361,7 +361,8 @@ static void thr_gone(thr *t) {
     t->fd_stat = t->fd_sched = t->fd_kids = -1;
 }
 
-/* A process no longer sampled (it ended, or the workload did): its descriptors closed, its threads' runs ended. */
+/* A process no longer sampled (it ended, or the workload did): its descriptors closed; its threads' open runs are
+ * ended by the store (thread_end_merge). */
 static void proc_gone(proc *p) {
     if (p->fd_stat >= 0) close(p->fd_stat);
     p->fd_stat = -1;

@@ -96,6 +96,11 @@ void ggprof_ring_temp_path(char *buf, size_t len, const char *tag) {
 /* The collector's own state of n slots in one block: the tails, the owners seen (ggprof_ring_new_owners), then the
  * mapped flags. */
 static uint64_t *collector_side(uint32_t n) { return calloc(n, 2 * sizeof(uint64_t) + 1); }
+/* r's owners and mapped flags, where collector_side put them after its tails. */
+static void collector_side_split(ggprof_ring *r) {
+    r->owners = r->tails + r->n_slots;
+    r->mapped = (uint8_t *) (r->tails + 2 * (size_t) r->n_slots);
+}
 
 int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint64_t slot_cap, uint32_t level) {
     size_t size = ring_size(n_slots, slot_cap);
@@ -133,8 +138,8 @@ int ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint6
     f->slot_cap = slot_cap;
     f->level    = level;
     atomic_store(&f->recording, 1);
-    *r = (ggprof_ring){ .file = f, .map_size = size, .n_slots = n_slots, .slot_cap = slot_cap, .tails = tails,
-                        .owners = tails + n_slots, .mapped = (uint8_t *) (tails + 2 * (size_t) n_slots) };
+    *r = (ggprof_ring){ .file = f, .map_size = size, .n_slots = n_slots, .slot_cap = slot_cap, .tails = tails };
+    collector_side_split(r);
     /* The magic goes last: an engine that sees it sees a complete header. */
     atomic_thread_fence(memory_order_release);
     memcpy(f->magic, GGPROF_RING_MAGIC, sizeof(GGPROF_RING_MAGIC));
@@ -201,8 +206,8 @@ int ggprof_ring_attach(ggprof_ring *r, const char *path, char *why, size_t why_l
         munmap(p, (size_t) st.st_size);
         return -1;
     }
-    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap, .tails = tails,
-                        .owners = tails + n_slots, .mapped = (uint8_t *) (tails + 2 * (size_t) n_slots) };
+    *r = (ggprof_ring){ .file = f, .map_size = (size_t) st.st_size, .n_slots = n_slots, .slot_cap = cap, .tails = tails };
+    collector_side_split(r);
     atomic_fetch_add(&f->n_processes, 1);
     return 0;
 }
