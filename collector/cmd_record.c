@@ -809,6 +809,7 @@ static int record_drain(record_run *r) {
     chld.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &chld, NULL);
     ggprof_ring_pacer pacer = { 0, 0, 0 };
+    uint32_t computing = 0; /* the ring's count of processes that began to compute graphs, as last seen */
     builder_start(r);
     for (;;) {
         uint32_t seen = ggprof_ring_wake_seen(&r->ring);
@@ -829,7 +830,11 @@ static int record_drain(record_run *r) {
             builder_push(r);
         }
         if (due >= 0 && due < ms) ms = due;
-        long sample = r->no_sampler ? -1 : ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns(), pacer.grew > 0);
+        /* busy: graphs compute (records arrived since the last wake-up, or a process's first graph began) */
+        uint32_t began = atomic_load_explicit(&r->ring.file->computing, memory_order_relaxed);
+        bool     busy  = pacer.grew > 0 || began != computing;
+        computing      = began;
+        long sample = r->no_sampler ? -1 : ggprof_proc_sampler_tick(r->sampler, ggprof_now_ns(), busy);
         if (sample >= 0 && sample < ms) ms = sample;
         if (r->toggles_seen == g_toggles) ggprof_ring_wait(&r->ring, seen, ms);
     }

@@ -81,6 +81,7 @@ struct ggprof_proc_sampler {
     size_t   n_p;
     uint64_t period_ns, next_ns, min_idle_ns;
     uint64_t cur_ns, next_scan_ns; /* the period now (period_ns to BACK_OFF x); the next listing at the earliest */
+    bool     busy;                 /* the last call's busy */
 };
 
 int ggprof_cpu_list_count(const char *list) {
@@ -495,7 +496,12 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
 
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy) {
     if (!s) return -1;
-    if (now >= s->next_ns) {
+    /* Graphs began to compute since the last call (records arrived, or a process's first graph began): sampled now,
+     * on this wake-up, and the longest period from here, not from the next sample due, a step of the start-up's
+     * doubling that would wake record once more inside the first second of compute. */
+    bool began = busy && !s->busy;
+    s->busy    = busy;
+    if (now >= s->next_ns || began) {
         /* the listing (opening /proc/PID/task, status, cgroup: files closed again, whose dentries the kernel frees
          * through RCU, whose thread then wakes on a CPU ggml wants) waits while graphs compute, unless the thread
          * count changed */

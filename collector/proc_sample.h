@@ -16,7 +16,8 @@ typedef struct ggprof_proc_sampler ggprof_proc_sampler;
 ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long period_ms);
 
 /* Samples when a sample is due at now; returns the milliseconds until the next one. busy: the workload published
- * records since the last call (its graphs compute): a thread blocking or waking then does not shorten the period. */
+ * records since the last call (its graphs compute): a thread blocking or waking then does not shorten the period,
+ * and the first call that finds it so (after one that did not) samples at once and takes the longest period. */
 long ggprof_proc_sampler_tick(ggprof_proc_sampler *s, uint64_t now, bool busy);
 
 /* A thread of pid that began to record at now (ggprof_ring_new_owners): followed from now, not from the next listing

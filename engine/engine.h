@@ -100,6 +100,8 @@ int      ggprof_emit(const ggprof_msg_hdr *msg);
  * ggprof_emit_commit publishes it, whole and with its header, before this thread emits anything else. */
 void    *ggprof_emit_reserve(uint32_t size, uint16_t kind);
 void     ggprof_emit_commit(uint32_t size);
+/* The process's first graph begins: tells the collector (ggprof_ring_began). */
+void     ggprof_emit_began(void);
 /* A node's description sent once (describe.c; ggprof_node_id, internal.h, in one step), in two steps, for callers that remember ids by a node's place in its graph: the key of the node's
  * description, and its id. *kept says whether the id may be remembered (its description reached the trace);
  * remembered ids hold only while ggprof_desc_epoch() returns the value it had when they were given. */

@@ -83,6 +83,14 @@ static void emit_graph(uint64_t graph_id, uint32_t sched_id, int n_nodes, int n_
     ggprof_emit(&m.h);
 }
 
+/* The process's first graph tells the collector that graphs compute (ggprof_ring_began): from then on it reads no
+ * ring slot ahead, which at nice 19 on CPUs the workload keeps busy would take a ggml thread's CPU for milliseconds
+ * (docs/how-it-works.md, "Overhead"), and its /proc sampler keeps to its longest period. */
+static void graphs_began(void) {
+    static _Atomic bool began;
+    if (!atomic_load_explicit(&began, memory_order_relaxed) && !atomic_exchange(&began, true)) ggprof_emit_began();
+}
+
 static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cgraph *graph,
                                       enum ggml_status (*real)(ggml_backend_sched_t, struct ggml_cgraph *)) {
     if (t_sched_depth > 0 || !ggprof_engine_ready((const void *) real)) {
@@ -119,6 +127,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.last_backend = -1;
     gc.last_end     = -1;
     gc.n_pending    = 0;
+    if (on) graphs_began();
     uint64_t t0 = ggprof_now_ns();
     t_graph = &gc;
     ggprof_t_graph_on = on;
@@ -757,6 +766,7 @@ GGPROF_API void GOMP_barrier(void) {
 GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struct ggml_cplan *cplan) {
     REAL_FROM(slot_ggml_graph_compute, ggml_graph_compute);
     cpu_timing()->graph_compute_entry();
+    graphs_began(); /* a program that computes without the scheduler */
     /* The threads the plan asks for (ggml_cplan.n_threads follows work_size and work_data in every release),
      * noted each time it exceeds the most noted: `ggprof report`'s Threads against the CPUs (analyzer/threads.c). */
     static _Atomic int most_threads;

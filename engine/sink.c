@@ -245,6 +245,10 @@ void *ggprof_emit_reserve(uint32_t size, uint16_t kind) {
 
 void ggprof_emit_commit(uint32_t size) { ggprof_ring_commit(&g_ring, t_slot, size); }
 
+void ggprof_emit_began(void) {
+    if (g_ring.file) ggprof_ring_began(&g_ring);
+}
+
 static void emit_process(void) {
     const ggprof_ggml *g = &ggprof_eng.g;
     ggprof_msg_process p;

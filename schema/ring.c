@@ -331,6 +331,8 @@ void ggprof_ring_poke(ggprof_ring *r) {
     syscall(SYS_futex, (uint32_t *) &r->file->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+void ggprof_ring_began(ggprof_ring *r) { atomic_fetch_add_explicit(&r->file->computing, 1, memory_order_relaxed); }
+
 bool ggprof_ring_wait(ggprof_ring *r, uint32_t seen, long ms) {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     /* Returns at once with EAGAIN when the word is no longer `seen`; EINTR (a signal) counts as a wake-up too:
@@ -352,7 +354,12 @@ size_t ggprof_ring_map_claimed(ggprof_ring *r) {
          * may still be writing them (it pokes after): a read first allocates the shared file's page, which the
          * claimer's write then finds, the same page in both mappings. */
         const volatile char *data = slot_data(s);
-        for (uint64_t off = 0; off < r->slot_cap; off += page) (void) data[off];
+        for (uint64_t off = 0; off < r->slot_cap; off += page) {
+            /* the graphs may begin while this reads (at nice 19 it can be preempted for longer than a model's load
+             * lasts): it stops there, the rest left to the drains */
+            if (off % (64 * page) == 0 && atomic_load_explicit(&r->file->computing, memory_order_relaxed)) return n + off;
+            (void) data[off];
+        }
         r->mapped[i] = 1;
         n += r->slot_cap;
     }

@@ -62,6 +62,12 @@ typedef struct {
      * zeroed room, no version bump: an older engine ignores it (the window ends when the collector wakes), an
      * older collector leaves it 0. */
     _Atomic uint64_t off_at_ns;
+    /* Processes that began to compute graphs: each adds 1 as its first graph begins (ggprof_ring_began). From then
+     * on the collector reads no slot's pages ahead (ggprof_ring_map_claimed) and its sampler keeps to its longest
+     * period. Zeroed room as above: an older engine leaves it 0 (slots are read ahead all along, as before), an older
+     * collector ignores it. */
+    _Atomic uint32_t computing;
+    uint32_t         pad1;
 } ggprof_ring_file;
 
 typedef struct {
@@ -80,7 +86,7 @@ typedef struct {
 
 /* Shared by processes built apart (a ring outlives neither side's build, but the collector reads what any engine
  * of the same version wrote): each field where the other side expects it, head and tail on lines of their own. */
-_Static_assert(sizeof(ggprof_ring_file) == 88 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
+_Static_assert(sizeof(ggprof_ring_file) == 96 && sizeof(ggprof_ring_file) <= GGPROF_RING_HDR, "ring header layout");
 _Static_assert(sizeof(ggprof_ring_slot) == GGPROF_SLOT_HDR, "slot header layout");
 _Static_assert(offsetof(ggprof_ring_slot, head) == 64 && offsetof(ggprof_ring_slot, tail) == 128,
                "a slot's head and tail each on a cache line of its own");
@@ -131,7 +137,10 @@ int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint
 /* Collector side: reads one byte of every page of each slot claimed since the last call (a thread's first record
  * claims one and pokes the ring). Under a hypervisor that fills its shadow of the guest's page tables lazily, the
  * collector's first read of each page of its own mapping costs a fault on the host (about 3 us here), which a drain
- * would otherwise pay on every page of a slot's first lap, while the workload computes. Returns the bytes read. */
+ * would otherwise pay on every page of a slot's first lap, while the workload computes. Only before the workload's
+ * graphs compute (the header's computing still 0): there it is free, a model's load leaving a CPU to spare; once
+ * they do, a slot read whole at once (4 MiB, 5-6 ms here) is that long taken from a ggml thread, where a drain reads
+ * only what it copies. Returns the bytes read. */
 size_t ggprof_ring_map_claimed(ggprof_ring *r);
 /* Collector side: calls fn with the pid and tid of each slot's owner not seen there at the last call: a thread that
  * began to record since (its first record claims a slot and pokes the ring). record's /proc sampler follows it from
@@ -193,6 +202,9 @@ void ggprof_ring_release(ggprof_ring *r, ggprof_ring_slot *s);
 uint32_t ggprof_ring_wake_seen(const ggprof_ring *r);
 bool     ggprof_ring_wait(ggprof_ring *r, uint32_t seen, long ms);
 void     ggprof_ring_poke(ggprof_ring *r);
+/* A producing process's first graph begins: counted in the header's computing (the collector sees it when it
+ * next wakes: no system call here). */
+void     ggprof_ring_began(ggprof_ring *r);
 void ggprof_ring_unmap(ggprof_ring *r);
 
 #endif

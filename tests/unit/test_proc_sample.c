@@ -100,6 +100,15 @@ static void back_off(void) {
     CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 100 * MS, true), 100); /* blocked for 100 ms: no change */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(b, tb += 100 * MS, false), 100); /* no records: backing off as before */
     ggprof_proc_sampler_free(b);
+    /* Graphs that begin between two samples: the wake-up that finds them samples then, and the longest period
+     * follows at once, not at the next sample due */
+    uint64_t             tg = mono_ns();
+    ggprof_proc_sampler *g  = ggprof_proc_sampler_new(child, tg, 5);
+    CHECK(g != NULL);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(g, tg, false), 10);
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(g, tg += 2 * MS, true), 100); /* not due, but graphs began: sampled */
+    CHECK_EQ_INT(ggprof_proc_sampler_tick(g, tg += 1 * MS, true), 99);  /* still computing: nothing sampled */
+    ggprof_proc_sampler_free(g);
     CHECK(write(go, "x", 1) == 1);
     CHECK(wait_state(child, "R")); /* the child spins */
     CHECK_EQ_INT(ggprof_proc_sampler_tick(s, t += 99 * MS, false), 5); /* running again: the base period */

@@ -428,6 +428,13 @@ static void test_claimed_slots_mapped_once(void) {
     CHECK(b == a);
     ggprof_ring_claim(&p, 1, 3);
     CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 64u << 10);
+    /* once the producers' graphs compute, a slot claimed is left to the drains */
+    ggprof_ring_began(&p);
+    CHECK_EQ_INT(atomic_load(&c.file->computing), 1);
+    ggprof_ring_slot *d = ggprof_ring_claim(&p, 1, 4);
+    CHECK(d != NULL);
+    CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 0);
+    CHECK_EQ_INT(ggprof_ring_map_claimed(&c), 0); /* nor later */
     done(&c, &p);
 }
 
