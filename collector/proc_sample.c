@@ -491,6 +491,10 @@ ggprof_proc_sampler *ggprof_proc_sampler_new(pid_t pid, uint64_t fork_ns, long p
     s->cur_ns      = s->period_ns;
     s->next_ns = s->next_scan_ns = fork_ns;
     add_proc(s, pid, getpid(), fork_ns, true);
+    /* The CPUs it may use, read now, before record goes to nice 19: where the workload keeps record's CPUs busy (a
+     * workload pinned with record to one CPU), its first sample may come after the workload has ended, when /proc no
+     * longer has them. A listing reads them again (a program that sets its own affinity). */
+    read_cpus(&s->p[0]);
     return s;
 }
 

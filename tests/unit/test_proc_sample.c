@@ -6,6 +6,7 @@
  * apart, the edges within a few ms of the child's own clock readings); the CPU idle and cgroup quota readings of
  * record's builder gate. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdbool.h>
@@ -215,6 +216,32 @@ static ggprof_store *reaped(ggprof_proc_sampler *s, pid_t child) {
     CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
     return st;
 }
+/* A workload that ends before the sampler's first sample (record at nice 19 on a CPU the workload keeps busy): the
+ * CPUs it could use are known all the same, read as it was forked (its affinity is record's until it sets its own). */
+static void never_sampled(void) {
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    ggprof_proc_sampler *s = ggprof_proc_sampler_new(child, mono_ns(), 5);
+    CHECK(s != NULL);
+    ggprof_store *st = reaped(s, child); /* no tick: /proc has nothing of it now */
+    char why[256];
+    if (!st) return;
+    sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
+    CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
+    cpu_set_t mine;
+    CHECK(sched_getaffinity(0, sizeof(mine), &mine) == 0);
+    sqlite3_stmt *q = NULL;
+    int64_t n_cpus = -1;
+    if (db && sqlite3_prepare_v2(db, "SELECT n_cpus_allowed FROM processes_time WHERE pid = ?", -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(q, 1, child);
+        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) n_cpus = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    CHECK_EQ_INT(n_cpus, CPU_COUNT(&mine));
+    sqlite3_close(db);
+    ggprof_proc_sampler_free(s);
+}
+
 /* The CPU threads a plan asked for come as a number (the engine's CPU_PLAN message): the store keeps the most as meta
  * threads.PID where the message arrives, whatever order the slots drain in, and the sampler's processes_time row reads
  * it there; the engine's note for people stays as it was and is not read (a note with another number changes
@@ -571,6 +598,7 @@ int main(void) {
     RUN(back_off);
     RUN(edges);
     RUN(cpu_threads);
+    RUN(never_sampled);
     RUN(thread_ends);
     RUN(followed);
     return failures ? 1 : 0;
