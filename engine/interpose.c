@@ -127,7 +127,7 @@ static enum ggml_status sched_compute(ggml_backend_sched_t sched, struct ggml_cg
     gc.last_backend = -1;
     gc.last_end     = -1;
     gc.n_pending    = 0;
-    if (on) graphs_began();
+    graphs_began(); /* recorded or not: the CPUs are the workload's from here */
     uint64_t t0 = ggprof_now_ns();
     t_graph = &gc;
     ggprof_t_graph_on = on;

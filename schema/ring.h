@@ -63,9 +63,9 @@ typedef struct {
      * older collector leaves it 0. */
     _Atomic uint64_t off_at_ns;
     /* Processes that began to compute graphs: each adds 1 as its first graph begins (ggprof_ring_began). From then
-     * on the collector reads no slot's pages ahead (ggprof_ring_map_claimed) and its sampler keeps to its longest
-     * period. Zeroed room as above: an older engine leaves it 0 (slots are read ahead all along, as before), an older
-     * collector ignores it. */
+     * on the collector reads no slot's pages ahead (ggprof_ring_map_claimed), and its sampler takes its longest
+     * period at the wake-up that finds the count moved. Zeroed room as above: an older engine leaves it 0 (slots
+     * are read ahead all along, as before), an older collector ignores it. */
     _Atomic uint32_t computing;
     uint32_t         pad1;
 } ggprof_ring_file;
