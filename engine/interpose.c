@@ -85,7 +85,7 @@ static void emit_graph(uint64_t graph_id, uint32_t sched_id, int n_nodes, int n_
 
 /* The process's first graph tells the collector that graphs compute (ggprof_ring_began): from then on it reads no
  * ring slot ahead, which at nice 19 on CPUs the workload keeps busy would take a ggml thread's CPU for milliseconds
- * (docs/how-it-works.md, "Overhead"), and its /proc sampler keeps to its longest period. */
+ * (docs/how-it-works.md, "Overhead"), and its /proc sampler takes its longest period at once. */
 static void graphs_began(void) {
     static _Atomic bool began;
     if (!atomic_load_explicit(&began, memory_order_relaxed) && !atomic_exchange(&began, true)) ggprof_emit_began();
