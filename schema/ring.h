@@ -139,7 +139,7 @@ int  ggprof_ring_create(ggprof_ring *r, const char *path, uint32_t n_slots, uint
  * collector's first read of each page of its own mapping costs a fault on the host (about 3 us here), which a drain
  * would otherwise pay on every page of a slot's first lap, while the workload computes. Only before the workload's
  * graphs compute (the header's computing still 0): there it is free, a model's load leaving a CPU to spare; once
- * they do, a slot read whole at once (4 MiB, 5-6 ms here) is that long taken from a ggml thread, where a drain reads
+ * they do, a slot read whole at once (4 MiB, 4-6 ms here) is that long taken from a ggml thread, where a drain reads
  * only what it copies. Returns the bytes read. */
 size_t ggprof_ring_map_claimed(ggprof_ring *r);
 /* Collector side: calls fn with the pid and tid of each slot's owner not seen there at the last call: a thread that
