@@ -37,7 +37,7 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
-/* The process's state letter from /proc/PID/stat ('?' if unreadable). */
+/* The state letter of a process or thread from /proc/ID/stat ('?' if unreadable). */
 static char state_of(pid_t pid) {
     char path[64], buf[512];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
@@ -405,9 +405,9 @@ static void *sleepy_thread(void *arg) {
 
 /* A thread that begins to record while graphs compute (the sampler reads at its longest period and lists no
  * threads) is followed from its first record (ggprof_proc_sampler_follow, as record calls it on the ring's new
- * owner); it blocks 120 ms and ends between two samples, and the engine's reading at its end closes its run: a
- * kept thread with an idle figure of its runs, the run inside its life, and at least the 120 ms it slept. Before,
- * such a thread was never followed (idle NULL). */
+ * owner) while blocked; it blocks 120 ms more and ends between two samples, and the engine's reading at its end
+ * closes its run: a kept thread with an idle figure of its runs, the run inside its life, and at least the 120 ms it
+ * slept. Before, such a thread was never followed (idle NULL). */
 static void followed(void) {
     int go[2], ack[2], out[2];
     CHECK(pipe(go) == 0 && pipe(ack) == 0 && pipe(out) == 0);
@@ -429,6 +429,9 @@ static void followed(void) {
     CHECK(write(go[1], "x", 1) == 1);
     int32_t tid = 0;
     CHECK(read(out[0], &tid, sizeof(tid)) == sizeof(tid) && tid > 0);
+    /* blocked on its read when followed: a first reading that finds it still running (a loaded machine) begins no
+     * run, and a thread that blocks and wakes between two readings is not claimed blocked (thread_advance) */
+    CHECK(wait_state(tid, "S"));
     uint64_t followed_ns = mono_ns();
     ggprof_proc_sampler_follow(s, child, tid, followed_ns);
     ggprof_proc_sampler_follow(s, child, tid, mono_ns()); /* told twice: one thread */
