@@ -216,6 +216,18 @@ static ggprof_store *reaped(ggprof_proc_sampler *s, pid_t child) {
     CHECK(ggprof_store_create(&st, "", why, sizeof(why)) == 0);
     return st;
 }
+
+/* The first column of the first row of sql: -1 without a row, -2 where it is NULL. */
+static int64_t q_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *q = NULL;
+    int64_t       v = -1;
+    if (db && sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
+        v = sqlite3_column_type(q, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    return v;
+}
+
 /* A workload that ends before the sampler's first sample (record at nice 19 on a CPU the workload keeps busy): the
  * CPUs it could use are known all the same, read as it was forked (its affinity is record's until it sets its own). */
 static void never_sampled(void) {
@@ -230,14 +242,9 @@ static void never_sampled(void) {
     CHECK(db && ggprof_proc_sampler_store(s, db) == 0);
     cpu_set_t mine;
     CHECK(sched_getaffinity(0, sizeof(mine), &mine) == 0);
-    sqlite3_stmt *q = NULL;
-    int64_t n_cpus = -1;
-    if (db && sqlite3_prepare_v2(db, "SELECT n_cpus_allowed FROM processes_time WHERE pid = ?", -1, &q, NULL) == SQLITE_OK) {
-        sqlite3_bind_int(q, 1, child);
-        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) n_cpus = sqlite3_column_int64(q, 0);
-    }
-    sqlite3_finalize(q);
-    CHECK_EQ_INT(n_cpus, CPU_COUNT(&mine));
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT n_cpus_allowed FROM processes_time WHERE pid = %d", (int) child);
+    CHECK_EQ_INT(q_int(db, sql), CPU_COUNT(&mine)); /* NULL or no row: negative */
     sqlite3_close(db);
     ggprof_proc_sampler_free(s);
 }
@@ -290,16 +297,6 @@ static void cpu_threads(void) {
     CHECK_EQ_INT(notes, 1);
     sqlite3_close(db);
     ggprof_proc_sampler_free(s);
-}
-
-static int64_t q_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *q = NULL;
-    int64_t       v = -1;
-    if (db && sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW) {
-        v = sqlite3_column_type(q, 0) == SQLITE_NULL ? -2 : sqlite3_column_int64(q, 0);
-    }
-    sqlite3_finalize(q);
-    return v;
 }
 
 /* A sampler that read the blocked child once, then saw it exit. */
