@@ -95,11 +95,8 @@ else
     # try's reruns): another busy process makes ggprof rightly report contention there. Said first, so that such a
     # failure reads as what it is.
     if [ ${#e2e[@]} -gt 0 ]; then
-        cpu_line() { awk '$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
-        read -r t0 i0 < <(cpu_line)
-        sleep 1
-        read -r t1 i1 < <(cpu_line)
-        idle=$(( t1 > t0 ? 100 * (i1 - i0) / (t1 - t0) : 100 ))
+        . "$ROOT/tests/bench/stats.sh"
+        idle=$(cpus_idle_pct)
         echo "# CPUs idle over 1 s before the end-to-end tests: $idle%"
         [ "$idle" -lt 90 ] && echo "# the machine is busy: the tests that measure it (contention, placement's findings, try) may fail"
     fi

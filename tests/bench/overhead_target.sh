@@ -10,11 +10,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUNS=${1:-3}
 PAIRS=${2:-101}
-cpu_line() { awk '$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
-read -r t0 i0 < <(cpu_line)
-sleep 1
-read -r t1 i1 < <(cpu_line)
-echo "machine: up $(awk '{ printf "%.1f hours", $1 / 3600 }' /proc/uptime), CPUs $(( t1 > t0 ? 100 * (i1 - i0) / (t1 - t0) : 100 ))% idle over 1 s, $(nproc) CPUs"
+. "$ROOT/tests/bench/stats.sh"
+echo "machine: up $(awk '{ printf "%.1f hours", $1 / 3600 }' /proc/uptime), CPUs $(cpus_idle_pct)% idle over 1 s, $(nproc) CPUs"
 met=0
 one() { # LABEL ENV...: one overhead.sh run; prints its geometric mean with its interval, and the verdict
     local label=$1 ci g l

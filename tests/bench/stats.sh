@@ -1,4 +1,4 @@
-# Statistics shared by the benchmark scripts (sourced).
+# Statistics shared by the benchmark scripts, and tests/run.sh's idle check (sourced).
 # median: the median of the numbers on standard input, one per line.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # geomean_ci: "GEOMEAN (LO-HI)" of the ratios on standard input (positive numbers, one per line): their geometric
@@ -17,4 +17,13 @@ alternate_pairs() {
         splits s WHERE s.pid = g.pid AND s.graph_id = g.graph_id) AS full FROM graphs g)
         SELECT CASE WHEN a.full THEN b.d ELSE a.d END, CASE WHEN a.full THEN a.d ELSE b.d END FROM k a JOIN k b
         ON b.pid = a.pid AND b.graph_id = a.graph_id + 1 WHERE a.full != b.full" | tr '|' ' '
+}
+# cpus_idle_pct: how idle all CPUs were over the next second, in % (/proc/stat's idle and iowait over user, nice,
+# system, idle, iowait, irq, softirq and steal): the machine's state before a run that needs it idle.
+cpus_idle_pct() {
+    local t0 i0 t1 i1 cpu='$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6; exit }'
+    read -r t0 i0 < <(awk "$cpu" /proc/stat)
+    sleep 1
+    read -r t1 i1 < <(awk "$cpu" /proc/stat)
+    echo $(( t1 > t0 ? 100 * (i1 - i0) / (t1 - t0) : 100 ))
 }
