@@ -242,6 +242,7 @@ typedef struct {
     /* What the collector did with the ring while the workload ran (meta collector_*: its cost, docs/how-it-works.md
      * "Overhead"): the drains, the bytes they moved, their CPU time, and the CPU time of mapping claimed slots */
     uint64_t      drains, drained_bytes, drain_cpu_ns, map_cpu_ns;
+    uint64_t      ring_bytes; /* every byte read from the ring, the end's drain included (meta ring_bytes) */
     double        defer_s;  /* the end's work, in seconds, beyond which it is finished in the background */
     int           lock_fd;  /* OUT.lock, held while the trace is finished in the background; -1: none */
 } record_run;
@@ -393,6 +394,7 @@ static size_t run_drain(record_run *r) {
     size_t   n    = ggprof_spill_drain(&r->spill, &r->ring);
     r->drain_cpu_ns += thread_cpu_ns() - cpu0;
     r->drained_bytes += n;
+    r->ring_bytes += n;
     r->drains++;
     return n;
 }
@@ -851,7 +853,7 @@ static int record_drain(record_run *r) {
     window_close(r, ggprof_now_ns(), "exit");
     r->child = g_child = 0;
     /* Whatever reached the ring before the end, a SIGKILL included, is still there: read it all. */
-    while (ggprof_spill_drain(&r->spill, &r->ring) > 0) {}
+    for (size_t n; (n = ggprof_spill_drain(&r->spill, &r->ring)) > 0;) r->ring_bytes += n;
     if (r->live) ggprof_live_settle(r->live, ggprof_now_ns(), 1);
     r->exit_code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : 1;
     return 0;
@@ -1040,6 +1042,7 @@ static int record_finish(record_run *r) {
     ggprof_store_meta_int(r->store, "collector_drained_bytes", (int64_t) r->drained_bytes);
     ggprof_store_meta_int(r->store, "collector_drain_cpu_ns", (int64_t) r->drain_cpu_ns);
     ggprof_store_meta_int(r->store, "collector_map_cpu_ns", (int64_t) r->map_cpu_ns);
+    ggprof_store_meta_int(r->store, "ring_bytes", (int64_t) r->ring_bytes);
     ggprof_store_commit(r->store); /* a full disk shows here at the latest */
     ggprof_store_counts c = ggprof_store_get_counts(r->store);
     r->keep_out = true;
