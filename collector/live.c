@@ -111,12 +111,18 @@ struct ggprof_live {
     VEC(live_request) reqs;
     char (*op_names)[32];
     size_t n_op_names, cap_op_names;
+    ggprof_cpu_plans *plans; /* what names the ops of CPU_OPS messages */
     uint64_t messages;
 };
 
 ggprof_live *ggprof_live_new(void) {
     ggprof_live *l = calloc(1, sizeof(*l));
-    if (l) pthread_mutex_init(&l->lock, NULL);
+    if (!l) return NULL;
+    if (!(l->plans = ggprof_cpu_plans_new())) {
+        free(l);
+        return NULL;
+    }
+    pthread_mutex_init(&l->lock, NULL);
     return l;
 }
 
@@ -125,6 +131,7 @@ void ggprof_live_free(ggprof_live *l) {
     free(l->procs.v), free(l->backends.v), free(l->nodes.v), free(l->ops.v), free(l->syncs.v), free(l->copies.v);
     free(l->busy.v), free(l->kernels.v), free(l->pend.v), free(l->reqs.v), free(l->op_names);
     ggprof_index_free(&l->node_index);
+    ggprof_cpu_plans_free(l->plans);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }
@@ -393,11 +400,16 @@ static void on_msg(ggprof_live *l, int32_t pid, const ggprof_msg_hdr *m) {
         if (m->size < sizeof(ggprof_msg_cpu_ops)) return;
         const ggprof_msg_cpu_ops *c = (const void *) m;
         if (c->n_ops > (m->size - sizeof(ggprof_msg_cpu_ops)) / sizeof(ggprof_cpu_op)) return;
+        const ggprof_cpu_op_id *ids = ggprof_cpu_plans_find(l->plans, pid, c);
+        if (!ids && c->n_ops) return; /* its plan never came: no node to name (the trace counts these) */
         int bk = backend_of(l, pid, c->sched_id, c->backend_id);
         void *ctx[4] = { l, (void *) c, &pid, &bk };
-        ggprof_cpu_ops_expand(c, on_interval, ctx);
+        ggprof_cpu_ops_expand(c, ids, on_interval, ctx);
         return;
     }
+    case GGPROF_MSG_CPU_OPS_PLAN:
+        ggprof_cpu_plans_add(l->plans, pid, m);
+        return;
     case GGPROF_MSG_KERNEL: {
         if (m->size < sizeof(ggprof_msg_kernel)) return;
         const ggprof_msg_kernel *k = (const void *) m;

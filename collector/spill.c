@@ -89,7 +89,8 @@ static void write_frame_to(ggprof_spill *s, int fd, uint64_t *good_end_p, const 
 static int is_description(int kind) {
     return kind == GGPROF_MSG_PROCESS || kind == GGPROF_MSG_TYPE || kind == GGPROF_MSG_BACKEND ||
            kind == GGPROF_MSG_NODE || kind == GGPROF_MSG_NOTE || kind == GGPROF_MSG_BUFFER ||
-           kind == GGPROF_MSG_DEVMEM || kind == GGPROF_MSG_PLACEMENT || kind == GGPROF_MSG_CPU_PLAN;
+           kind == GGPROF_MSG_DEVMEM || kind == GGPROF_MSG_PLACEMENT || kind == GGPROF_MSG_CPU_PLAN ||
+           kind == GGPROF_MSG_CPU_OPS_PLAN;
 }
 
 /* ---- the flight recorder's segments */

@@ -105,12 +105,12 @@ static void add_interval(const ggprof_cpu_interval *iv, void *user) {
     }
 }
 
-void ggprof_api_cpu_chunk(const ggprof_msg_cpu_ops *m, void *user) {
+void ggprof_api_cpu_chunk(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids, void *user) {
     ggprof_api_sched *a = user;
     pthread_mutex_lock(&a->lock);
     if (a->enabled) {
         struct chunk_ctx c = { a, m };
-        ggprof_cpu_ops_expand(m, add_interval, &c);
+        ggprof_cpu_ops_expand(m, ids, add_interval, &c);
     }
     pthread_mutex_unlock(&a->lock);
 }

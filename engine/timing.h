@@ -42,11 +42,12 @@ typedef struct {
     /* The program's own abort-callback setter, wrapped: remembers its callback and keeps ours in front. */
     void (*set_abort_callback)(ggprof_set_abort_fn real, ggml_backend_t backend, ggml_abort_callback cb, void *data);
     /* Around one CPU graph compute on the calling thread (thread 0 of the compute). begin returns the number of
-     * ticks expected; end emits the ops (CPU_OPS messages, each also handed to on_chunk when given) when the
-     * ticks matched and returns 1, 0 when they did not, -1 when no split was active. */
+     * ticks expected; end emits the ops (CPU_OPS messages, after their plan's CPU_OPS_PLAN where the plan is new;
+     * each also handed to on_chunk when given, with its ops' ids) when the ticks matched and returns 1, 0 when
+     * they did not, -1 when no split was active. */
     int (*begin)(struct ggml_tensor **nodes, int n_nodes, struct ggml_tensor **graph_nodes, int graph_n_nodes);
     int (*end)(const ggprof_split_place *where, int *n_ticks, int *n_expected,
-               void (*on_chunk)(const ggprof_msg_cpu_ops *m, void *user), void *user);
+               void (*on_chunk)(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids, void *user), void *user);
     /* Hooks for the interposed CPU-library functions; each is a no-op outside an active CPU compute. */
     void (*barrier)(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);
     void (*graph_compute_entry)(void);

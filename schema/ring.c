@@ -45,7 +45,7 @@ uint64_t ggprof_msg_records(const ggprof_msg_hdr *msg, uint64_t *graph_id) {
         n         = 1;
     } else if (msg->kind == GGPROF_MSG_CPU_OPS && msg->size >= sizeof(ggprof_msg_cpu_ops)) {
         *graph_id = ((const ggprof_msg_cpu_ops *) msg)->graph_id;
-        ggprof_cpu_ops_expand((const ggprof_msg_cpu_ops *) msg, cpu_op_count, &n); /* checks n_ops against size */
+        ggprof_cpu_ops_expand((const ggprof_msg_cpu_ops *) msg, NULL, cpu_op_count, &n); /* checks n_ops against size */
     }
     return n;
 }

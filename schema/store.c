@@ -77,6 +77,7 @@ struct ggprof_store {
     bool             dev_open;
     uint64_t         next_buffer_id;
     int32_t          last_pid, last_tid; /* the thread note_thread saw last (0, 0: none) */
+    ggprof_cpu_plans *plans;             /* what names the ops of CPU_OPS messages (CPU_OPS_PLAN) */
 };
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL); }
@@ -317,9 +318,17 @@ static void store_interval(const ggprof_cpu_interval *iv, void *user) {
     ggprof_store_event(c->s, c->pid, c->tid, &e, name, NULL);
 }
 
+/* Ops whose plan never reached the trace name no node: none of the split's records is stored (a split without its
+ * ops would read as a shorter one), and they are counted (meta cpu_ops_unplanned). */
 static void store_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_cpu_ops *m) {
+    const ggprof_cpu_op_id *ids = ggprof_cpu_plans_find(s->plans, pid, m);
+    if (!ids && m->n_ops) {
+        uint64_t graph;
+        s->counts.unplanned += ggprof_msg_records(&m->h, &graph);
+        return;
+    }
     struct cpu_ctx c = { s, pid, tid, m };
-    ggprof_cpu_ops_expand(m, store_interval, &c);
+    ggprof_cpu_ops_expand(m, ids, store_interval, &c);
 }
 
 /* One function per message kind; each binds the message to its statement and counts it. */
@@ -611,6 +620,12 @@ static void msg_cpu_ops(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_
     store_cpu_ops(s, pid, tid, (const void *) m);
 }
 
+static void msg_cpu_ops_plan(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
+    (void) tid;
+    if (!s->plans) s->plans = ggprof_cpu_plans_new();
+    if (s->plans) ggprof_cpu_plans_add(s->plans, pid, m);
+}
+
 /* A buffer's allocation is a row; its usage and its free are events, joined to it when the store finishes: threads
  * drain in no particular order, and a handle (the buffer's address) is reused once it is freed, so which allocation
  * an event belongs to is known only by time (the latest one at that handle before it). */
@@ -764,6 +779,7 @@ static const store_fn k_store[] = {
     [GGPROF_MSG_CPU_THREADS] = msg_cpu_threads,
     [GGPROF_MSG_CPU_PLAN] = msg_cpu_plan,
     [GGPROF_MSG_THREAD_END] = msg_thread_end,
+    [GGPROF_MSG_CPU_OPS_PLAN] = msg_cpu_ops_plan,
 };
 
 /* The size each kind's message has: a shorter one (a buggy or hostile process writes what it likes into its slot)
@@ -782,6 +798,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_CPU_THREADS] = sizeof(ggprof_msg_cpu_threads),
     [GGPROF_MSG_CPU_PLAN] = sizeof(ggprof_msg_cpu_plan),
     [GGPROF_MSG_THREAD_END] = sizeof(ggprof_msg_thread_end),
+    [GGPROF_MSG_CPU_OPS_PLAN] = sizeof(ggprof_msg_cpu_ops_plan),
 };
 
 void ggprof_store_msg(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_msg_hdr *m) {
@@ -832,7 +849,16 @@ sqlite3 *ggprof_store_finish(ggprof_store *s, char *why, size_t why_len) {
     dev_flush(s);
     sqlite3 *db   = s->db;
     int      full = s->counts.full;
+    if (s->counts.unplanned && !full) {
+        char text[160];
+        snprintf(text, sizeof(text), "%llu CPU op records left out: their split's plan (CPU_OPS_PLAN) is not in the trace",
+                 (unsigned long long) s->counts.unplanned);
+        if (ggprof_db_meta_int(db, "cpu_ops_unplanned", (int64_t) s->counts.unplanned) != 0 || ggprof_db_note(db, 0, text) != 0) {
+            full = sqlite3_errcode(db);
+        }
+    }
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+    ggprof_cpu_plans_free(s->plans);
     free(s->names);
     free(s);
     char *err = NULL;

@@ -12,6 +12,7 @@ typedef struct ggprof_store ggprof_store;
 
 typedef struct {
     uint64_t events, nodes, graphs, splits, processes, notes, kernels;
+    uint64_t unplanned; /* CPU op records left out, their plan (CPU_OPS_PLAN) not seen: counted, not stored */
     int      full;    /* SQLITE_FULL or an I/O error stopped storing: the batch it hit is rolled back, what was
                        * committed before stays, later messages are not stored */
 } ggprof_store_counts;

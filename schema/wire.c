@@ -2,8 +2,11 @@
  * writers share them. */
 #include "wire.h"
 
+#include "hash.h"
+
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -98,8 +101,11 @@ void ggprof_cpu_ops_carry(const ggprof_msg_cpu_ops *m, uint64_t *floor_ns, uint6
 
 static uint32_t sat32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t) v; }
 
-void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_cpu_interval *iv, void *user),
-                           void *user) {
+/* A node's index in its graph: the split's first node's plus its place (wrapping, as a crafted message may ask). */
+static int32_t node_at(int32_t start, int32_t place) { return (int32_t) ((uint32_t) start + (uint32_t) place); }
+
+void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids,
+                           void (*fn)(const ggprof_cpu_interval *iv, void *user), void *user) {
     if (m->h.size < sizeof(*m) + (size_t) m->n_ops * sizeof(ggprof_cpu_op)) return;
     ggprof_cpu_interval iv;
     uint64_t prev = m->start_ns;
@@ -135,10 +141,11 @@ void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_
         uint32_t barrier_ns = sat32(bar);
         iv.type          = GGPROF_REC_OP;
         iv.sync          = 0;
-        iv.node_id       = op->node_id;
-        iv.fused_node_id = op->fused_node_id;
-        iv.node_index    = op->node_index;
-        iv.fused_index   = op->fused_index;
+        const ggprof_cpu_op_id *id = ids ? &ids[i] : NULL;
+        iv.node_id       = id ? id->node_id : 0;
+        iv.fused_node_id = id ? id->fused_node_id : 0;
+        iv.node_index    = id ? node_at(m->node_start, id->node) : -1;
+        iv.fused_index   = id && id->fused >= 0 ? node_at(m->node_start, id->fused) : -1;
         iv.start_ns      = prev;
         iv.duration_ns   = tick > prev ? tick - prev : 0;
         iv.wait_ns       = sat32(wait);
@@ -148,4 +155,91 @@ void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_
     }
     if (m->h.flags & GGPROF_CPU_OPS_LAST) SYNC_TO(GGPROF_SYNC_CPU_JOIN, m->end_ns);
 #undef SYNC_TO
+}
+
+/* ---- the plans of CPU_OPS messages, as a reader keeps them */
+
+typedef struct {
+    int32_t           pid;
+    uint32_t          plan_id;
+    uint32_t          n, n_total; /* ids received (in order), and the plan's size */
+    ggprof_cpu_op_id *ids;
+} cpu_plan;
+
+struct ggprof_cpu_plans {
+    cpu_plan    *p;
+    size_t       n, cap;
+    ggprof_index index;
+};
+
+typedef struct {
+    int32_t  pid;
+    uint32_t plan_id;
+} plan_key;
+
+static uint64_t plan_hash(const void *ctx, size_t i) {
+    const cpu_plan *p = &((const ggprof_cpu_plans *) ctx)->p[i];
+    return ggprof_fnv_pid_id(p->pid, p->plan_id);
+}
+
+static int plan_same(const void *ctx, size_t i, const void *key) {
+    const cpu_plan *p = &((const ggprof_cpu_plans *) ctx)->p[i];
+    const plan_key *k = key;
+    return p->pid == k->pid && p->plan_id == k->plan_id;
+}
+
+ggprof_cpu_plans *ggprof_cpu_plans_new(void) { return calloc(1, sizeof(ggprof_cpu_plans)); }
+
+void ggprof_cpu_plans_free(ggprof_cpu_plans *t) {
+    if (!t) return;
+    for (size_t i = 0; i < t->n; i++) free(t->p[i].ids);
+    free(t->p);
+    ggprof_index_free(&t->index);
+    free(t);
+}
+
+int ggprof_cpu_plans_add(ggprof_cpu_plans *t, int32_t pid, const ggprof_msg_hdr *h) {
+    const ggprof_msg_cpu_ops_plan *m = (const void *) h;
+    if (h->size < sizeof(*m) || m->plan_id == 0 || m->n > GGPROF_CPU_OPS_MAX ||
+        m->n > (h->size - sizeof(*m)) / sizeof(ggprof_cpu_op_id) || m->first > m->n_total || m->n > m->n_total - m->first) {
+        return -1;
+    }
+    if (ggprof_index_reserve(&t->index, 0, t->n, plan_hash, t) != 0) return -1;
+    plan_key  key  = { pid, m->plan_id };
+    uint32_t *slot = ggprof_index_slot(&t->index, ggprof_fnv_pid_id(pid, m->plan_id), plan_same, t, &key);
+    cpu_plan *p;
+    if (*slot) {
+        p = &t->p[*slot - 1];
+        if (m->first == 0) p->n = 0, p->n_total = m->n_total; /* sent again: it starts over */
+        if (m->first != p->n || m->n_total != p->n_total) return -1;
+    } else {
+        if (m->first != 0) return -1; /* its start never came: the rest cannot be placed */
+        if (t->n == t->cap) {
+            size_t    cap = t->cap ? t->cap * 2 : 64;
+            cpu_plan *np  = realloc(t->p, cap * sizeof(*np));
+            if (!np) return -1;
+            t->p   = np;
+            t->cap = cap;
+        }
+        p     = &t->p[t->n];
+        *p    = (cpu_plan){ pid, m->plan_id, 0, m->n_total, NULL };
+        *slot = (uint32_t) ++t->n;
+    }
+    if (m->n) {
+        ggprof_cpu_op_id *ids = realloc(p->ids, (size_t) (p->n + m->n) * sizeof(*ids));
+        if (!ids) return -1;
+        memcpy(ids + p->n, m->ids, (size_t) m->n * sizeof(*ids));
+        p->ids = ids;
+        p->n += m->n;
+    }
+    return 0;
+}
+
+const ggprof_cpu_op_id *ggprof_cpu_plans_find(const ggprof_cpu_plans *t, int32_t pid, const ggprof_msg_cpu_ops *m) {
+    if (!t || m->n_ops == 0 || m->plan_id == 0 || t->n == 0) return NULL;
+    plan_key  key  = { pid, m->plan_id };
+    uint32_t *slot = ggprof_index_slot(&t->index, ggprof_fnv_pid_id(pid, m->plan_id), plan_same, t, &key);
+    if (!*slot) return NULL;
+    const cpu_plan *p = &t->p[*slot - 1];
+    return m->first <= p->n && m->n_ops <= p->n - m->first ? p->ids + m->first : NULL;
 }

@@ -75,6 +75,7 @@ enum ggprof_msg_kind {
     GGPROF_MSG_CPU_THREADS = 20, /* record --threads: each CPU op's busy and barrier wait on every thread */
     GGPROF_MSG_CPU_PLAN = 21, /* the CPU threads a ggml_graph_compute plan asked for, when more than any before */
     GGPROF_MSG_THREAD_END = 22, /* a thread's scheduler counters as it ends, and every thread's at the process's exit */
+    GGPROF_MSG_CPU_OPS_PLAN = 23, /* which node each op of a CPU split's CPU_OPS is, once per plan */
 };
 
 typedef struct {
@@ -240,16 +241,32 @@ int ggprof_proc_thread_parse(const char *stat, const char *schedstat, ggprof_pro
 long ggprof_read_small(const char *path, char *buf, unsigned long len);
 
 /* One CPU op as thread 0 saw it, in the raw units of the engine's stamps (the time-stamp counter; CLOCK_MONOTONIC
- * ns where there is none). 32 bytes instead of two 96-byte events: the engine writes this on the computing thread,
- * where every cache line written into the ring is a miss, and leaves the conversion to ns to the reader
- * (ggprof_cpu_ops_expand). */
+ * ns where there is none). 16 bytes: the engine writes this on the computing thread, where every cache line written
+ * into the ring is a miss, and leaves the conversion to ns to the reader (ggprof_cpu_ops_expand). Which node each op
+ * is comes once per plan (CPU_OPS_PLAN), not with every token. */
 typedef struct {
-    uint32_t node_id, fused_node_id; /* fused: the node computed with this one (RMS_NORM+MUL), else 0 */
-    int32_t  node_index, fused_index;
-    uint64_t tick;                   /* the op's end: thread 0's tick after computing it (stamp) */
-    uint32_t barrier;                /* stamp units thread 0 waited in the barrier after it (saturates: ~1.4 s at 3 GHz) */
-    uint32_t wait;                   /* stamp units of thread 0's barrier waits inside it (saturates likewise) */
+    uint64_t tick;    /* the op's end: thread 0's tick after computing it (stamp) */
+    uint32_t barrier; /* stamp units thread 0 waited in the barrier after it (saturates: ~1.4 s at 3 GHz) */
+    uint32_t wait;    /* stamp units of thread 0's barrier waits inside it (saturates likewise) */
 } ggprof_cpu_op;
+
+/* Which node an op of a CPU split is: its description and the node computed with it (RMS_NORM+MUL), by their
+ * places among the split's nodes (the split's first node is 0). */
+typedef struct {
+    uint32_t node_id, fused_node_id; /* fused: 0 when none */
+    int32_t  node, fused;            /* fused: -1 when none */
+} ggprof_cpu_op_id;
+
+/* A CPU split's plan: its ops' nodes, in the order CPU_OPS sends their times. Sent once, before the first CPU_OPS
+ * that uses it, and again only when a walk finds the split's nodes changed (a new plan_id); in chunks of at most
+ * GGPROF_CPU_OPS_MAX ids, in order: first is the first id's index, n_total the plan's size. plan_id: the process's
+ * own, from 1. A description: the collector keeps it whole, as the node descriptions. */
+typedef struct {
+    ggprof_msg_hdr   h;
+    uint32_t         plan_id;
+    uint32_t         first, n, n_total;
+    ggprof_cpu_op_id ids[];
+} ggprof_msg_cpu_ops_plan;
 
 #define GGPROF_CPU_OPS_FIRST 1 /* h.flags: the chunk begins the split (plan and kick-off apply) */
 #define GGPROF_CPU_OPS_LAST  2 /* h.flags: the chunk ends the split (the join applies) */
@@ -274,6 +291,10 @@ typedef struct {
                               * kick-off end, else its plan end, else the split's start */
     uint64_t anchor_stamp, anchor_ns;  /* a stamp and CLOCK_MONOTONIC read together as the split began */
     uint64_t end_stamp, end_anchor_ns; /* and as it ended */
+    uint32_t plan_id;        /* the plan (CPU_OPS_PLAN) naming the ops' nodes; 0: none (a chunk without ops) */
+    uint32_t first;          /* the plan's index of ops[0] */
+    int32_t  node_start;     /* the split's first node in its graph: a node's index is node_start + its place */
+    uint32_t reserved;
     ggprof_cpu_op ops[];
 } ggprof_msg_cpu_ops;
 
@@ -459,10 +480,12 @@ GGPROF_WIRE_SIZE(ggprof_msg_event, 80);
 GGPROF_WIRE_SIZE(ggprof_msg_note, 264);
 GGPROF_WIRE_SIZE(ggprof_msg_cpu_plan, 16);
 GGPROF_WIRE_SIZE(ggprof_msg_thread_end, 72);
-GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 104);
+GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops, 120);
+GGPROF_WIRE_SIZE(ggprof_msg_cpu_ops_plan, 24);
+GGPROF_WIRE_SIZE(ggprof_cpu_op_id, 16);
 GGPROF_WIRE_SIZE(ggprof_msg_kernel, 344);
 GGPROF_WIRE_SIZE(ggprof_msg_fusion, 136);
-GGPROF_WIRE_SIZE(ggprof_cpu_op, 32);
+GGPROF_WIRE_SIZE(ggprof_cpu_op, 16);
 GGPROF_WIRE_SIZE(ggprof_msg_buffer, 184);
 GGPROF_WIRE_SIZE(ggprof_msg_devmem, 104);
 GGPROF_WIRE_SIZE(ggprof_placement, 48);
@@ -472,6 +495,7 @@ GGPROF_WIRE_SIZE(ggprof_msg_node_places, 32);
 GGPROF_WIRE_SIZE(ggprof_cpu_thread_op, 24);
 GGPROF_WIRE_SIZE(ggprof_msg_cpu_threads, 32);
 _Static_assert(sizeof(ggprof_msg_cpu_ops) % _Alignof(ggprof_cpu_op) == 0, "ops[] starts aligned");
+_Static_assert(sizeof(ggprof_msg_cpu_ops_plan) % _Alignof(ggprof_cpu_op_id) == 0, "ids[] starts aligned");
 
 /* One interval of a CPU_OPS message: an op (type OP) or a wait (type SYNC, sync naming its kind). */
 typedef struct {
@@ -483,9 +507,21 @@ typedef struct {
 
 /* Turns a CPU_OPS message into the intervals that tile the split: plan, kick-off, each op up to its tick,
  * the barrier after it, the join, converting the stamps to ns. The one reading of the compact form, for every
- * consumer; a message whose n_ops exceeds its size gives nothing. */
-void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, void (*fn)(const ggprof_cpu_interval *iv, void *user),
-                           void *user);
+ * consumer; a message whose n_ops exceeds its size gives nothing. ids: its ops' nodes (ggprof_cpu_plans_find), or
+ * NULL where only the intervals count (the ops then name no node). */
+void ggprof_cpu_ops_expand(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids,
+                           void (*fn)(const ggprof_cpu_interval *iv, void *user), void *user);
+
+/* The CPU_OPS plans a reader has seen, by process and plan id: what names a CPU_OPS message's ops. Memory grows
+ * with the plans' bytes received, never with what a message claims. */
+typedef struct ggprof_cpu_plans ggprof_cpu_plans;
+ggprof_cpu_plans *ggprof_cpu_plans_new(void);
+void ggprof_cpu_plans_free(ggprof_cpu_plans *t);
+/* Takes a CPU_OPS_PLAN message of process pid: 0, or -1 when it is malformed or out of order (then left out). */
+int ggprof_cpu_plans_add(ggprof_cpu_plans *t, int32_t pid, const ggprof_msg_hdr *m);
+/* The ids of m's ops in process pid's plan, or NULL when the plan, or that part of it, never arrived (or m has no
+ * ops; or t is NULL: no plan seen). */
+const ggprof_cpu_op_id *ggprof_cpu_plans_find(const ggprof_cpu_plans *t, int32_t pid, const ggprof_msg_cpu_ops *m);
 
 /* For the engine, as a split's ops go out in chunks: the floor_ns and start_ns of the chunk after m, as
  * ggprof_cpu_ops_expand has m's last op end and its barrier (m holds at least one op). */

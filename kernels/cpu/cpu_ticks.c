@@ -56,8 +56,10 @@ typedef struct {
     int       alt_count[GGPROF_TICK_MODELS_MAX];
     uint64_t  alt_hash[GGPROF_TICK_MODELS_MAX]; /* (the model's own at [model]) */
     ggprof_tick *exp;     /* each node that ticks, and the node computed with it (RMS_NORM+MUL), or -1 */
-    uint32_t *exp_id;     /* node descriptions, looked up before the compute: after it, the tensors' */
-    uint32_t *exp_fid;    /* metadata has been evicted by the weights streaming through the caches */
+    ggprof_cpu_op_id *ids; /* and their descriptions, looked up before the compute (after it, the tensors' metadata
+                            * has been evicted by the weights streaming through the caches): the plan on the wire */
+    uint32_t  wire_id;    /* its CPU_OPS_PLAN's id (0: none given yet), and whether that reached the ring in the */
+    uint32_t  wire_epoch; /* description epoch (ggprof_desc_epoch) it has now: 0 if not */
 } split_plan;
 
 #define PLAN_VERIFY_EVERY 16
@@ -272,11 +274,9 @@ static bool grow_plan(split_plan *p, int need) {
     while (cap < need) cap *= 2;
     ggprof_tick *a = realloc(p->exp, sizeof(ggprof_tick) * (size_t) cap);
     if (a) p->exp = a;
-    uint32_t *f = realloc(p->exp_id, sizeof(uint32_t) * (size_t) cap);
-    if (f) p->exp_id = f;
-    uint32_t *h = realloc(p->exp_fid, sizeof(uint32_t) * (size_t) cap);
-    if (h) p->exp_fid = h;
-    if (!a || !f || !h) return false;
+    ggprof_cpu_op_id *f = realloc(p->ids, sizeof(ggprof_cpu_op_id) * (size_t) cap);
+    if (f) p->ids = f;
+    if (!a || !f) return false;
     p->cap = cap;
     return true;
 }
@@ -405,8 +405,9 @@ static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_t
         const ggprof_tick *t = &p->exp[k];
         prefetch_ahead(nodes, n, t->node);
         bool k1 = true, k2 = true;
-        p->exp_id[k]  = node_id_at(nodes[t->node], base + t->node, epoch, &k1);
-        p->exp_fid[k] = t->fused >= 0 ? node_id_at(nodes[t->fused], base + t->fused, epoch, &k2) : 0;
+        uint32_t id  = node_id_at(nodes[t->node], base + t->node, epoch, &k1);
+        uint32_t fid = t->fused >= 0 ? node_id_at(nodes[t->fused], base + t->fused, epoch, &k2) : 0;
+        p->ids[k]    = (ggprof_cpu_op_id){ id, fid, t->node, t->fused >= 0 ? t->fused : -1 };
         kept = kept && k1 && k2;
     }
     p->nodes       = nodes;
@@ -422,8 +423,7 @@ static bool walk(split_plan *p, struct ggml_tensor **nodes, int n, struct ggml_t
 static bool same_walk(const split_plan *a, const split_plan *b) {
     size_t n = (size_t) a->n_exp;
     return a->n_exp == b->n_exp && memcmp(a->exp, b->exp, n * sizeof(ggprof_tick)) == 0 &&
-           memcmp(a->exp_id, b->exp_id, n * sizeof(uint32_t)) == 0 &&
-           memcmp(a->exp_fid, b->exp_fid, n * sizeof(uint32_t)) == 0;
+           memcmp(a->ids, b->ids, n * sizeof(ggprof_cpu_op_id)) == 0;
 }
 
 /* A split's nodes as a plan sees them, where no wrapped ggml call says when they change (ggml inside the program):
@@ -499,7 +499,10 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
         atomic_fetch_add_explicit(&g_plan_stats.kept, 1, memory_order_relaxed);
         return p;
     }
-    split_plan *fresh = held ? &t_plans[MAX_PLANS] : p;
+    /* Walked into the scratch plan, beside the slot's: where the walk finds what the slot held, the plan the ring
+     * has (its CPU_OPS_PLAN) still names the ops, and is not sent again (a program whose every graph call moves
+     * the generation walks every split, and would otherwise send a plan with every token). */
+    split_plan *fresh = &t_plans[MAX_PLANS];
     uint64_t t0 = stamp();
     if (!walk(fresh, nodes, n, graph_nodes, graph_n, uc, epoch)) return NULL;
     atomic_fetch_add_explicit(&g_plan_stats.walk_units, stamp() - t0, memory_order_relaxed);
@@ -507,16 +510,17 @@ static split_plan *plan_for(struct ggml_tensor **nodes, int n, struct ggml_tenso
     atomic_fetch_add_explicit(held ? &g_plan_stats.verified : &g_plan_stats.walked, 1, memory_order_relaxed);
     fresh->gen   = gen;
     fresh->print = print;
-    if (held) {
-        if (!same_walk(p, fresh) && !atomic_exchange(&g_plans_off, true)) {
-            ggprof_note("split plans off: a node of a split changed with no ggml call (a program writing tensor fields "
-                        "directly); up to %d computes before this note may carry the node's earlier description",
-                        PLAN_VERIFY_EVERY - 1);
-        }
-        split_plan tmp = *p; /* the fresh walk takes the slot; the old arrays become the next scratch */
-        *p = *fresh;
-        *fresh = tmp;
+    bool same = p->wire_id && p->cap && same_walk(p, fresh);
+    if (held && !same && !atomic_exchange(&g_plans_off, true)) {
+        ggprof_note("split plans off: a node of a split changed with no ggml call (a program writing tensor fields "
+                    "directly); up to %d computes before this note may carry the node's earlier description",
+                    PLAN_VERIFY_EVERY - 1);
     }
+    fresh->wire_id    = same ? p->wire_id : 0;
+    fresh->wire_epoch = same ? p->wire_epoch : 0;
+    split_plan tmp = *p; /* the fresh walk takes the slot; the old arrays become the next scratch */
+    *p     = *fresh;
+    *fresh = tmp;
     return p;
 }
 
@@ -548,8 +552,7 @@ static void free_thread_state(void *unused) {
     memset(s, 0, sizeof(*s));
     for (int i = 0; t_plans && i <= MAX_PLANS; i++) {
         free(t_plans[i].exp);
-        free(t_plans[i].exp_id);
-        free(t_plans[i].exp_fid);
+        free(t_plans[i].ids);
     }
     free(t_plans);
     t_plans = NULL;
@@ -571,7 +574,10 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     if (!s->msg) {
         pthread_once(&g_thread_key_once, make_thread_key);
         if (g_thread_key != (pthread_key_t) -1) pthread_setspecific(g_thread_key, s);
-        s->msg = malloc(sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op));
+        /* A chunk of ops, or of a plan's ids (send_plan), where the ring has no room. */
+        size_t ops  = sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op);
+        size_t plan = sizeof(ggprof_msg_cpu_ops_plan) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op_id);
+        s->msg      = malloc(ops > plan ? ops : plan);
         if (!s->msg) return -1;
     }
     if (!grow_times(s, n > 0 ? n : 1)) return -1;
@@ -595,13 +601,49 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
     return s->n_exp;
 }
 
-typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, void *user);
+typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids, void *user);
 
 static uint32_t chunk_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops) + n * sizeof(ggprof_cpu_op)); }
 
+static uint32_t plan_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops_plan) + n * sizeof(ggprof_cpu_op_id)); }
+
+static _Atomic uint32_t g_next_plan_id = 1;
+
+/* The plan's ops' nodes, once (CPU_OPS_PLAN, in chunks), before the first CPU_OPS that names them, and again in a
+ * new description epoch (a forked child: its own process to the reader). Built in the ring where it has room, else
+ * in buf (room for GGPROF_CPU_OPS_MAX ids). True when every chunk is in the ring; where one is not (the ring full,
+ * or none: the C API alone), the next compute tries again. */
+static bool send_plan(split_plan *p, void *buf) {
+    uint32_t epoch = ggprof_desc_epoch();
+    if (p->wire_id && p->wire_epoch == epoch) return true;
+    if (!p->wire_id) p->wire_id = atomic_fetch_add_explicit(&g_next_plan_id, 1, memory_order_relaxed);
+    uint32_t total = (uint32_t) p->n_exp, first = 0;
+    do {
+        uint32_t n = total - first < GGPROF_CPU_OPS_MAX ? total - first : GGPROF_CPU_OPS_MAX;
+        ggprof_msg_cpu_ops_plan *m = ggprof_emit_reserve(plan_size(n), GGPROF_MSG_CPU_OPS_PLAN);
+        bool in_ring = m != NULL;
+        if (!in_ring) m = buf;
+        m->h       = (ggprof_msg_hdr){ plan_size(n), GGPROF_MSG_CPU_OPS_PLAN, 0 };
+        m->plan_id = p->wire_id;
+        m->first   = first;
+        m->n       = n;
+        m->n_total = total;
+        memcpy(m->ids, p->ids + first, (size_t) n * sizeof(ggprof_cpu_op_id));
+        if (in_ring) {
+            ggprof_emit_commit(m->h.size);
+        } else if (ggprof_emit(&m->h) != 0) {
+            return false;
+        }
+        first += n;
+    } while (first < total);
+    p->wire_epoch = epoch;
+    return true;
+}
+
 /* The chunk's header, then out: published where it was built in the ring (in_ring), else emitted from s->msg. */
 static void flush_chunk(ggprof_msg_cpu_ops *m, bool in_ring, const cpu_split *s, const ggprof_split_place *w,
-                        uint16_t flags, uint32_t n, uint64_t start, uint64_t floor, chunk_fn on_chunk, void *user) {
+                        uint16_t flags, int first, uint32_t n, uint64_t start, uint64_t floor, chunk_fn on_chunk,
+                        void *user) {
     m->h              = (ggprof_msg_hdr){ chunk_size(n), GGPROF_MSG_CPU_OPS, flags };
     m->graph_id       = w->graph_id;
     m->sched_id       = w->sched_id;
@@ -617,12 +659,16 @@ static void flush_chunk(ggprof_msg_cpu_ops *m, bool in_ring, const cpu_split *s,
     m->anchor_ns      = s->anchor_ns;
     m->end_stamp      = s->end_stamp;
     m->end_anchor_ns  = s->end_ns;
+    m->plan_id        = n ? s->plan->wire_id : 0;
+    m->first          = (uint32_t) first;
+    m->node_start     = w->node_start;
+    m->reserved       = 0;
     if (in_ring) {
         ggprof_emit_commit(m->h.size);
     } else {
         ggprof_emit(&m->h);
     }
-    if (on_chunk) on_chunk(m, user);
+    if (on_chunk) on_chunk(m, s->plan->ids + first, user);
 }
 
 static int settle_model(cpu_split *s, split_plan *p, int seen);
@@ -690,6 +736,7 @@ static int settle_model(cpu_split *s, split_plan *p, int seen) {
                               ggprof_tick_models[pick].name, seen, ggprof_tick_models[was].name, was_exp);
         }
         /* Read this split with the model that explains it; the plan holds for later computes from now on. */
+        p->wire_id = p->wire_epoch = 0; /* other ops: another plan on the wire */
         if (!walk(p, p->nodes, p->n, p->graph_nodes, p->graph_n, s->uc, p->epoch) || p->n_exp != seen) return 0;
         s->n_exp = p->n_exp;
     }
@@ -721,16 +768,15 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     }
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
     uint64_t floor = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
-    /* In locals: the stores into the message could alias the plan's arrays, which the compiler would read again at
-     * every op. Each chunk is built where it will be read, in the thread's ring slot (a copy of ~4 KiB from a
-     * buffer of its own cost about 1,000 TSC cycles a split here), or in s->msg where the ring has no room. */
-    const split_plan  *p     = s->plan;
-    const ggprof_tick *exp   = p->exp;
-    const uint32_t    *ids   = p->exp_id, *fids = p->exp_fid;
-    const node_times  *times = s->times;
-    int32_t            base  = w->node_start;
-    uint16_t           flags = GGPROF_CPU_OPS_FIRST;
+    /* Each chunk is built where it will be read, in the thread's ring slot (a copy of ~4 KiB from a buffer of its
+     * own cost about 1,000 TSC cycles a split here), or in s->msg where the ring has no room. */
+    /* Which node each op is goes once per plan (send_plan); what goes with every compute is the times alone. Where
+     * the plan could not be sent, the ops still go: the reader counts them as unplanned rather than guess. */
+    send_plan(s->plan, s->msg);
+    const node_times *times = s->times;
+    uint16_t          flags = GGPROF_CPU_OPS_FIRST;
     for (int k = 0;;) {
+        int      first = k;
         uint32_t n = s->n_exp - k < GGPROF_CPU_OPS_MAX ? (uint32_t) (s->n_exp - k) : GGPROF_CPU_OPS_MAX;
         ggprof_msg_cpu_ops *m = ggprof_emit_reserve(chunk_size(n), GGPROF_MSG_CPU_OPS);
         bool in_ring = m != NULL;
@@ -739,18 +785,14 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
         for (uint32_t i = 0; i < n; i++, k++) {
             ggprof_cpu_op    *op = &ops[i];
             const node_times *nt = &times[k];
-            int32_t  fi       = exp[k].fused;
-            uint64_t bar      = nt->bar_exit > nt->tick ? nt->bar_exit - nt->tick : 0;
-            op->node_id       = ids[k];
-            op->fused_node_id = fids[k];
-            op->node_index    = base + exp[k].node;
-            op->fused_index   = fi >= 0 ? base + fi : -1;
-            op->tick          = nt->tick;
-            op->barrier       = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
-            op->wait          = nt->inop_wait > UINT32_MAX ? UINT32_MAX : (uint32_t) nt->inop_wait;
+            uint64_t bar = nt->bar_exit > nt->tick ? nt->bar_exit - nt->tick : 0;
+            op->tick     = nt->tick;
+            op->barrier  = bar > UINT32_MAX ? UINT32_MAX : (uint32_t) bar;
+            op->wait     = nt->inop_wait > UINT32_MAX ? UINT32_MAX : (uint32_t) nt->inop_wait;
         }
         bool last = k >= s->n_exp;
-        flush_chunk(m, in_ring, s, w, last ? flags | GGPROF_CPU_OPS_LAST : flags, n, start, floor, on_chunk, user);
+        flush_chunk(m, in_ring, s, w, last ? flags | GGPROF_CPU_OPS_LAST : flags, first, n, start, floor, on_chunk,
+                    user);
         if (last) return 1;
         ggprof_cpu_ops_carry(m, &floor, &start); /* where the next chunk's first op starts */
         flags = 0;

@@ -27,7 +27,8 @@ int main(int argc, char **argv) {
     double millions = atof(argv[1]);
     static const char *const ops[] = { "MUL_MAT", "ADD", "RMS_NORM", "MUL", "ROPE", "SOFT_MAX", "GET_ROWS", "CPY" };
     size_t desc_len = 0, graph_len = 0;
-    static char desc[N_OPS * sizeof(ggprof_msg_node) + sizeof(ggprof_msg_backend)];
+    static char desc[N_OPS * sizeof(ggprof_msg_node) + sizeof(ggprof_msg_backend) + sizeof(ggprof_msg_cpu_ops_plan) +
+                     N_OPS * sizeof(ggprof_cpu_op_id)];
     static char graph[sizeof(ggprof_msg_cpu_ops) + N_OPS * sizeof(ggprof_cpu_op) + sizeof(ggprof_msg_split) +
                       sizeof(ggprof_msg_graph) + sizeof(ggprof_msg_batch)];
     ggprof_msg_backend *b = (void *) desc;
@@ -45,11 +46,16 @@ int main(int argc, char **argv) {
         snprintf(n->op, sizeof(n->op), "%s", ops[i % 8]);
         desc_len += sizeof(*n);
     }
+    ggprof_msg_cpu_ops_plan *pl = (void *) (desc + desc_len); /* the split's plan: op k is node k + 1 */
+    pl->h = (ggprof_msg_hdr) { (uint32_t) (sizeof(*pl) + N_OPS * sizeof(ggprof_cpu_op_id)), GGPROF_MSG_CPU_OPS_PLAN, 0 };
+    pl->plan_id = 1, pl->first = 0, pl->n = N_OPS, pl->n_total = N_OPS;
+    for (int k = 0; k < N_OPS; k++) pl->ids[k] = (ggprof_cpu_op_id) { (uint32_t) k + 1, 0, k, -1 };
+    desc_len += pl->h.size;
     ggprof_msg_cpu_ops *c = (void *) graph;
     memset(c, 0, sizeof(*c) + N_OPS * sizeof(ggprof_cpu_op));
     c->h = (ggprof_msg_hdr) { (uint32_t) (sizeof(*c) + N_OPS * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS,
                               GGPROF_CPU_OPS_FIRST | GGPROF_CPU_OPS_LAST };
-    c->sched_id = 1, c->n_ops = N_OPS;
+    c->sched_id = 1, c->n_ops = N_OPS, c->plan_id = 1;
     graph_len = c->h.size;
     ggprof_msg_split *s = (void *) (graph + graph_len);
     memset(s, 0, sizeof(*s));
@@ -82,7 +88,7 @@ int main(int argc, char **argv) {
         for (long i = 0; i < graphs; i++) {
             c->start_ns = now, c->end_ns = now + 100000;
             for (int k = 0; k < N_OPS; k++) {
-                c->ops[k] = (ggprof_cpu_op) { (uint32_t) k + 1, 0, k, -1, now + 1000 * (uint64_t) (k + 1), 200, 0 };
+                c->ops[k] = (ggprof_cpu_op) { now + 1000 * (uint64_t) (k + 1), 200, 0 };
             }
             g->graph_id = c->graph_id = s->graph_id = (uint64_t) i + 1;
             g->batch = bt->batch = (uint32_t) i + 1;

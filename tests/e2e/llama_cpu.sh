@@ -31,6 +31,25 @@ for model in dense moe; do
         "$(q "$db" "SELECT count(DISTINCT tensor_name) FROM records WHERE tensor_name LIKE 'Qcur-%'")" "$n_layer"
 done
 
+# What a token costs on the wire (meta ring_bytes): 32 more tokens than dense.db, the difference over the graphs
+# they added. Each op's times are 16 bytes; which node it is goes once per plan (CPU_OPS_PLAN), not per token, so a
+# token takes less than 32 bytes an op in all (the ids with every op took 32 for the op alone).
+"$GGPROF" record -o "$OUT/dense44.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "The quick brown fox" \
+    -n 44 -t 2 --no-warmup -no-cnv -s 1 > "$OUT/dense44.log" 2>&1
+expect "dense, 44 tokens: record exits 0" "$?" 0
+wire() { # DB: ring_bytes, graphs, CPU op records
+    q "$1" "SELECT (SELECT value FROM meta WHERE key = 'ring_bytes') || ' ' || (SELECT count(*) FROM graphs) || ' ' ||
+        (SELECT count(*) FROM records WHERE type = 0)"
+}
+read -r b12 g12 o12 < <(wire "$OUT/dense.db")
+read -r b44 g44 o44 < <(wire "$OUT/dense44.db")
+expect "dense: 32 more graphs with 32 more tokens" "$((g44 - g12))" 32
+per_token=$(((b44 - b12) / (g44 - g12)))
+ops_token=$(((o44 - o12) / (g44 - g12)))
+expect_ge "dense: a token's bytes on the wire ($per_token) hold each op's 16 bytes of times ($ops_token ops)" \
+    "$per_token" "$((16 * ops_token))"
+expect_ge "dense: ... and under 32 bytes an op in all" "$((32 * ops_token - 1))" "$per_token"
+
 expect_ge "moe: MUL_MAT_ID recorded with 8 experts in src0" "$(q "$OUT/moe.db" "SELECT count(*) FROM records
     WHERE name = 'MUL_MAT_ID' AND json_extract(ne_src, '\$[0][2]') = 8")" 1
 "$GGPROF" report "$OUT/dense.db" > "$OUT/dense.report"

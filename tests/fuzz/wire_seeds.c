@@ -53,8 +53,14 @@ int main(int argc, char **argv) {
     c.m.sched_id = 1, c.m.n_ops = 2, c.m.start_ns = 1000, c.m.end_ns = 1500, c.m.floor_ns = 1000;
     /* stamps at 2 a ns: 2400 is 1200 ns */
     c.m.anchor_stamp = 2000, c.m.anchor_ns = 1000, c.m.end_stamp = 3000, c.m.end_anchor_ns = 1500;
-    c.op[0] = (ggprof_cpu_op){ 1, 0, 0, -1, 2400, 20, 0 };
-    c.op[1] = (ggprof_cpu_op){ 1, 0, 1, -1, 2800, 0, 10 };
+    c.m.plan_id = 1;
+    c.op[0] = (ggprof_cpu_op){ 2400, 20, 0 };
+    c.op[1] = (ggprof_cpu_op){ 2800, 0, 10 };
+    struct {
+        ggprof_msg_cpu_ops_plan m;
+        ggprof_cpu_op_id        id[2];
+    } pl = { { { sizeof(pl), GGPROF_MSG_CPU_OPS_PLAN, 0 }, 1, 0, 2, 2 }, { { 1, 0, 0, -1 }, { 1, 0, 1, -1 } } };
+    put(d, "cpu_ops_plan", &pl, sizeof(pl));
     put(d, "cpu_ops", &c, sizeof(c));
     ggprof_msg_note no = { { sizeof(no), GGPROF_MSG_NOTE, 0 }, "a note" };
     put(d, "note", &no, sizeof(no));

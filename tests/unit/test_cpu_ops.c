@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "harness.h"
+#include "store.h"
 #include "wire.h"
 
 #define MAX_IV 40000
@@ -144,7 +147,7 @@ static void raw(const split *sp, ivs *out) {
             m->end_ns = sp->end_ns, m->floor_ns = floor;
             m->anchor_stamp = sp->anchor_stamp, m->anchor_ns = sp->anchor_ns;
             m->end_stamp = sp->end_stamp, m->end_anchor_ns = sp->end_anchor_ns;
-            ggprof_cpu_ops_expand(m, collect, out);
+            ggprof_cpu_ops_expand(m, NULL, collect, out);
             if (!last) ggprof_cpu_ops_carry(m, &floor, &start);
             flags = 0;
             n     = 0;
@@ -248,7 +251,8 @@ static void test_crafted_messages(void) {
         m->n_ops = (uint32_t) rnd(6); /* 5: past the message's end */
         if (rnd(2)) m->start_ns = 1000, m->floor_ns = 1000, m->end_ns = 100000;
         v.n = 0;
-        ggprof_cpu_ops_expand(m, collect, &v);
+        static ggprof_cpu_op_id ids[4] = { { 1, 0, 0, -1 }, { 2, 3, 1, 2 }, { 4, 0, 2, -1 }, { 5, 0, 3, -1 } };
+        ggprof_cpu_ops_expand(m, rnd(2) ? ids : NULL, collect, &v);
         if (m->n_ops > 4) CHECK_EQ_INT(v.n, 0);
         for (int k = 0; k < v.n; k++) {
             if (v.iv[k].type != GGPROF_REC_OP || (m->h.flags & GGPROF_CPU_OPS_FIRST)) continue;
@@ -258,9 +262,140 @@ static void test_crafted_messages(void) {
     }
 }
 
+/* ---- plans: which node each op is, sent once (CPU_OPS_PLAN), kept by the reader (ggprof_cpu_plans) ---- */
+
+static union {
+    ggprof_msg_cpu_ops_plan m;
+    char bytes[sizeof(ggprof_msg_cpu_ops_plan) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op_id)];
+} g_plan;
+
+/* The chunk of plan_id (n_total ids) from first, n ids: op i is node 100 + i at place i, fused with the next node
+ * every third op; salt moves the ids, for a plan of the same id in another process. */
+static const ggprof_msg_hdr *plan_chunk(uint32_t plan_id, uint32_t first, uint32_t n, uint32_t n_total, uint32_t salt) {
+    ggprof_msg_cpu_ops_plan *m = &g_plan.m;
+    m->h       = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op_id)), GGPROF_MSG_CPU_OPS_PLAN, 0 };
+    m->plan_id = plan_id, m->first = first, m->n = n, m->n_total = n_total;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = first + i;
+        m->ids[i]  = (ggprof_cpu_op_id){ 100 + k + salt, k % 3 ? 0 : 200 + k + salt, (int32_t) k, k % 3 ? -1 : (int32_t) k + 1 };
+    }
+    return &m->h;
+}
+
+/* A CPU_OPS chunk of n ops naming plan_id from first, the split's first node at node_start, 1 us an op. */
+static ggprof_msg_cpu_ops *ops_chunk(uint32_t plan_id, uint32_t first, uint32_t n, int32_t node_start) {
+    static union {
+        ggprof_msg_cpu_ops m;
+        char bytes[sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op)];
+    } u;
+    ggprof_msg_cpu_ops *m = &u.m;
+    memset(m, 0, sizeof(*m) + n * sizeof(ggprof_cpu_op));
+    m->h       = (ggprof_msg_hdr){ (uint32_t) (sizeof(*m) + n * sizeof(ggprof_cpu_op)), GGPROF_MSG_CPU_OPS, 0 };
+    m->n_ops   = n, m->plan_id = plan_id, m->first = first, m->node_start = node_start;
+    m->start_ns = m->floor_ns = 1000, m->end_ns = 1000 + 1000 * (uint64_t) (n + 1); /* anchors 0: a stamp is its ns */
+    for (uint32_t i = 0; i < n; i++) m->ops[i].tick = 1000 + 1000 * (uint64_t) (i + 1);
+    return m;
+}
+
+/* The ops of a chunk are named by their plan, in and across its chunks, per process; a chunk whose plan (or that
+ * part of it) never came is named by none; plans out of order or crafted are refused, never read past. */
+static void test_plans_name_the_ops(void) {
+    static ivs v;
+    ggprof_cpu_plans *t = ggprof_cpu_plans_new();
+    CHECK(t != NULL);
+    CHECK(ggprof_cpu_plans_find(t, 7, ops_chunk(3, 0, 5, 0)) == NULL); /* nothing yet */
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, plan_chunk(3, 0, GGPROF_CPU_OPS_MAX, 5000, 0)), 0);
+    /* the second chunk's ops are not named until the plan's second chunk came */
+    ggprof_msg_cpu_ops *m = ops_chunk(3, GGPROF_CPU_OPS_MAX, 904, 10);
+    CHECK(ggprof_cpu_plans_find(t, 7, m) == NULL);
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, plan_chunk(3, 4000, 5, 5000, 0)), -1); /* out of order */
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, plan_chunk(3, GGPROF_CPU_OPS_MAX, 904, 5000, 0)), 0);
+    const ggprof_cpu_op_id *ids = ggprof_cpu_plans_find(t, 7, m);
+    CHECK(ids != NULL);
+    v.n = 0;
+    ggprof_cpu_ops_expand(m, ids, collect, &v);
+    int ops = 0;
+    for (int i = 0; i < v.n; i++) {
+        const ggprof_cpu_interval *iv = &v.iv[i];
+        if (iv->type != GGPROF_REC_OP) continue;
+        uint32_t k = GGPROF_CPU_OPS_MAX + (uint32_t) ops++;
+        CHECK_EQ_INT(iv->node_id, 100 + k);
+        CHECK_EQ_INT(iv->node_index, 10 + (int) k);
+        CHECK_EQ_INT(iv->fused_node_id, k % 3 ? 0 : 200 + k);
+        CHECK_EQ_INT(iv->fused_index, k % 3 ? -1 : 10 + (int) k + 1);
+    }
+    CHECK_EQ_INT(ops, 904);
+    /* past the plan's end, or another plan id, or another process: none */
+    CHECK(ggprof_cpu_plans_find(t, 7, ops_chunk(3, 4990, 11, 0)) == NULL);
+    CHECK(ggprof_cpu_plans_find(t, 7, ops_chunk(4, 0, 5, 0)) == NULL);
+    CHECK(ggprof_cpu_plans_find(t, 8, ops_chunk(3, 0, 5, 0)) == NULL);
+    /* the same plan id in another process is its own plan */
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 8, plan_chunk(3, 0, 6, 6, 50)), 0);
+    ids = ggprof_cpu_plans_find(t, 8, ops_chunk(3, 0, 6, 0));
+    CHECK(ids != NULL && ids[5].node_id == 155);
+    CHECK_EQ_INT(ggprof_cpu_plans_find(t, 7, ops_chunk(3, 0, 6, 0))[5].node_id, 105);
+    /* crafted: no id, ids past the message, a first past the total, more ids than a chunk holds */
+    const ggprof_msg_hdr *c = plan_chunk(9, 0, 4, 4, 0);
+    ((ggprof_msg_cpu_ops_plan *) &g_plan.m)->plan_id = 0;
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, c), -1);
+    c = plan_chunk(9, 0, 4, 4, 0);
+    g_plan.m.h.size = (uint32_t) (sizeof(g_plan.m) + 3 * sizeof(ggprof_cpu_op_id));
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, c), -1);
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, plan_chunk(9, 5, 0, 4, 0)), -1);
+    c = plan_chunk(9, 0, 4, 4, 0);
+    g_plan.m.n = GGPROF_CPU_OPS_MAX + 1;
+    CHECK_EQ_INT(ggprof_cpu_plans_add(t, 7, c), -1);
+    CHECK(ggprof_cpu_plans_find(t, 7, ops_chunk(9, 0, 1, 0)) == NULL);
+    /* many plans: the index grows, every one still found */
+    for (uint32_t id = 100; id < 3100; id++) CHECK_EQ_INT(ggprof_cpu_plans_add(t, 9, plan_chunk(id, 0, 2, 2, id)), 0);
+    int found = 0;
+    for (uint32_t id = 100; id < 3100; id++) {
+        ids = ggprof_cpu_plans_find(t, 9, ops_chunk(id, 1, 1, 0));
+        found += ids && ids[0].node_id == 101 + id;
+    }
+    CHECK_EQ_INT(found, 3000);
+    ggprof_cpu_plans_free(t);
+}
+
+static int64_t q_one(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The store names ops by the plans it has seen, in whichever order the plan and the ops come (the spill's replay
+ * stores descriptions first); ops whose plan never came are not stored, and the trace counts them and says so. */
+static void test_store_needs_the_plan(void) {
+    char why[256];
+    ggprof_store *st = NULL;
+    CHECK_EQ_INT(ggprof_store_create(&st, "", why, sizeof(why)), 0);
+    if (!st) return;
+    ggprof_store_msg(st, 7, 7, &ops_chunk(3, 0, 4, 20)->h); /* plan 3 not seen yet, nor ever */
+    CHECK_EQ_INT(ggprof_store_get_counts(st).unplanned, 4);
+    CHECK_EQ_INT(ggprof_store_get_counts(st).events, 0);
+    ggprof_store_msg(st, 7, 7, plan_chunk(5, 0, 4, 4, 0));
+    ggprof_store_msg(st, 7, 7, &ops_chunk(5, 0, 4, 20)->h);
+    CHECK_EQ_INT(ggprof_store_get_counts(st).events, 4);
+    ggprof_store_msg(st, 8, 8, &ops_chunk(5, 0, 4, 20)->h); /* another process's plan 5: never sent */
+    CHECK_EQ_INT(ggprof_store_get_counts(st).unplanned, 8);
+    sqlite3 *db = ggprof_store_finish(st, why, sizeof(why));
+    CHECK(db != NULL);
+    if (!db) return;
+    CHECK_EQ_INT(q_one(db, "SELECT count(*) FROM events WHERE pid = 7 AND type = 0 AND node_id BETWEEN 100 AND 103 "
+                           "AND node_index BETWEEN 20 AND 23"), 4);
+    CHECK_EQ_INT(q_one(db, "SELECT count(*) FROM events WHERE fused_node_id = 200 AND fused_index = 21"), 1);
+    CHECK_EQ_INT(q_one(db, "SELECT value FROM meta WHERE key = 'cpu_ops_unplanned'"), 8);
+    CHECK_EQ_INT(q_one(db, "SELECT count(*) FROM notes WHERE text LIKE '8 CPU op records left out%'"), 1);
+    sqlite3_close(db);
+}
+
 int main(void) {
     int failures = 0;
     RUN(test_raw_stamps_give_the_v5_records);
     RUN(test_crafted_messages);
+    RUN(test_plans_name_the_ops);
+    RUN(test_store_needs_the_plan);
     return failures ? 1 : 0;
 }

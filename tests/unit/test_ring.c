@@ -300,7 +300,6 @@ static void cpu_ops(ggprof_msg_cpu_ops *m, uint32_t n, uint64_t graph_id) {
     m->start_ns = 1000;
     m->end_ns   = 1000000; /* anchors all 0: a stamp is its ns */
     for (uint32_t i = 0; i < n; i++) {
-        m->ops[i].node_index = (int32_t) i;
         m->ops[i].tick       = 1000 + 10 * (i + 1);
         m->ops[i].barrier    = i % 2 ? 3 : 0; /* every other op waits: a cpu_barrier record */
     }
