@@ -358,7 +358,7 @@ static void on_msg(ggprof_live *l, int32_t pid, const ggprof_msg_hdr *m) {
         return;
     }
     case GGPROF_MSG_BATCH: {
-        if (m->size < sizeof(ggprof_msg_batch)) return;
+        if (m->size < GGPROF_BATCH_SIZE(0)) return;
         const ggprof_msg_batch *b = (const void *) m;
         proc *p = proc_of(l, pid);
         if (!p || b->status != 0) return;
@@ -366,7 +366,7 @@ static void on_msg(ggprof_live *l, int32_t pid, const ggprof_msg_hdr *m) {
             observe(&p->token, k_graph_le, (double) p->pend_ns / 1e9 / b->n_tokens);
         }
         p->pend_batch = 0;
-        for (int i = 0; i < b->n_seqs && i < GGPROF_MAX_BATCH_SEQS; i++) {
+        for (int i = 0, n = ggprof_batch_listed(b); i < n; i++) {
             const ggprof_batch_seq *s = &b->seqs[i];
             ggprof_request_batch rb = { pid, s->seq_id, b->batch, (int64_t) b->start_ns, (int64_t) b->duration_ns,
                                         b->n_seqs, s->n_tokens, s->pos_min, s->pos_max, s->n_outputs };

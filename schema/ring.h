@@ -13,7 +13,7 @@
  * Each producing thread claims a slot of its own, so a producer never waits for another and a process
  * killed mid-write leaves only its unpublished message behind: the head moves after the bytes are in. */
 #define GGPROF_RING_MAGIC   "GGPRING"
-#define GGPROF_RING_VERSION 7 /* 7: CPU_OPS names its ops by a plan sent once (CPU_OPS_PLAN); 6: raw stamps */
+#define GGPROF_RING_VERSION 8 /* 8: BATCH ends after its sequences; 7: CPU_OPS_PLAN; 6: raw stamps */
 #define GGPROF_RING_HDR     4096
 #define GGPROF_SLOT_HDR     256
 

@@ -411,7 +411,7 @@ static void msg_batch(ggprof_store *s, int32_t pid, int32_t tid, const ggprof_ms
     sqlite3_bind_int(st, 10, b->n_outputs);
     run(s, st);
     st = s->st[ST_BATCH_SEQ];
-    for (int i = 0; i < b->n_seqs && i < GGPROF_MAX_BATCH_SEQS; i++) {
+    for (int i = 0, n = ggprof_batch_listed(b); i < n; i++) {
         const ggprof_batch_seq *q = &b->seqs[i];
         sqlite3_bind_int(st, 1, pid);
         sqlite3_bind_int64(st, 2, b->batch);
@@ -790,7 +790,7 @@ static const uint32_t k_min_size[] = {
     [GGPROF_MSG_GRAPH] = sizeof(ggprof_msg_graph),     [GGPROF_MSG_SPLIT] = sizeof(ggprof_msg_split),
     [GGPROF_MSG_EVENT] = sizeof(ggprof_msg_event),     [GGPROF_MSG_NOTE] = sizeof(ggprof_msg_note),
     [GGPROF_MSG_CPU_OPS] = sizeof(ggprof_msg_cpu_ops), [GGPROF_MSG_KERNEL] = sizeof(ggprof_msg_kernel),
-    [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region), [GGPROF_MSG_BATCH] = sizeof(ggprof_msg_batch),
+    [GGPROF_MSG_REGION] = sizeof(ggprof_msg_region), [GGPROF_MSG_BATCH] = GGPROF_BATCH_SIZE(0),
     [GGPROF_MSG_FUSION] = sizeof(ggprof_msg_fusion), [GGPROF_MSG_BUFFER] = sizeof(ggprof_msg_buffer),
     [GGPROF_MSG_DEVMEM] = sizeof(ggprof_msg_devmem), [GGPROF_MSG_PLACEMENT] = sizeof(ggprof_msg_placement),
     [GGPROF_MSG_LOSS] = sizeof(ggprof_msg_loss),

@@ -2,6 +2,7 @@
 #ifndef GGPROF_WIRE_H
 #define GGPROF_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Limits of the ggml ABI that the records mirror (ggml.h: GGML_MAX_SRC, GGML_MAX_NAME, GGML_MAX_OP_PARAMS). */
@@ -157,7 +158,9 @@ typedef struct {
     int32_t seq_id, n_tokens, pos_min, pos_max, n_outputs, pad; /* pos -1: llama.cpp chose the positions */
 } ggprof_batch_seq;
 
-/* One llama_decode (or llama_encode) call of a llama.cpp program, from libllama's exported entry point. */
+/* One llama_decode (or llama_encode) call of a llama.cpp program, from libllama's exported entry point. The message
+ * ends after the sequences it lists (ggprof_batch_listed of them: h.size is GGPROF_BATCH_SIZE of that), so a decode of
+ * one sequence is 72 bytes, not 432. */
 typedef struct {
     ggprof_msg_hdr   h;
     uint32_t         batch;      /* per process, from 1 */
@@ -167,6 +170,14 @@ typedef struct {
     uint64_t         start_ns, duration_ns;
     ggprof_batch_seq seqs[GGPROF_MAX_BATCH_SEQS];
 } ggprof_msg_batch;
+#define GGPROF_BATCH_SIZE(listed) ((uint32_t) (offsetof(ggprof_msg_batch, seqs) + (size_t) (listed) * sizeof(ggprof_batch_seq)))
+/* The sequences a BATCH message lists: its n_seqs up to GGPROF_MAX_BATCH_SEQS, and no more than its size holds. */
+static inline int ggprof_batch_listed(const ggprof_msg_batch *b) {
+    size_t room = b->h.size >= offsetof(ggprof_msg_batch, seqs)
+                      ? (b->h.size - offsetof(ggprof_msg_batch, seqs)) / sizeof(ggprof_batch_seq) : 0;
+    int    n    = b->n_seqs < 0 ? 0 : b->n_seqs < GGPROF_MAX_BATCH_SEQS ? b->n_seqs : GGPROF_MAX_BATCH_SEQS;
+    return (size_t) n < room ? n : (int) room;
+}
 
 typedef struct {
     ggprof_msg_hdr h;

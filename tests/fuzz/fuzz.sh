@@ -14,7 +14,7 @@ mkdir -p "$OUT/json" "$OUT/wire"
 cp "$GGPROF_ROOT"/tests/fuzz/json/* "$OUT/json/"
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$GGPROF_ROOT/schema" -o "$OUT/wire_seeds" \
     "$GGPROF_ROOT/tests/fuzz/wire_seeds.c" && "$OUT/wire_seeds" "$OUT/wire"
-expect "wire seeds written (one of each message kind)" "$(ls "$OUT/wire" | wc -l)" 15
+expect "wire seeds written (one of each message kind)" "$(ls "$OUT/wire" | wc -l)" 16
 
 # ELF seeds: /bin/true (stripped, PLT relocations) and, built here, a program whose .dynsym defines functions, the
 # same with its .symtab, and a shared library.

@@ -61,6 +61,12 @@ int main(int argc, char **argv) {
         ggprof_cpu_op_id        id[2];
     } pl = { { { sizeof(pl), GGPROF_MSG_CPU_OPS_PLAN, 0 }, 1, 0, 2, 2 }, { { 1, 0, 0, -1 }, { 1, 0, 1, -1 } } };
     put(d, "cpu_ops_plan", &pl, sizeof(pl));
+    ggprof_msg_batch bt; /* one sequence of one token: the message ends after it */
+    memset(&bt, 0, sizeof(bt));
+    bt.h = (ggprof_msg_hdr){ GGPROF_BATCH_SIZE(1), GGPROF_MSG_BATCH, 0 };
+    bt.batch = 1, bt.n_tokens = 1, bt.n_seqs = 1, bt.n_outputs = 1, bt.start_ns = 900, bt.duration_ns = 700;
+    bt.seqs[0] = (ggprof_batch_seq){ 0, 1, 5, 5, 1, 0 };
+    put(d, "batch", &bt, GGPROF_BATCH_SIZE(1));
     put(d, "cpu_ops", &c, sizeof(c));
     ggprof_msg_note no = { { sizeof(no), GGPROF_MSG_NOTE, 0 }, "a note" };
     put(d, "note", &no, sizeof(no));
