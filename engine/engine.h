@@ -100,6 +100,12 @@ int      ggprof_emit(const ggprof_msg_hdr *msg);
  * ggprof_emit_commit publishes it, whole and with its header, before this thread emits anything else. */
 void    *ggprof_emit_reserve(uint32_t size, uint16_t kind);
 void     ggprof_emit_commit(uint32_t size);
+/* Whether a ring exists at all (it may exist when GGML_PROFILE's start failed after creating it): without one, a
+ * message goes nowhere. */
+bool     ggprof_sink_has_ring(void);
+/* Counts msg as dropped, as ggprof_emit does when the ring has no room, without writing it (its records would name
+ * what did not reach the ring); nothing where there is no ring. */
+void     ggprof_emit_dropped(const ggprof_msg_hdr *msg);
 /* The process's first graph begins: tells the collector (ggprof_ring_began). */
 void     ggprof_emit_began(void);
 /* A node's description sent once (describe.c; ggprof_node_id, internal.h, in one step), in two steps, for callers that remember ids by a node's place in its graph: the key of the node's

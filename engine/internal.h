@@ -14,10 +14,8 @@
 
 /* Sets the sink up once (attaches GGPROF_RING, or starts GGML_PROFILE's collector); true when records can go. */
 bool ggprof_sink_ready(void);
-/* Whether the sink was set up with a ring (a collector records); whether a ring exists at all (it may exist when
- * GGML_PROFILE's start failed after creating it). */
+/* Whether the sink was set up with a ring (a collector records); whether a ring exists at all: engine.h. */
 bool ggprof_sink_attached(void);
-bool ggprof_sink_has_ring(void);
 /* The ring's recording word (GGPROF_REC_ON records, ring.h), 0 without a ring. */
 uint32_t ggprof_sink_recording(void);
 /* The program's own switch (ggprof_pause, ggprof_resume), kept in the ring; nothing without one. */

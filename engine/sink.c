@@ -238,6 +238,13 @@ int ggprof_emit(const ggprof_msg_hdr *msg) {
     return rc;
 }
 
+void ggprof_emit_dropped(const ggprof_msg_hdr *msg) {
+    if (g_ring.file == NULL || switched_off(msg->kind)) return;
+    ggprof_ring_slot *slot = own_slot();
+    uint64_t graph_id, lost = ggprof_ring_count_drop(&g_ring, slot, msg, &graph_id);
+    if (lost && slot) loss_add(graph_id, lost);
+}
+
 void *ggprof_emit_reserve(uint32_t size, uint16_t kind) {
     if (g_ring.file == NULL || switched_off(kind)) return NULL;
     return ggprof_ring_reserve(&g_ring, own_slot(), size);

@@ -299,21 +299,26 @@ void ggprof_ring_commit(ggprof_ring *r, ggprof_ring_slot *s, uint32_t size) {
     if (head - tail < cap / 2 && head + pad + size - tail >= cap / 2 && r->file) ggprof_ring_poke(r);
 }
 
+uint64_t ggprof_ring_count_drop(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *graph_id) {
+    /* Counted on the drop path only: what a message carries costs nothing while the ring accepts. */
+    uint64_t lost = ggprof_msg_records(msg, graph_id);
+    if (s == NULL) {
+        atomic_fetch_add_explicit(&r->file->dropped_noslot, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->file->noslot_records, lost, memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&s->dropped_msgs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->dropped_bytes, msg->size, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->dropped_records, lost, memory_order_relaxed);
+    }
+    return lost;
+}
+
 int ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
                               uint64_t *graph_id) {
     *lost = 0;
     void *at = ggprof_ring_reserve(r, s, msg->size);
     if (at == NULL) {
-        /* Counted on the drop path only: what a message carries costs nothing while the ring accepts. */
-        *lost = ggprof_msg_records(msg, graph_id);
-        if (s == NULL) {
-            atomic_fetch_add_explicit(&r->file->dropped_noslot, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&r->file->noslot_records, *lost, memory_order_relaxed);
-        } else {
-            atomic_fetch_add_explicit(&s->dropped_msgs, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&s->dropped_bytes, msg->size, memory_order_relaxed);
-            atomic_fetch_add_explicit(&s->dropped_records, *lost, memory_order_relaxed);
-        }
+        *lost = ggprof_ring_count_drop(r, s, msg, graph_id);
         return -1;
     }
     memcpy(at, msg, msg->size);

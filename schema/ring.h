@@ -186,6 +186,9 @@ int  ggprof_ring_write(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr
 /* The same; on a drop, *lost and *graph_id say what the message carried (ggprof_msg_records). */
 int  ggprof_ring_write_counted(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *lost,
                                uint64_t *graph_id);
+/* Counts msg as dropped, as a write that found no room does, without trying to write it (a message that must not
+ * go without another that did not fit); returns the records it carried, *graph_id their graph. */
+uint64_t ggprof_ring_count_drop(ggprof_ring *r, ggprof_ring_slot *s, const ggprof_msg_hdr *msg, uint64_t *graph_id);
 /* The same in two steps, for a message built in place: room for size bytes (a multiple of 8) in the slot, or NULL
  * where ggprof_ring_write would drop it (nothing counted: write it then, which counts the drop); then, once the
  * message is whole there, header filled, commit publishes it (with nothing written to the slot in between). */

@@ -611,9 +611,11 @@ static _Atomic uint32_t g_next_plan_id = 1;
 
 /* The plan's ops' nodes, once (CPU_OPS_PLAN, in chunks), before the first CPU_OPS that names them, and again in a
  * new description epoch (a forked child: its own process to the reader). Built in the ring where it has room, else
- * in buf (room for GGPROF_CPU_OPS_MAX ids). True when every chunk is in the ring; where one is not (the ring full,
- * or none: the C API alone), the next compute tries again. */
+ * in buf (room for GGPROF_CPU_OPS_MAX ids). True when every chunk is in the ring (or the plan has no op); where one
+ * is not (the ring full, or none: the C API alone), the next compute tries again. */
 static bool send_plan(split_plan *p, void *buf) {
+    if (p->n_exp == 0) return true; /* no op to name */
+    if (!ggprof_sink_has_ring()) return false;
     uint32_t epoch = ggprof_desc_epoch();
     if (p->wire_id && p->wire_epoch == epoch) return true;
     if (!p->wire_id) p->wire_id = atomic_fetch_add_explicit(&g_next_plan_id, 1, memory_order_relaxed);
@@ -641,9 +643,9 @@ static bool send_plan(split_plan *p, void *buf) {
 }
 
 /* The chunk's header, then out: published where it was built in the ring (in_ring), else emitted from s->msg. */
-static void flush_chunk(ggprof_msg_cpu_ops *m, bool in_ring, const cpu_split *s, const ggprof_split_place *w,
-                        uint16_t flags, int first, uint32_t n, uint64_t start, uint64_t floor, chunk_fn on_chunk,
-                        void *user) {
+static void flush_chunk(ggprof_msg_cpu_ops *m, bool in_ring, bool planned, const cpu_split *s,
+                        const ggprof_split_place *w, uint16_t flags, int first, uint32_t n, uint64_t start,
+                        uint64_t floor, chunk_fn on_chunk, void *user) {
     m->h              = (ggprof_msg_hdr){ chunk_size(n), GGPROF_MSG_CPU_OPS, flags };
     m->graph_id       = w->graph_id;
     m->sched_id       = w->sched_id;
@@ -665,8 +667,10 @@ static void flush_chunk(ggprof_msg_cpu_ops *m, bool in_ring, const cpu_split *s,
     m->reserved       = 0;
     if (in_ring) {
         ggprof_emit_commit(m->h.size);
-    } else {
+    } else if (planned || !n) {
         ggprof_emit(&m->h);
+    } else {
+        ggprof_emit_dropped(&m->h); /* its plan is not in the ring: the ops would name no node */
     }
     if (on_chunk) on_chunk(m, s->plan->ids + first, user);
 }
@@ -771,14 +775,14 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     /* Each chunk is built where it will be read, in the thread's ring slot (a copy of ~4 KiB from a buffer of its
      * own cost about 1,000 TSC cycles a split here), or in s->msg where the ring has no room. */
     /* Which node each op is goes once per plan (send_plan); what goes with every compute is the times alone. Where
-     * the plan could not be sent, the ops still go: the reader counts them as unplanned rather than guess. */
-    send_plan(s->plan, s->msg);
+     * the plan could not be sent (the ring full), the ops are counted as dropped with it, not sent unnamed. */
+    bool planned = send_plan(s->plan, s->msg);
     const node_times *times = s->times;
     uint16_t          flags = GGPROF_CPU_OPS_FIRST;
     for (int k = 0;;) {
         int      first = k;
         uint32_t n = s->n_exp - k < GGPROF_CPU_OPS_MAX ? (uint32_t) (s->n_exp - k) : GGPROF_CPU_OPS_MAX;
-        ggprof_msg_cpu_ops *m = ggprof_emit_reserve(chunk_size(n), GGPROF_MSG_CPU_OPS);
+        ggprof_msg_cpu_ops *m = planned || !n ? ggprof_emit_reserve(chunk_size(n), GGPROF_MSG_CPU_OPS) : NULL;
         bool in_ring = m != NULL;
         if (!in_ring) m = s->msg;
         ggprof_cpu_op *ops = m->ops;
@@ -791,8 +795,8 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
             op->wait     = nt->inop_wait > UINT32_MAX ? UINT32_MAX : (uint32_t) nt->inop_wait;
         }
         bool last = k >= s->n_exp;
-        flush_chunk(m, in_ring, s, w, last ? flags | GGPROF_CPU_OPS_LAST : flags, first, n, start, floor, on_chunk,
-                    user);
+        flush_chunk(m, in_ring, planned, s, w, last ? flags | GGPROF_CPU_OPS_LAST : flags, first, n, start, floor,
+                    on_chunk, user);
         if (last) return 1;
         ggprof_cpu_ops_carry(m, &floor, &start); /* where the next chunk's first op starts */
         flags = 0;
