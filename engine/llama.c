@@ -70,12 +70,12 @@ static int32_t traced(int32_t (*real)(struct llama_context *, ggprof_llama_batch
     }
     ggprof_msg_batch m;
     memset(&m, 0, sizeof(m));
+    m.h     = (ggprof_msg_hdr){ sizeof(m), GGPROF_MSG_BATCH, 0 };
     m.batch = atomic_fetch_add(&g_next_batch, 1);
     m.api   = api;
     m.n_tokens = batch.n_tokens;
     describe(&m, &batch);
-    m.h = (ggprof_msg_hdr){ GGPROF_BATCH_SIZE(m.n_seqs < GGPROF_MAX_BATCH_SEQS ? m.n_seqs : GGPROF_MAX_BATCH_SEQS),
-                            GGPROF_MSG_BATCH, 0 };
+    m.h.size = GGPROF_BATCH_SIZE(ggprof_batch_listed(&m)); /* the message ends after the sequences listed */
     ggprof_t_batch = m.batch;
     m.start_ns     = ggprof_now_ns();
     int32_t rc     = real(ctx, batch);

@@ -562,6 +562,10 @@ static void free_thread_state(void *unused) {
     ggprof_use_counts_free(&t_uc);
 }
 
+static uint32_t chunk_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops) + n * sizeof(ggprof_cpu_op)); }
+
+static uint32_t plan_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops_plan) + n * sizeof(ggprof_cpu_op_id)); }
+
 static void make_thread_key(void) {
     if (pthread_key_create(&g_thread_key, free_thread_state) != 0) g_thread_key = (pthread_key_t) -1;
 }
@@ -575,9 +579,8 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
         pthread_once(&g_thread_key_once, make_thread_key);
         if (g_thread_key != (pthread_key_t) -1) pthread_setspecific(g_thread_key, s);
         /* A chunk of ops, or of a plan's ids (send_plan), where the ring has no room. */
-        size_t ops  = sizeof(ggprof_msg_cpu_ops) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op);
-        size_t plan = sizeof(ggprof_msg_cpu_ops_plan) + GGPROF_CPU_OPS_MAX * sizeof(ggprof_cpu_op_id);
-        s->msg      = malloc(ops > plan ? ops : plan);
+        uint32_t ops = chunk_size(GGPROF_CPU_OPS_MAX), plan = plan_size(GGPROF_CPU_OPS_MAX);
+        s->msg       = malloc(ops > plan ? ops : plan);
         if (!s->msg) return -1;
     }
     if (!grow_times(s, n > 0 ? n : 1)) return -1;
@@ -602,10 +605,6 @@ static int cpu_begin(struct ggml_tensor **nodes, int n, struct ggml_tensor **gra
 }
 
 typedef void (*chunk_fn)(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids, void *user);
-
-static uint32_t chunk_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops) + n * sizeof(ggprof_cpu_op)); }
-
-static uint32_t plan_size(uint32_t n) { return (uint32_t) (sizeof(ggprof_msg_cpu_ops_plan) + n * sizeof(ggprof_cpu_op_id)); }
 
 static _Atomic uint32_t g_next_plan_id = 1;
 
@@ -772,10 +771,10 @@ static int cpu_end(const ggprof_split_place *w, int *n_ticks, int *n_expected, c
     }
     uint64_t start = w->start_ns, plan_end = s->gc_entry, kickoff_end = s->gc_entry ? s->t0_start : 0;
     uint64_t floor = kickoff_end ? kickoff_end : plan_end ? plan_end : start;
-    /* Each chunk is built where it will be read, in the thread's ring slot (a copy of ~4 KiB from a buffer of its
-     * own cost about 1,000 TSC cycles a split here), or in s->msg where the ring has no room. */
     /* Which node each op is goes once per plan (send_plan); what goes with every compute is the times alone. Where
-     * the plan could not be sent (the ring full), the ops are counted as dropped with it, not sent unnamed. */
+     * the plan could not be sent (the ring full), the ops are counted as dropped with it, not sent unnamed. Each
+     * chunk is built where it will be read, in the thread's ring slot (a copy of ~4 KiB from a buffer of its own cost
+     * about 1,000 TSC cycles a split here), or in s->msg where the ring has no room. */
     bool planned = send_plan(s->plan, s->msg);
     const node_times *times = s->times;
     uint16_t          flags = GGPROF_CPU_OPS_FIRST;
