@@ -765,12 +765,14 @@ GGPROF_API void GOMP_barrier(void) {
 
 GGPROF_API enum ggml_status ggml_graph_compute(struct ggml_cgraph *cgraph, struct ggml_cplan *cplan) {
     REAL_FROM(slot_ggml_graph_compute, ggml_graph_compute);
-    cpu_timing()->graph_compute_entry();
+    /* The threads the plan asks for (ggml_cplan.n_threads follows work_size and work_data in every release):
+     * with one, ggml's barriers return at once and the tick's barrier is not timed; and noted each time it exceeds
+     * the most noted: `ggprof report`'s Threads against the CPUs (analyzer/threads.c). */
+    int nt = cplan ? *(const int *) ((const char *) cplan + 2 * sizeof(void *)) : 0;
+    cpu_timing()->graph_compute_entry(nt);
     graphs_began(); /* a program that computes without the scheduler */
-    /* The threads the plan asks for (ggml_cplan.n_threads follows work_size and work_data in every release),
-     * noted each time it exceeds the most noted: `ggprof report`'s Threads against the CPUs (analyzer/threads.c). */
     static _Atomic int most_threads;
-    int nt = cplan ? *(const int *) ((const char *) cplan + 2 * sizeof(void *)) : 0, was = atomic_load(&most_threads);
+    int was = atomic_load(&most_threads);
     if (nt > was && nt < 65536 && atomic_compare_exchange_strong(&most_threads, &was, nt)) {
         ggprof_msg_cpu_plan m = { { sizeof(m), GGPROF_MSG_CPU_PLAN, 0 }, nt, 0 }; /* the number, for the readers */
         ggprof_emit(&m.h);

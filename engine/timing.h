@@ -50,7 +50,8 @@ typedef struct {
                void (*on_chunk)(const ggprof_msg_cpu_ops *m, const ggprof_cpu_op_id *ids, void *user), void *user);
     /* Hooks for the interposed CPU-library functions; each is a no-op outside an active CPU compute. */
     void (*barrier)(void (*real)(struct ggml_threadpool *), struct ggml_threadpool *tp);
-    void (*graph_compute_entry)(void);
+    /* ggml_graph_compute's entry, with the threads its plan asks for (0 where unknown). */
+    void (*graph_compute_entry)(int n_threads);
     void (*thread_start)(void);
     /* A backend is being freed (ggml_backend_free): what was kept for it goes, so that a backend made later at the
      * same address gets the tick installed anew, and the program's old callback is never called for it. */

@@ -28,3 +28,21 @@ expect "the ops at the chunks' joins have time (a carried start, not the split's
     WHERE e.type = 0 AND e.node_index - s.node_start IN (4096, 8192) AND e.start_ns <= s.start_ns")" 0
 expect "an op's waits lie inside it" "$(q "$db" "SELECT count(*) FROM events WHERE type = 0
     AND wait_ns > duration_ns")" 0
+expect_ge "2 threads: barrier waits between the nodes recorded" \
+    "$(q "$db" "SELECT count(*) FROM events WHERE type = 2 AND name = 'cpu_barrier'")" 1
+
+# One thread: ggml's barriers return at once (the plan's n_threads is 1), so the engine does not time them (one
+# time-stamp read less a node); the ops still tile each split, with no barrier records between them.
+db1="$OUT/alone.db"
+rm -f "$db1" "$OUT/alone.json.gz"
+"$GGPROF" record -q --level op -o "$db1" -- "$OUT/node_cost" 300 10 1 > "$OUT/out1" 2> "$OUT/err1"
+expect "1 thread: record runs it" "$?" 0
+expect "1 thread: every graph has a split of 300 timed ops" "$(q "$db1" "SELECT count(*) FROM (SELECT graph_id,
+    split_id, count(*) c FROM events WHERE type = 0 GROUP BY 1, 2) WHERE c = 300")" \
+    "$(q "$db1" "SELECT count(DISTINCT graph_id) FROM events WHERE type = 0")"
+expect "1 thread: no barrier records" "$(q "$db1" "SELECT count(*) FROM events WHERE type = 2
+    AND name = 'cpu_barrier'")" 0
+expect "1 thread: each op starts where the one before it ended" "$(q "$db1" "SELECT count(*) FROM (SELECT start_ns,
+    lag(start_ns + duration_ns) OVER w AS prev_end FROM events WHERE type = 0
+    WINDOW w AS (PARTITION BY pid, graph_id, split_id ORDER BY start_ns, duration_ns, node_index))
+    WHERE start_ns != prev_end")" 0
