@@ -32,7 +32,8 @@ void ggprof_reach_set_entries(const ggprof_entry *entries, int n);
 const char *ggprof_reach_late_lib(void);
 
 /* Whether the object embeds ggml: its core and its CPU backend in one object whose CPU backend calls ggml_barrier
- * directly (no PLT entry for it): a static or LTO build. A shared libggml (even b3889's single libggml.so) does not. */
+ * directly (no PLT entry for it), or, OpenMP builds, has it inlined everywhere: a static or LTO build. A shared
+ * libggml (even b3889's single libggml.so) does not. */
 bool ggprof_reach_embeds(const ggprof_elf *e);
 
 /* Patches each entry in an object that embeds ggml (calls through its PLT, if any, reach the wrapper too, which
