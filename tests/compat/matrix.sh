@@ -125,9 +125,10 @@ run_sid() { # NAME DIR
     chroot "$c" /opt/ggprof/bin/ggprof record -o $t/run.db -- llama-completion -m $t/model.gguf -p "Hello" -n 4 -t 2 \
         -no-cnv > "$OUT/$n.log" 2>&1
     expect "$n: record exits with llama-completion's status" "$?" 0
-    # A prompt of 32+ tokens sends the big matrix products to Debian's BLAS backend.
+    # A prompt of 32+ tokens sends the big matrix products to Debian's BLAS backend (-nr: no AMX or repacked copy of
+    # the weights, which BLAS cannot read, on a CPU whose ggml variant has them).
     chroot "$c" /opt/ggprof/bin/ggprof record -o $t/blas.db -- llama-completion -m $t/model.gguf -p "$prompt" -n 1 \
-        -t 2 -no-cnv > "$OUT/$n.blas.log" 2>&1
+        -t 2 -no-cnv -nr > "$OUT/$n.blas.log" 2>&1
     chroot "$c" env LD_PRELOAD=/opt/ggprof/lib/libggprof.so GGML_PROFILE=$t/profile.json llama-completion \
         -m $t/model.gguf -p "Hello" -n 4 -t 2 -no-cnv > "$OUT/$n.profile.log" 2>&1
     proc_umount "$c" "$mounted"

@@ -1,11 +1,12 @@
 # The BLAS backend (OpenBLAS in the fixture build): a prompt of 32+ tokens sends MUL_MAT to BLAS, which ggprof
-# times node by node (each node computed alone, then synchronized): records say so.
+# times node by node (each node computed alone, then synchronized): records say so. -nr: on a CPU with AMX (an Intel
+# Xeon with AMX_INT8) llama.cpp otherwise puts the weights in an AMX buffer, which BLAS cannot read: no MUL_MAT on BLAS.
 . "$(dirname "$0")/../lib.sh"
 
 prompt="$(seq -s " " 1 40)"
 db="$OUT/blas.db"
 "$GGPROF" record -o "$db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" -p "$prompt" -n 4 -t 2 --no-warmup \
-    -no-cnv -b 64 -ub 64 > "$OUT/log" 2>&1
+    -no-cnv -b 64 -ub 64 -nr > "$OUT/log" 2>&1
 expect "record succeeds" "$?" 0
 bq() { q "$db" "SELECT $1 FROM records r JOIN backends b ON b.pid = r.pid AND b.sched_id = r.sched_id
     AND b.id = r.backend_id WHERE b.name = 'BLAS' AND r.type = 0 ${2:-}"; }

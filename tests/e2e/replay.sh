@@ -55,9 +55,10 @@ expect "replay: a missing test-backend-ops is a one-line error" "$?:$(wc -l < "$
 
 # A prompt of 32+ tokens sends the big products to the BLAS backend: their cases replay on BLAS. One thread and no
 # warm-up: the 42-token products are then the largest cases by their work alone (with two threads on a busy
-# machine, a preempted thread can make a one-token product wait longer in its barrier than they compute).
+# machine, a preempted thread can make a one-token product wait longer in its barrier than they compute). -nr: no
+# AMX copy of the weights (a CPU with AMX_INT8), which BLAS cannot read.
 "$GGPROF" record -q -o "$OUT/blas.db" -- "$LLAMA_BIN_DIR/llama-completion" -m "$GGUF_DENSE" \
-    -p "$(printf 'word %.0s' $(seq 40))" -n 1 -t 1 --no-warmup -no-cnv > /dev/null 2>&1
+    -p "$(printf 'word %.0s' $(seq 40))" -n 1 -t 1 --no-warmup -no-cnv -nr > /dev/null 2>&1
 # The four largest: the products' cases are two or more of them even when a busy machine inflates a CPU case
 # (make test once saw one of the two largest be a CPU one).
 "$GGPROF" replay "$OUT/blas.db" --test-backend-ops "$TBO" -n 4 > "$OUT/blas.replay" 2>&1
