@@ -812,7 +812,7 @@ static void cpu_barrier(void (*real)(struct ggml_threadpool *), struct ggml_thre
     cpu_split *s = active_split();
     if (!s || s->alone) {
         real(tp);
-        if (s) s->pending_between = false;
+        if (s) s->pending_between = false; /* record --threads' thread0_barrier reads it: no exit to take from a tick */
         return;
     }
     if (s->pending_between) {

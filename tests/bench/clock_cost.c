@@ -5,15 +5,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock_map.h" /* ggprof_now_ns: CLOCK_MONOTONIC, as every record's clock */
 #include "timing.h"
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *) a, y = *(const double *) b;
@@ -25,17 +19,13 @@ int main(void) {
     double           stamp[ROUNDS], mono[ROUNDS];
     volatile uint64_t sink = 0;
     for (int r = 0; r < ROUNDS; r++) {
-        double a = now_ns();
+        uint64_t a = ggprof_now_ns();
         for (int i = 0; i < N; i++) sink += ggprof_stamp();
-        double b = now_ns();
-        for (int i = 0; i < N / 10; i++) {
-            struct timespec t;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            sink += (uint64_t) t.tv_nsec;
-        }
-        double c = now_ns();
-        stamp[r] = (b - a) / N;
-        mono[r]  = (c - b) / (N / 10);
+        uint64_t b = ggprof_now_ns();
+        for (int i = 0; i < N / 10; i++) sink += ggprof_now_ns();
+        uint64_t c = ggprof_now_ns();
+        stamp[r] = (double) (b - a) / N;
+        mono[r]  = (double) (c - b) / (N / 10);
     }
     qsort(stamp, ROUNDS, sizeof(double), cmp);
     qsort(mono, ROUNDS, sizeof(double), cmp);
